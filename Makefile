@@ -1,0 +1,57 @@
+# tracecell — see README.md.
+#   make demo    build, then run the bundled agent-style script under tracecell
+#   make test    every test: unit, filter VM, integration (native and on the 4.18 surface)
+#   make bench   speed against the bare program and strace
+GO      ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.Version=$(VERSION)
+export CGO_ENABLED = 0
+
+BIN      := bin/tracecell
+SURFACE  := bin/surface418
+ITEST    := bin/integration.test
+PY       ?= /usr/bin/python3
+
+.PHONY: all deps build build-arm64 demo test unit integration integration-418 bench clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tracecell
+
+build-arm64: deps
+	GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/tracecell-linux-arm64 ./cmd/tracecell
+
+demo: build
+	@scripts/demo.sh $(BIN) $(PY)
+
+unit: deps
+	$(GO) vet ./...
+	GOARCH=arm64 $(GO) vet ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+	GOARCH=arm64 $(GO) test -count=1 -exec /bin/true ./... >/dev/null
+
+$(SURFACE): testdata/surface418/surface418.c
+	@mkdir -p bin
+	gcc -O2 -Wall -o $@ $<
+
+integration: build
+	TRACECELL_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 ./integration/
+
+# The same integration suite with every syscall newer than Linux 4.18
+# returning ENOSYS, for tracecell and everything it runs.
+integration-418: build $(SURFACE)
+	$(GO) test -c -o $(ITEST) ./integration/
+	cd integration && TRACECELL_BIN=$(CURDIR)/$(BIN) TRACECELL_SURFACE418=1 ../$(SURFACE) ../$(ITEST) -test.count=1
+
+test: unit build-arm64 integration integration-418
+	@echo "make test: all suites passed"
+
+bench: build
+	$(PY) bench/bench.py --tracecell $(BIN)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,160 @@
+// Package arch is the only place that knows register layouts. It decodes the
+// general-purpose register set of a thread stopped at a seccomp stop (as
+// PTRACE_GETREGSET with NT_PRSTATUS returns it) and plans the register writes
+// that make the kernel skip a system call and return an error.
+//
+// Both layouts are plain Go that compiles on every GOARCH, so the arm64
+// denial path (which cannot be exercised on an x86_64 host) is unit-tested
+// everywhere; native.go files pick the layout of the running binary.
+package arch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"syscall"
+)
+
+// ELF note types for PTRACE_GETREGSET / PTRACE_SETREGSET (include/uapi/linux/elf.h).
+const (
+	NTPrstatus      = 1     // NT_PRSTATUS: struct user_regs_struct / user_pt_regs
+	NTArmSystemCall = 0x404 // NT_ARM_SYSTEM_CALL: the syscall number as an int32 (arm64, since 3.18)
+)
+
+// Layout describes one architecture's NT_PRSTATUS register set.
+type Layout struct {
+	// Name is the audit/uname name ("x86_64", "aarch64"), matching the
+	// syscalls table names.
+	Name string
+	// Words is the number of 64-bit words in the NT_PRSTATUS register set.
+	Words int
+	// NrWord is the word holding the syscall number at a seccomp stop.
+	NrWord int
+	// ArgWords are the words holding the six syscall arguments.
+	ArgWords [6]int
+	// RetWord is the word the kernel returns to user space.
+	RetWord int
+	// PCWord is the instruction pointer, for diagnostics.
+	PCWord int
+	// skipNote, when non-zero, is a regset that must be written with int32(-1)
+	// to skip the call (arm64); zero means writing NrWord = -1 skips it (x86_64).
+	skipNote int
+}
+
+// X86_64 is struct user_regs_struct (arch/x86/include/asm/user_64.h):
+// r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi orig_rax rip cs
+// eflags rsp ss fs_base gs_base ds es fs gs.
+var X86_64 = &Layout{
+	Name:     "x86_64",
+	Words:    27,
+	NrWord:   15,                          // orig_rax
+	ArgWords: [6]int{14, 13, 12, 7, 9, 8}, // rdi rsi rdx r10 r8 r9
+	RetWord:  10,                          // rax
+	PCWord:   16,                          // rip
+}
+
+// AArch64 is struct user_pt_regs (arch/arm64/include/uapi/asm/ptrace.h):
+// x0..x30 sp pc pstate. x0 is both the first argument and the return value,
+// so arguments must be read before a denial is written.
+var AArch64 = &Layout{
+	Name:     "aarch64",
+	Words:    34,
+	NrWord:   8, // x8 holds the number, but writing it does not change the call
+	ArgWords: [6]int{0, 1, 2, 3, 4, 5},
+	RetWord:  0,
+	PCWord:   32,
+	skipNote: NTArmSystemCall,
+}
+
+// Regs is a decoded register set of one stopped thread.
+type Regs struct {
+	L *Layout
+	W []uint64
+}
+
+// NewRegs returns a zeroed register set of layout l.
+func (l *Layout) NewRegs() *Regs { return &Regs{L: l, W: make([]uint64, l.Words)} }
+
+// Size is the byte size of the NT_PRSTATUS register set.
+func (l *Layout) Size() int { return l.Words * 8 }
+
+// Decode fills r from the bytes PTRACE_GETREGSET wrote. Both supported
+// architectures are little-endian.
+func (r *Regs) Decode(b []byte) error {
+	if len(b) != r.L.Size() {
+		return fmt.Errorf("%s register set is %d bytes, kernel gave %d", r.L.Name, r.L.Size(), len(b))
+	}
+	for i := range r.W {
+		r.W[i] = binary.LittleEndian.Uint64(b[i*8:])
+	}
+	return nil
+}
+
+// Encode writes r into b (len(b) must be L.Size()).
+func (r *Regs) Encode(b []byte) {
+	for i, w := range r.W {
+		binary.LittleEndian.PutUint64(b[i*8:], w)
+	}
+}
+
+// Nr is the syscall number at a seccomp stop.
+func (r *Regs) Nr() int { return int(int32(r.W[r.L.NrWord])) }
+
+// Arg returns syscall argument i (0..5) as the raw 64-bit register.
+func (r *Regs) Arg(i int) uint64 { return r.W[r.L.ArgWords[i]] }
+
+// Int32Arg returns argument i as the kernel sees an int argument (dirfd,
+// flags): only the low 32 bits count.
+func (r *Regs) Int32Arg(i int) int32 { return int32(uint32(r.Arg(i))) }
+
+// PC is the instruction pointer.
+func (r *Regs) PC() uint64 { return r.W[r.L.PCWord] }
+
+// Write is one PTRACE_SETREGSET call: a note type and its bytes.
+type Write struct {
+	Note int
+	Data []byte
+}
+
+// Deny plans the register writes that make the kernel skip the system call
+// the thread is stopped in (at a seccomp stop) and return -errno. The writes
+// must be applied in order.
+//
+// x86_64: orig_rax = -1 skips the call and rax = -errno is returned; one
+// NT_PRSTATUS write. Since Linux 4.8 (commit 93e35efb8de4 "x86/ptrace: run
+// seccomp after ptrace") the filter is re-run after a trace stop, and a
+// skipped (-1) call is not re-checked.
+//
+// aarch64: the number lives in a separate slot (syscallno) that only
+// NT_ARM_SYSTEM_CALL writes; changing x8 does not skip anything. So: x0 =
+// -errno through NT_PRSTATUS, then int32(-1) through NT_ARM_SYSTEM_CALL. The
+// kernel leaves x0 alone for a skipped call (NO_SYSCALL), so -errno is what
+// user space sees.
+func (r *Regs) Deny(errno syscall.Errno) []Write {
+	r.W[r.L.RetWord] = uint64(-int64(errno))
+	if r.L.skipNote == 0 {
+		r.W[r.L.NrWord] = ^uint64(0) // -1
+	}
+	b := make([]byte, r.L.Size())
+	r.Encode(b)
+	w := []Write{{Note: NTPrstatus, Data: b}}
+	if r.L.skipNote != 0 {
+		nr := make([]byte, 4)
+		binary.LittleEndian.PutUint32(nr, ^uint32(0)) // int32(-1)
+		w = append(w, Write{Note: r.L.skipNote, Data: nr})
+	}
+	return w
+}
+
+// AtSyscallEntry tells a syscall-entry stop from a syscall-exit stop (used
+// only by the start-up probe, where PTRACE_GET_SYSCALL_INFO (5.3) cannot be
+// relied on). x86_64 sets rax to -ENOSYS before the entry stop; arm64 sets
+// x7 to 0 at entry and 1 at exit (PTRACE_SYSCALL_ENTER/EXIT, since 3.7).
+func (r *Regs) AtSyscallEntry() bool {
+	switch r.L {
+	case X86_64:
+		return int64(r.W[10]) == -int64(syscall.ENOSYS)
+	case AArch64:
+		return r.W[7] == 0
+	}
+	return false
+}

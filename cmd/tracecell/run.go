@@ -1,0 +1,396 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
+	"github.com/tracecell/tracecell/tracer"
+)
+
+// Version is set at build time with -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+// Exit statuses of tracecell itself (the command's own status otherwise).
+const (
+	statusTimeout       = 124
+	statusFailed        = 125
+	statusNotExecutable = 126
+	statusNotFound      = 127
+)
+
+// exitError carries an exit status out of a cli action.
+type exitError struct {
+	status int
+	err    error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.status)
+	}
+	return e.err.Error()
+}
+
+// run is the whole CLI, testable without a process boundary (except that
+// tracing needs the stub, which is this binary).
+func run(stdin io.Reader, stdout, stderr io.Writer, args []string) int {
+	app := newApp(stdin, stdout, stderr)
+	err := app.Run(args)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "tracecell: %s\n", oneLine(ee.err.Error()))
+		}
+		return ee.status
+	}
+	fmt.Fprintf(stderr, "tracecell: %s\n", oneLine(err.Error()))
+	return statusFailed
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ") }
+
+func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:            "tracecell",
+		Usage:           "run LLM-written code: read anywhere, write only inside a sandbox directory",
+		Version:         Version,
+		Reader:          stdin,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*cli.Context, error) {}, // statuses are handled by run
+		Commands: []*cli.Command{
+			{
+				Name:      "run",
+				Usage:     "run a command under the sandbox",
+				ArgsUsage: "-- COMMAND [ARGS...]",
+				Flags:     runFlags(),
+				Action: func(c *cli.Context) error {
+					return runAction(c, stdin, stdout, stderr)
+				},
+				OnUsageError: func(c *cli.Context, err error, _ bool) error {
+					return &exitError{statusFailed, fmt.Errorf("%v (see tracecell run --help)", err)}
+				},
+			},
+		},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return &exitError{statusFailed, fmt.Errorf("%v (see tracecell --help)", err)}
+		},
+	}
+}
+
+func runFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "write", Usage: "writable root `DIR` (repeatable; created if missing; default: a fresh directory under $TMPDIR)"},
+		&cli.StringFlag{Name: "cwd", Usage: "working `DIR` of the command (default: the first writable root)"},
+		&cli.StringSliceFlag{Name: "read", Usage: "restrict reads to `DIR` (repeatable) plus the writable roots and what the program needs to start"},
+		&cli.StringSliceFlag{Name: "deny-read", Usage: "`PATH` never readable (repeatable), e.g. ~/.ssh"},
+		&cli.StringSliceFlag{Name: "allow-exec", Usage: "`PROGRAM` the tree may exec after the initial command (repeatable)"},
+		&cli.StringFlag{Name: "net", Usage: "network: deny, loopback or allow (default deny)"},
+		&cli.StringFlag{Name: "mode", Usage: "enforce, or audit (allow everything, report what would be denied)"},
+		&cli.StringFlag{Name: "timeout", Usage: "kill the whole tree after `DURATION` (exit 124)"},
+		&cli.StringFlag{Name: "cpu-time", Usage: "CPU time limit per process (`DURATION`, RLIMIT_CPU)"},
+		&cli.StringFlag{Name: "memory", Usage: "address-space limit per process (`SIZE`, RLIMIT_AS), e.g. 2G"},
+		&cli.StringFlag{Name: "max-file-size", Usage: "largest file a process may write (`SIZE`, RLIMIT_FSIZE)"},
+		&cli.IntFlag{Name: "max-procs", Usage: "most live processes in the tree (`N`, threads not counted)"},
+		&cli.IntFlag{Name: "max-open-files", Usage: "open file limit per process (`N`, RLIMIT_NOFILE)"},
+		&cli.StringSliceFlag{Name: "env", Usage: "set `KEY=VALUE` in the command's environment (repeatable)"},
+		&cli.StringSliceFlag{Name: "keep-env", Usage: "pass `NAME` through from tracecell's environment (repeatable)"},
+		&cli.StringSliceFlag{Name: "allow-device", Usage: "device `PATTERN` the tree may write, e.g. '/dev/nvidia*' (repeatable)"},
+		&cli.StringSliceFlag{Name: "scratch", Usage: "create-only `DIR` (repeatable; default /dev/shm)"},
+		&cli.StringFlag{Name: "report", Usage: "write the JSON report to `FILE` at exit"},
+		&cli.StringFlag{Name: "trace", Usage: "write every decision, reads included, as JSON lines to `FILE`"},
+		&cli.StringFlag{Name: "policy", Usage: "read settings from a YAML or JSON `FILE` (flags override it)"},
+		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default warn)"},
+		&cli.StringFlag{Name: "log-format", Usage: "text or json"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no notices on stderr (the report still has everything)"},
+	}
+}
+
+// settingsFrom merges the policy file (if any) and the flags that were set.
+func settingsFrom(c *cli.Context) (*config.Settings, error) {
+	s := &config.Settings{}
+	if f := c.String("policy"); f != "" {
+		fs, err := config.LoadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		s = fs
+	}
+	list := func(name string, dst *[]string) {
+		if c.IsSet(name) {
+			*dst = c.StringSlice(name)
+		}
+	}
+	str := func(name string, dst *string) {
+		if c.IsSet(name) {
+			*dst = c.String(name)
+		}
+	}
+	list("write", &s.Write)
+	str("cwd", &s.Cwd)
+	list("read", &s.Read)
+	list("deny-read", &s.DenyRead)
+	list("allow-exec", &s.AllowExec)
+	str("net", &s.Net)
+	str("mode", &s.Mode)
+	list("keep-env", &s.KeepEnv)
+	list("allow-device", &s.AllowDevice)
+	list("scratch", &s.Scratch)
+	str("report", &s.Report)
+	str("trace", &s.Trace)
+	str("log-level", &s.LogLevel)
+	str("log-format", &s.LogFormat)
+	if c.IsSet("quiet") {
+		s.Quiet = c.Bool("quiet")
+	}
+	if c.IsSet("max-procs") {
+		s.MaxProcs = c.Int("max-procs")
+	}
+	if c.IsSet("max-open-files") {
+		s.MaxOpenFiles = c.Int("max-open-files")
+	}
+	for _, d := range []struct {
+		name string
+		dst  *config.Duration
+	}{{"timeout", &s.Timeout}, {"cpu-time", &s.CPUTime}} {
+		if c.IsSet(d.name) {
+			if err := d.dst.UnmarshalText([]byte(c.String(d.name))); err != nil {
+				return nil, fmt.Errorf("--%s: %w", d.name, err)
+			}
+		}
+	}
+	for _, d := range []struct {
+		name string
+		dst  *config.Size
+	}{{"memory", &s.Memory}, {"max-file-size", &s.MaxFileSize}} {
+		if c.IsSet(d.name) {
+			if err := d.dst.UnmarshalText([]byte(c.String(d.name))); err != nil {
+				return nil, fmt.Errorf("--%s: %w", d.name, err)
+			}
+		}
+	}
+	if c.IsSet("env") {
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		for _, kv := range c.StringSlice("env") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return nil, fmt.Errorf("--env %q: want KEY=VALUE", kv)
+			}
+			s.Env[k] = v
+		}
+	}
+	return s, nil
+}
+
+func newLogger(stderr io.Writer, level, format string) (zerolog.Logger, error) {
+	lvl := zerolog.WarnLevel
+	if level != "" {
+		l, err := zerolog.ParseLevel(level)
+		if err != nil || level == "" {
+			return zerolog.Nop(), fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+		}
+		lvl = l
+	}
+	var w io.Writer = stderr
+	switch format {
+	case "", "text":
+		w = zerolog.ConsoleWriter{Out: stderr, NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}}
+	case "json":
+	default:
+		return zerolog.Nop(), fmt.Errorf("--log-format %q: want text or json", format)
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Str("component", "tracecell").Logger(), nil
+}
+
+func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	argv := c.Args().Slice()
+	s, err := settingsFrom(c)
+	if err != nil {
+		return &exitError{statusFailed, err}
+	}
+	log, err := newLogger(stderr, s.LogLevel, s.LogFormat)
+	if err != nil {
+		return &exitError{statusFailed, err}
+	}
+	plan, err := config.Build(s, argv, os.Environ())
+	if err != nil {
+		var nf *config.NotFoundError
+		if errors.As(err, &nf) {
+			return &exitError{nf.Status, err}
+		}
+		return &exitError{statusFailed, err}
+	}
+	if plan.SandboxCreated && !s.Quiet {
+		fmt.Fprintf(stderr, "tracecell: sandbox %s (kept after the run)\n", plan.Sandbox)
+	}
+	pol, err := policy.New(plan.Policy)
+	if err != nil {
+		return &exitError{statusFailed, fmt.Errorf("policy: %w", err)}
+	}
+
+	var trace *report.TraceWriter
+	var traceFile *os.File
+	if s.Trace != "" {
+		traceFile, err = os.Create(s.Trace)
+		if err != nil {
+			return &exitError{statusFailed, fmt.Errorf("--trace: %w", err)}
+		}
+		defer traceFile.Close()
+		trace = report.NewTraceWriter(traceFile)
+	}
+	// Check the report path before running, not after a long run.
+	if s.Report != "" {
+		f, err := os.OpenFile(s.Report, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return &exitError{statusFailed, fmt.Errorf("--report: %w", err)}
+		}
+		f.Close()
+	}
+
+	var noticeMu sync.Mutex
+	onEvent := func(ev *report.Event) {
+		if trace != nil {
+			trace.Write(ev)
+		}
+		if ev.Decision == report.Allow || s.Quiet {
+			return
+		}
+		noticeMu.Lock()
+		defer noticeMu.Unlock()
+		if s.LogFormat == "json" {
+			log.Warn().Str("decision", ev.Decision).Str("syscall", ev.Syscall).Str("kind", ev.Kind.String()).
+				Int("pid", ev.Pid).Int("tid", ev.Tid).Str("program", ev.Program).Interface("paths", ev.Paths).
+				Str("address", ev.Address).Str("rule", ev.Rule).Str("errno", ev.Errno).Msg(ev.Reason)
+			return
+		}
+		fmt.Fprintln(stderr, ev.Notice())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	var gotSig syscall.Signal
+	var sigMu sync.Mutex
+	go func() {
+		select {
+		case sg := <-sigs:
+			sigMu.Lock()
+			gotSig = sg.(syscall.Signal)
+			sigMu.Unlock()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	tcfg := &tracer.Config{
+		Path: plan.Path, Argv: plan.Argv, Env: plan.Env, Dir: plan.Cwd, Policy: pol,
+		Timeout: plan.Timeout, MaxProcs: plan.MaxProcs, TraceAll: s.Trace != "",
+		OnEvent: onEvent, Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: log,
+	}
+	for _, r := range plan.Rlimits {
+		tcfg.Rlimits = append(tcfg.Rlimits, tracer.Rlimit{Resource: r.Resource, Cur: r.Cur, Max: r.Max})
+	}
+	log.Debug().Strs("argv", plan.Argv).Str("path", plan.Path).Strs("write", plan.Policy.WriteRoots).Msg("starting")
+	started := time.Now()
+	res, runErr := tracer.Run(ctx, tcfg)
+
+	rep := &report.Report{
+		Version: 1, Tracecell: Version, Command: argv, Cwd: plan.Cwd, Sandbox: plan.Sandbox,
+		Policy: plan.Policy, Started: started.UTC(),
+	}
+	if len(plan.Rlimits) > 0 || plan.Timeout > 0 || plan.MaxProcs > 0 {
+		rep.Limits = map[string]any{"timeout_seconds": plan.Timeout.Seconds(), "max_procs": plan.MaxProcs, "rlimits": plan.Rlimits}
+	}
+	status := 0
+	if runErr != nil {
+		var se *tracer.StartError
+		status = statusFailed
+		if errors.As(runErr, &se) {
+			status = se.Status
+		}
+		rep.Error = runErr.Error()
+		rep.Exit = report.Exit{Code: -1, Status: status}
+	} else {
+		rep.WallSeconds = res.Wall.Seconds()
+		rep.CPUUserSeconds = res.CPUUser.Seconds()
+		rep.CPUSystemSeconds = res.CPUSystem.Seconds()
+		rep.PeakRSSKB = res.PeakRSSKB
+		rep.Counts = res.Counts
+		rep.Denials = res.Denials
+		rep.DenialsDropped = res.Dropped
+		rep.ScratchLeft = res.ScratchLeft
+		rep.Exit = report.Exit{Code: res.ExitCode, TimedOut: res.TimedOut}
+		switch {
+		case res.TimedOut:
+			status = statusTimeout
+		case res.Signal != 0:
+			status = 128 + int(res.Signal)
+		default:
+			status = res.ExitCode
+		}
+		if res.Signal != 0 {
+			rep.Exit.Signal = signalName(res.Signal)
+		}
+		sigMu.Lock()
+		if res.Interrupted && gotSig != 0 {
+			status = 128 + int(gotSig)
+			rep.Error = fmt.Sprintf("tracecell received %s: the tree was killed", signalName(gotSig))
+		}
+		sigMu.Unlock()
+		rep.Exit.Status = status
+		if res.TimedOut && !s.Quiet {
+			fmt.Fprintf(stderr, "tracecell: timeout after %s: the whole tree was killed\n", plan.Timeout)
+		}
+		if res.Counts.KilledAtExit > 0 {
+			log.Info().Int("processes", res.Counts.KilledAtExit).Msg("main program exited; killed the rest of the tree")
+		}
+	}
+	rep.TracerPeakRSSKB = selfMaxRSS()
+	if s.Report != "" {
+		if err := rep.WriteFile(s.Report); err != nil {
+			fmt.Fprintf(stderr, "tracecell: %s\n", err)
+			if status == 0 {
+				status = statusFailed
+			}
+		}
+	}
+	if trace != nil && trace.Err() != nil {
+		fmt.Fprintf(stderr, "tracecell: --trace %s: %v\n", s.Trace, trace.Err())
+	}
+	if runErr != nil {
+		return &exitError{status, runErr}
+	}
+	if status != 0 {
+		return &exitError{status: status}
+	}
+	return nil
+}
+
+func signalName(s syscall.Signal) string {
+	if n := unixSignalName(s); n != "" {
+		return n
+	}
+	return fmt.Sprintf("signal %d", int(s))
+}

@@ -1,0 +1,377 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/policy"
+)
+
+// KeptEnv are the variables passed through from tracecell's environment by
+// default (plus every LC_*). Everything else is dropped unless --keep-env
+// names it.
+var KeptEnv = []string{"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR", "COLUMNS", "LINES"}
+
+// DefaultPath is used when tracecell's own environment has no PATH.
+const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// RuntimeRoots are readable even when --read restricts reads: what a program
+// (a Python interpreter above all) needs to start and import its standard
+// library. The directory two levels above the resolved executable (the
+// interpreter's prefix, e.g. /opt/python3.11 for /opt/python3.11/bin/python3)
+// is added at run time.
+var RuntimeRoots = []string{
+	"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/localtime", "/etc/timezone", "/etc/locale.alias", "/etc/nsswitch.conf",
+	"/etc/passwd", "/etc/group", "/etc/hosts", "/etc/resolv.conf", "/etc/host.conf", "/etc/gai.conf",
+	"/etc/mime.types", "/etc/ssl", "/etc/pki", "/etc/fonts", "/etc/matplotlibrc",
+	"/etc/python3", "/etc/python3.6", "/etc/python3.8", "/etc/python3.9", "/etc/python3.10",
+	"/etc/python3.11", "/etc/python3.12", "/etc/python3.13",
+	"/proc", "/sys/devices/system/cpu", "/sys/fs/cgroup", "/dev",
+}
+
+// Plan is a run, ready for the tracer.
+type Plan struct {
+	Policy  policy.Config
+	Path    string   // the resolved executable
+	Argv    []string // as given
+	Env     []string
+	Cwd     string
+	Sandbox string // first writable root
+	// SandboxCreated is set when tracecell made the sandbox itself
+	// (no --write): the CLI prints its path.
+	SandboxCreated bool
+	Timeout        time.Duration
+	MaxProcs       int
+	Rlimits        []Rlimit
+}
+
+// Rlimit is one resource limit for the tree.
+type Rlimit struct {
+	Name     string `json:"name"`
+	Resource int    `json:"-"`
+	Cur      uint64 `json:"cur"`
+	Max      uint64 `json:"max"`
+}
+
+// UsageError is bad operator input (exit status 125, message names it).
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+func usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
+
+// NotFoundError is a command that cannot be found (127) or run (126).
+type NotFoundError struct {
+	Status int
+	Msg    string
+}
+
+func (e *NotFoundError) Error() string { return e.Msg }
+
+// Build checks s, creates the sandbox if needed and resolves every path once.
+func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
+	if len(argv) == 0 {
+		return nil, usagef("no command given: usage: tracecell run [options] -- COMMAND [ARGS...]")
+	}
+	p := &Plan{Argv: argv}
+	var pc policy.Config
+
+	// Writable roots.
+	if len(s.Write) == 0 {
+		d, err := os.MkdirTemp("", "tracecell-")
+		if err != nil {
+			return nil, fmt.Errorf("create a sandbox directory under %s: %w (set TMPDIR or pass --write DIR)", os.TempDir(), err)
+		}
+		s.Write = []string{d}
+		p.SandboxCreated = true
+	}
+	for _, w := range s.Write {
+		a, err := Abs(w)
+		if err != nil {
+			return nil, usagef("--write %s: %v", w, err)
+		}
+		if err := os.MkdirAll(a, 0o755); err != nil {
+			return nil, usagef("--write %s: cannot create the directory: %v", w, err)
+		}
+		r, err := filepath.EvalSymlinks(a)
+		if err != nil {
+			return nil, usagef("--write %s: %v", w, err)
+		}
+		if st, err := os.Stat(r); err != nil || !st.IsDir() {
+			return nil, usagef("--write %s: not a directory", w)
+		}
+		if r == "/" {
+			return nil, usagef("--write %s: the whole file system cannot be a writable root", w)
+		}
+		pc.WriteRoots = appendUnique(pc.WriteRoots, r)
+	}
+	p.Sandbox = pc.WriteRoots[0]
+
+	// Reads.
+	for _, r := range s.Read {
+		a, err := resolveMaybe(r)
+		if err != nil {
+			return nil, usagef("--read %s: %v", r, err)
+		}
+		pc.ReadRoots = appendUnique(pc.ReadRoots, a)
+	}
+	if len(s.Read) > 0 && pc.ReadRoots == nil {
+		pc.ReadRoots = []string{}
+	}
+	for _, r := range s.DenyRead {
+		a, err := resolveMaybe(r)
+		if err != nil {
+			return nil, usagef("--deny-read %s: %v", r, err)
+		}
+		pc.DenyRead = appendUnique(pc.DenyRead, a)
+	}
+
+	// Environment.
+	env, pathVar, err := buildEnv(s, environ, p.Sandbox)
+	if err != nil {
+		return nil, err
+	}
+	p.Env = env
+
+	// Working directory.
+	p.Cwd = p.Sandbox
+	if s.Cwd != "" {
+		a, err := Abs(s.Cwd)
+		if err != nil {
+			return nil, usagef("--cwd %s: %v", s.Cwd, err)
+		}
+		if st, err := os.Stat(a); err != nil || !st.IsDir() {
+			return nil, usagef("--cwd %s: not an existing directory", s.Cwd)
+		}
+		p.Cwd = a
+	}
+
+	// The command.
+	exe, err := lookPath(argv[0], pathVar, p.Cwd)
+	if err != nil {
+		return nil, err
+	}
+	p.Path = exe
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		if prefix := filepath.Dir(filepath.Dir(real)); prefix != "/" && prefix != "/usr" {
+			pc.RuntimeRoots = append(pc.RuntimeRoots, prefix)
+		}
+		pc.RuntimeRoots = appendUnique(pc.RuntimeRoots, real)
+	}
+	if pc.ReadRoots != nil {
+		pc.RuntimeRoots = append(append([]string{}, RuntimeRoots...), pc.RuntimeRoots...)
+	} else {
+		pc.RuntimeRoots = nil
+	}
+
+	for _, e := range s.AllowExec {
+		x, err := lookPath(e, pathVar, p.Cwd)
+		if err != nil {
+			return nil, usagef("--allow-exec %s: %v", e, err)
+		}
+		r, err := filepath.EvalSymlinks(x)
+		if err != nil {
+			return nil, usagef("--allow-exec %s: %v", e, err)
+		}
+		pc.AllowExec = appendUnique(pc.AllowExec, r)
+	}
+
+	if err := pc.Net.UnmarshalText([]byte(orDefault(s.Net, "deny"))); err != nil {
+		return nil, usagef("--net: %v", err)
+	}
+	if err := pc.Mode.UnmarshalText([]byte(orDefault(s.Mode, "enforce"))); err != nil {
+		return nil, usagef("--mode: %v", err)
+	}
+	pc.Devices = policy.DefaultDevices()
+	for _, d := range s.AllowDevice {
+		if _, err := path.Match(d, "/dev/x"); err != nil {
+			return nil, usagef("--allow-device %s: bad pattern: %v", d, err)
+		}
+		if !strings.HasPrefix(d, "/dev/") {
+			return nil, usagef("--allow-device %s: must be a pattern under /dev/", d)
+		}
+		pc.Devices = appendUnique(pc.Devices, d)
+	}
+	scratch := s.Scratch
+	if scratch == nil {
+		scratch = policy.DefaultScratch()
+	}
+	pc.Scratch = []string{}
+	for _, d := range scratch {
+		r, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			if s.Scratch == nil {
+				continue // no /dev/shm on this host
+			}
+			return nil, usagef("--scratch %s: %v", d, err)
+		}
+		pc.Scratch = appendUnique(pc.Scratch, r)
+	}
+
+	// Limits.
+	p.Timeout = time.Duration(s.Timeout)
+	if s.MaxProcs < 0 {
+		return nil, usagef("--max-procs %d: must be 0 (unlimited) or more", s.MaxProcs)
+	}
+	p.MaxProcs = s.MaxProcs
+	if s.CPUTime > 0 {
+		sec := uint64((time.Duration(s.CPUTime) + time.Second - 1) / time.Second)
+		// SIGXCPU at the soft limit, SIGKILL one second later.
+		p.Rlimits = append(p.Rlimits, Rlimit{"cpu_seconds", unix.RLIMIT_CPU, sec, sec + 1})
+	}
+	if s.Memory > 0 {
+		p.Rlimits = append(p.Rlimits, Rlimit{"address_space_bytes", unix.RLIMIT_AS, uint64(s.Memory), uint64(s.Memory)})
+	}
+	if s.MaxFileSize > 0 {
+		p.Rlimits = append(p.Rlimits, Rlimit{"file_size_bytes", unix.RLIMIT_FSIZE, uint64(s.MaxFileSize), uint64(s.MaxFileSize)})
+	}
+	if s.MaxOpenFiles < 0 {
+		return nil, usagef("--max-open-files %d: must be 0 (unchanged) or more", s.MaxOpenFiles)
+	}
+	if s.MaxOpenFiles > 0 {
+		p.Rlimits = append(p.Rlimits, Rlimit{"open_files", unix.RLIMIT_NOFILE, uint64(s.MaxOpenFiles), uint64(s.MaxOpenFiles)})
+	}
+	if _, err := policy.New(pc); err != nil {
+		return nil, usagef("policy: %v", err)
+	}
+	p.Policy = pc
+	return p, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func appendUnique(list []string, v string) []string {
+	for _, x := range list {
+		if x == v {
+			return list
+		}
+	}
+	return append(list, v)
+}
+
+// resolveMaybe makes p absolute and expands its symlinks where it exists.
+func resolveMaybe(p string) (string, error) {
+	a, err := Abs(p)
+	if err != nil {
+		return "", err
+	}
+	if r, err := filepath.EvalSymlinks(a); err == nil {
+		return r, nil
+	}
+	return filepath.Clean(a), nil
+}
+
+// buildEnv makes the tree's environment: the kept variables, --keep-env,
+// --env, then HOME and the cache/config/temp variables inside the sandbox.
+func buildEnv(s *Settings, environ []string, sandbox string) ([]string, string, error) {
+	m := map[string]string{}
+	keep := map[string]bool{}
+	for _, k := range KeptEnv {
+		keep[k] = true
+	}
+	for _, k := range s.KeepEnv {
+		if k == "" || strings.Contains(k, "=") {
+			return nil, "", usagef("--keep-env %q: want a variable name", k)
+		}
+		keep[k] = true
+	}
+	for _, kv := range environ {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			continue
+		}
+		if keep[k] || strings.HasPrefix(k, "LC_") {
+			m[k] = v
+		}
+	}
+	if m["PATH"] == "" {
+		m["PATH"] = DefaultPath
+	}
+	tmp := filepath.Join(sandbox, ".tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, "", fmt.Errorf("create %s: %w", tmp, err)
+	}
+	m["HOME"] = sandbox
+	m["TMPDIR"] = tmp
+	m["XDG_CACHE_HOME"] = filepath.Join(sandbox, ".cache")
+	m["XDG_CONFIG_HOME"] = filepath.Join(sandbox, ".config")
+	m["MPLCONFIGDIR"] = filepath.Join(sandbox, ".config", "matplotlib")
+	for k, v := range s.Env {
+		if k == "" || strings.Contains(k, "=") {
+			return nil, "", usagef("--env %q: want KEY=VALUE", k+"="+v)
+		}
+		m[k] = v
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := make([]string, 0, len(keys))
+	for _, k := range keys {
+		env = append(env, k+"="+m[k])
+	}
+	return env, m["PATH"], nil
+}
+
+// lookPath finds name the way the shell would in the tree's PATH; a name
+// with a slash is taken relative to dir.
+func lookPath(name, pathVar, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return checkExec(p, name)
+	}
+	var lastErr error
+	for _, d := range filepath.SplitList(pathVar) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		p, err := checkExec(filepath.Join(d, name), name)
+		if err == nil {
+			return p, nil
+		}
+		var nf *NotFoundError
+		if errors.As(err, &nf) && nf.Status == 126 {
+			lastErr = err
+		}
+	}
+	if lastErr != nil {
+		return "", lastErr
+	}
+	return "", &NotFoundError{127, fmt.Sprintf("%s: command not found in PATH (%s)", name, pathVar)}
+}
+
+func checkExec(p, name string) (string, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return "", &NotFoundError{127, fmt.Sprintf("%s: command not found (%s)", name, p)}
+	}
+	if st.IsDir() {
+		return "", &NotFoundError{126, fmt.Sprintf("%s: is a directory", p)}
+	}
+	if st.Mode()&0o111 == 0 || unix.Access(p, unix.X_OK) != nil {
+		return "", &NotFoundError{126, fmt.Sprintf("%s: permission denied (not executable)", p)}
+	}
+	return p, nil
+}

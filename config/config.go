@@ -1,0 +1,169 @@
+// Package config reads the operator's settings (a YAML or JSON policy file,
+// overridden by flags) and turns them into the effective policy and limits.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Settings are everything an operator can set, in a policy file or by
+// flags. Field names in files are the flag names with '-' as '_'.
+type Settings struct {
+	Write        []string          `yaml:"write" json:"write,omitempty"`
+	Cwd          string            `yaml:"cwd" json:"cwd,omitempty"`
+	Read         []string          `yaml:"read" json:"read,omitempty"`
+	DenyRead     []string          `yaml:"deny_read" json:"deny_read,omitempty"`
+	AllowExec    []string          `yaml:"allow_exec" json:"allow_exec,omitempty"`
+	Net          string            `yaml:"net" json:"net,omitempty"`
+	Mode         string            `yaml:"mode" json:"mode,omitempty"`
+	Timeout      Duration          `yaml:"timeout" json:"timeout,omitempty"`
+	CPUTime      Duration          `yaml:"cpu_time" json:"cpu_time,omitempty"`
+	Memory       Size              `yaml:"memory" json:"memory,omitempty"`
+	MaxFileSize  Size              `yaml:"max_file_size" json:"max_file_size,omitempty"`
+	MaxProcs     int               `yaml:"max_procs" json:"max_procs,omitempty"`
+	MaxOpenFiles int               `yaml:"max_open_files" json:"max_open_files,omitempty"`
+	Env          map[string]string `yaml:"env" json:"env,omitempty"`
+	KeepEnv      []string          `yaml:"keep_env" json:"keep_env,omitempty"`
+	AllowDevice  []string          `yaml:"allow_device" json:"allow_device,omitempty"`
+	// Scratch is nil for the default (/dev/shm); an empty list for none.
+	Scratch   []string `yaml:"scratch" json:"scratch,omitempty"`
+	Report    string   `yaml:"report" json:"report,omitempty"`
+	Trace     string   `yaml:"trace" json:"trace,omitempty"`
+	LogLevel  string   `yaml:"log_level" json:"log_level,omitempty"`
+	LogFormat string   `yaml:"log_format" json:"log_format,omitempty"`
+	Quiet     bool     `yaml:"quiet" json:"quiet,omitempty"`
+}
+
+// Duration is a time.Duration written as "90s", "5m" or a number of seconds.
+type Duration time.Duration
+
+// UnmarshalText parses "1m30s" or plain seconds.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the Go form ("1m30s").
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// ParseDuration accepts Go durations ("90s", "1h") and bare seconds ("90", "1.5").
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if f < 0 {
+			return 0, fmt.Errorf("invalid duration %q: negative", s)
+		}
+		return time.Duration(f * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("invalid duration %q: want e.g. 90s, 5m or a number of seconds", s)
+	}
+	return d, nil
+}
+
+// Size is a byte count written as "512M", "2GiB", "1.5G" or plain bytes.
+type Size uint64
+
+// UnmarshalText parses a size.
+func (s *Size) UnmarshalText(b []byte) error {
+	v, err := ParseSize(string(b))
+	if err != nil {
+		return err
+	}
+	*s = Size(v)
+	return nil
+}
+
+// MarshalText writes plain bytes.
+func (s Size) MarshalText() ([]byte, error) { return []byte(strconv.FormatUint(uint64(s), 10)), nil }
+
+var sizeRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)(i?[bB]?)$`)
+
+// ParseSize accepts "1024", "512K", "512M", "2G", "2GiB", "1.5GB" (powers of 1024).
+func ParseSize(s string) (uint64, error) {
+	m := sizeRe.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("invalid size %q: want e.g. 512M, 2G or a number of bytes", s)
+	}
+	f, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, fmt.Errorf("invalid size %q: %w", s, err)
+	}
+	mult := map[string]float64{"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[strings.ToLower(m[2])]
+	return uint64(f * mult), nil
+}
+
+var yamlFieldRe = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+
+// LoadFile reads a policy file. JSON (by a .json suffix or a leading '{') is
+// decoded strictly with encoding/json, anything else as YAML. An unknown key
+// or a bad value is an error naming the key and the file.
+func LoadFile(path string) (*Settings, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy file %s: %w", path, err)
+	}
+	var s Settings
+	trimmed := bytes.TrimSpace(b)
+	if strings.HasSuffix(path, ".json") || bytes.HasPrefix(trimmed, []byte("{")) {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			msg := err.Error()
+			msg = strings.Replace(msg, "json: unknown field ", "unknown key ", 1)
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				msg = fmt.Sprintf("key %q: want %s, got %s", te.Field, te.Type, te.Value)
+			}
+			return nil, fmt.Errorf("policy file %s: %s", path, msg)
+		}
+		return &s, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&s); err != nil {
+		if errors.Is(err, errEOF) || err.Error() == "EOF" {
+			return &s, nil // an empty file: all defaults
+		}
+		msg := err.Error()
+		if m := yamlFieldRe.FindStringSubmatch(msg); m != nil {
+			msg = fmt.Sprintf("unknown key %q (line %s)", m[2], m[1])
+		} else {
+			msg = strings.TrimPrefix(msg, "yaml: ")
+			msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+			msg = strings.ReplaceAll(msg, "\n  ", "; ")
+		}
+		return nil, fmt.Errorf("policy file %s: %s", path, msg)
+	}
+	return &s, nil
+}
+
+var errEOF = errors.New("EOF")
+
+// Abs makes p absolute against the current directory, expanding a leading "~/".
+func Abs(p string) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("expand %s: %w", p, err)
+		}
+		p = filepath.Join(home, p[1:])
+	}
+	return filepath.Abs(p)
+}

@@ -1,0 +1,148 @@
+// Package policy makes the allow/deny decisions of tracecell. It is pure: it
+// never calls ptrace and never touches the file system. The tracer gives it an
+// Op whose paths are already resolved the way the kernel would resolve them;
+// the policy answers with a Decision that names the rule and the reason.
+package policy
+
+import (
+	"fmt"
+	"syscall"
+
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// NetMode is what the traced tree may do on the network.
+type NetMode uint8
+
+const (
+	NetDeny     NetMode = iota // no inet connect/bind/sendto; AF_UNIX only inside writable roots
+	NetLoopback                // inet only to 127.0.0.0/8 and ::1
+	NetAllow                   // everything
+)
+
+var netNames = []string{"deny", "loopback", "allow"}
+
+func (m NetMode) String() string {
+	if int(m) < len(netNames) {
+		return netNames[m]
+	}
+	return fmt.Sprintf("net(%d)", uint8(m))
+}
+
+// MarshalText encodes the mode by name.
+func (m NetMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText decodes deny|loopback|allow.
+func (m *NetMode) UnmarshalText(b []byte) error {
+	for i, n := range netNames {
+		if n == string(b) {
+			*m = NetMode(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("invalid net mode %q: want deny, loopback or allow", b)
+}
+
+// Mode is enforce (deny) or audit (allow, but report what would be denied).
+type Mode uint8
+
+const (
+	Enforce Mode = iota
+	Audit
+)
+
+var modeNames = []string{"enforce", "audit"}
+
+func (m Mode) String() string {
+	if int(m) < len(modeNames) {
+		return modeNames[m]
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// MarshalText encodes the mode by name.
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText decodes enforce|audit.
+func (m *Mode) UnmarshalText(b []byte) error {
+	for i, n := range modeNames {
+		if n == string(b) {
+			*m = Mode(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("invalid mode %q: want enforce or audit", b)
+}
+
+// Config is the effective policy. All paths are absolute, cleaned and have
+// their symlinks expanded (the caller does that once at start-up).
+type Config struct {
+	WriteRoots []string `json:"write_roots"`          // writable trees
+	ReadRoots  []string `json:"read_roots,omitempty"` // nil: reads are open
+	// RuntimeRoots are readable even when ReadRoots restricts reads: what the
+	// program needs to start (loader, libraries, interpreter prefix).
+	RuntimeRoots []string `json:"runtime_roots,omitempty"`
+	DenyRead     []string `json:"deny_read,omitempty"`  // never readable (files or trees)
+	AllowExec    []string `json:"allow_exec,omitempty"` // resolved executables the tree may exec
+	Net          NetMode  `json:"net"`
+	Devices      []string `json:"devices"` // path.Match patterns of writable device files
+	Scratch      []string `json:"scratch"` // create-only directories (default /dev/shm)
+	Mode         Mode     `json:"mode"`
+}
+
+// Path is one path argument of an operation.
+type Path struct {
+	Role     string `json:"role"`                  // "path", "source", "target", "socket", "program"
+	Given    string `json:"given"`                 // as the program passed it (bytes kept, may be invalid UTF-8)
+	Dirfd    *int   `json:"dirfd,omitempty"`       // the dirfd argument, when the call has one
+	Base     string `json:"relative_to,omitempty"` // directory a relative path started from ("" when absolute)
+	Resolved string `json:"resolved"`              // absolute, symlinks expanded as the kernel would
+	Exists   bool   `json:"exists"`                // whether Resolved existed at check time
+	IsDir    bool   `json:"is_dir,omitempty"`
+	// Special is set when the path named a non-file object through a /proc
+	// magic link (for example "pipe:[1234]" or "socket:[99]").
+	Special string `json:"special,omitempty"`
+}
+
+// Op is one checked operation.
+type Op struct {
+	Kind    syscalls.Kind `json:"kind"`
+	Syscall string        `json:"syscall"`
+	Paths   []Path        `json:"paths,omitempty"`
+
+	// Network (KindConnect, KindBind): Family is "inet", "inet6", "unix",
+	// "netlink" or "family(N)"; Addr is an IP, Port its port; for "unix",
+	// Paths[0] holds the socket path unless Abstract.
+	Family   string `json:"family,omitempty"`
+	Addr     string `json:"address,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	Abstract bool   `json:"abstract,omitempty"`
+
+	// Signals and process calls (KindSignal, KindProcess): the pid argument
+	// as given (0, -1, -pgid or a pid) and whether every process it reaches
+	// is inside the traced tree (decided by the tracer, which knows the tree).
+	TargetPid    int  `json:"target_pid,omitempty"`
+	TargetInTree bool `json:"target_in_tree,omitempty"`
+
+	// Exec: Initial is true for the exec of the command tracecell was asked
+	// to run (always allowed).
+	Initial bool `json:"initial,omitempty"`
+}
+
+// Decision is the answer of the policy.
+type Decision struct {
+	Allow  bool          `json:"allow"`
+	Rule   string        `json:"rule,omitempty"`   // short stable id, e.g. "outside-writable-roots"
+	Reason string        `json:"reason,omitempty"` // human text, e.g. "outside writable roots (/srv/sbx)"
+	Errno  syscall.Errno `json:"-"`                // EACCES or EPERM when denied
+	// Scratch is set when an allowed create lands in a scratch directory: the
+	// tracer records the resolved path in its ledger.
+	Scratch []string `json:"-"`
+}
+
+// Ledger knows which scratch entries the traced tree created itself.
+type Ledger interface {
+	// Owned reports whether path, or a directory above it inside a scratch
+	// directory, was created by the traced tree.
+	Owned(path string) bool
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what `make demo`, `make test` and `make bench` need on a fresh
+# Debian/Ubuntu machine: Debian packages through apt-get (only the missing
+# ones), then the Go modules. Go itself must be installed (go.mod names the
+# version; with GOTOOLCHAIN=auto the go command fetches it from the module proxy).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want=(gcc libc6-dev make strace python3 python3-numpy python3-pandas python3-matplotlib)
+missing=()
+if command -v dpkg-query >/dev/null 2>&1; then
+  for p in "${want[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "deps: installing Debian packages: ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+      echo "deps: need root to install ${missing[*]}: run as root or install them yourself" >&2; exit 1
+    fi
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "deps: the go command is not installed: install Go 1.24 or newer (https://go.dev/doc/install)" >&2
+  exit 1
+fi
+go mod download

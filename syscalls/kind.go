@@ -1,0 +1,77 @@
+package syscalls
+
+import "fmt"
+
+// Kind says what an operation does to the world, for policy and reports.
+// The string forms are part of the report format: do not rename them.
+type Kind uint8
+
+const (
+	KindNone      Kind = iota // not classified
+	KindRead                  // open for reading (only trapped when reads are restricted or traced)
+	KindWrite                 // open for writing, truncate, utime, mknod of a device
+	KindCreate                // create a new entry: O_CREAT, mkdir, mknod, symlink, bind(AF_UNIX)
+	KindDelete                // unlink, rmdir
+	KindRename                // rename*, both paths
+	KindLink                  // link*, both paths
+	KindChmod                 // chmod family, FS_IOC_SETFLAGS
+	KindChown                 // chown family
+	KindXattr                 // set/remove extended attributes
+	KindExec                  // execve, execveat
+	KindConnect               // connect, sendto/sendmsg with an address
+	KindBind                  // bind (inet: a listening port; AF_UNIX: also a file)
+	KindSignal                // kill, tkill, tgkill, rt_*sigqueueinfo, pidfd_send_signal
+	KindProcess               // prlimit64, setpriority, sched_* and other calls aimed at a pid
+	KindForbidden             // a syscall that is never allowed (ptrace, mount, bpf, ...)
+	kindCount
+)
+
+var kindNames = [kindCount]string{
+	KindNone:      "none",
+	KindRead:      "read",
+	KindWrite:     "write",
+	KindCreate:    "create",
+	KindDelete:    "delete",
+	KindRename:    "rename",
+	KindLink:      "link",
+	KindChmod:     "chmod",
+	KindChown:     "chown",
+	KindXattr:     "xattr",
+	KindExec:      "exec",
+	KindConnect:   "connect",
+	KindBind:      "bind",
+	KindSignal:    "signal",
+	KindProcess:   "process",
+	KindForbidden: "forbidden-syscall",
+}
+
+// String returns the report name of the kind.
+func (k Kind) String() string {
+	if k < kindCount {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// MarshalText encodes the kind by its report name.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText decodes a report name.
+func (k *Kind) UnmarshalText(b []byte) error {
+	for i, n := range kindNames {
+		if n == string(b) {
+			*k = Kind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown operation kind %q", b)
+}
+
+// ModifiesFS reports whether the kind changes the file system.
+func (k Kind) ModifiesFS() bool {
+	switch k {
+	case KindWrite, KindCreate, KindDelete, KindRename, KindLink, KindChmod, KindChown, KindXattr:
+		return true
+	}
+	return false
+}

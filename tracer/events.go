@@ -1,0 +1,245 @@
+package tracer
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// event handles a PTRACE_EVENT_* stop.
+func (t *tracer) event(tk *task, cause int) error {
+	tid := tk.tid
+	switch cause {
+	case unix.PTRACE_EVENT_SECCOMP:
+		return t.seccompStop(tk)
+	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
+		msg, err := unix.PtraceGetEventMsg(tid)
+		if err == nil {
+			nt := int(msg)
+			if t.tasks[nt] == nil {
+				tgid := nt
+				if cause == unix.PTRACE_EVENT_CLONE {
+					tgid = tgidOf(nt)
+				}
+				n := t.addTask(nt, tgid)
+				n.waitStop = true
+				t.countNew(n)
+			}
+		} else if err != unix.ESRCH {
+			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETEVENTMSG) pid %d", tid), err)
+		}
+	case unix.PTRACE_EVENT_EXEC:
+		return t.execEvent(tk)
+	}
+	return t.resume(tid, 0)
+}
+
+// execEvent enforces the exec policy after the kernel replaced the process
+// image and before any of the new code runs: the execve stop checked the path
+// the program gave, this checks what the kernel actually loaded.
+func (t *tracer) execEvent(tk *task) error {
+	tid := tk.tid
+	approved, initial := tk.approvedExec, tk.initialExec
+	if msg, err := unix.PtraceGetEventMsg(tid); err == nil && int(msg) != tid {
+		// A non-leader thread exec'd: it now carries the leader's tid.
+		if old := t.tasks[int(msg)]; old != nil {
+			approved, initial = old.approvedExec, old.initialExec
+			t.removeTask(int(msg))
+		}
+	}
+	// All other threads of the group are gone.
+	for x, o := range t.tasks {
+		if o.tgid == tk.tgid && x != tid {
+			t.removeTask(x)
+		}
+	}
+	tk.approvedExec, tk.initialExec = "", false
+	p := t.procs[tk.tgid]
+	if p == nil {
+		p = &proc{tgid: tk.tgid, threads: 1}
+		t.procs[tk.tgid] = p
+	}
+	p.argv = nil
+	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", tid))
+	p.exe = exe
+	p.execs++
+	t.counts.Execs++
+	if initial && tid == t.rootPid && !t.rootExecDone {
+		t.rootExecDone = true
+		return t.resume(tid, 0)
+	}
+	op := &policy.Op{Kind: syscalls.KindExec, Syscall: "execve", Paths: []policy.Path{{Role: "program", Given: exe, Resolved: exe, Exists: true}}}
+	d := t.pol.Decide(op, t.ledger)
+	if d.Allow || (approved != "" && (approved == exe || interpreterOf(approved) == exe)) {
+		return t.resume(tid, 0)
+	}
+	d = policy.Decision{Rule: "exec-mismatch", Errno: syscall.EACCES,
+		Reason: fmt.Sprintf("the kernel loaded %s, not the approved program %q: process killed", exe, approved)}
+	ev := t.newEvent(&call{tk: tk, name: "execve", nr: -1}, op, d)
+	if t.mode() == policy.Audit {
+		ev.Decision = "audit"
+		t.record(ev, true)
+		return t.resume(tid, 0)
+	}
+	t.record(ev, false)
+	unix.Kill(tid, unix.SIGKILL)
+	return t.resume(tid, 0)
+}
+
+// interpreterOf returns the resolved interpreter of a "#!" script, or "".
+func interpreterOf(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	if !strings.HasPrefix(line, "#!") {
+		return ""
+	}
+	fields := strings.Fields(line[2:])
+	if len(fields) == 0 {
+		return ""
+	}
+	r, err := filepath.EvalSymlinks(fields[0])
+	if err != nil {
+		return ""
+	}
+	return r
+}
+
+// syscallStop handles a syscall-entry or -exit stop; they only happen for
+// the stub's thread while the stop order is probed.
+func (t *tracer) syscallStop(tk *task) error {
+	if t.probeState == 1 && tk.tid == t.rootPid {
+		if n, err := ptraceRegset(unix.PTRACE_GETREGSET, tk.tid, 1, t.regBuf); err == nil && t.regs.Decode(t.regBuf[:n]) == nil {
+			if t.regs.Nr() == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && t.regs.AtSyscallEntry() {
+				t.probeEntry = true
+			}
+		}
+	}
+	return t.resume(tk.tid, 0)
+}
+
+// probe answers the stub's two probe calls. The first is denied and turns on
+// syscall stops for the stub's thread; at the second, a kernel with the
+// order since 4.8 has already shown the syscall-entry stop (commit
+// 93e35efb8de4, "x86/ptrace: run seccomp after ptrace"). With the old order
+// a denial at the seccomp stop cannot be trusted: refuse to run.
+func (t *tracer) probe(tk *task) error {
+	switch t.probeState {
+	case 0:
+		t.probeState = 1
+	case 1:
+		if !t.probeEntry {
+			unix.Kill(tk.tid, unix.SIGKILL)
+			return fmt.Errorf("this kernel reports seccomp stops before syscall-entry stops (the order before Linux 4.8): tracecell cannot enforce a policy here; use a kernel with the 4.8 order (RHEL 8's 4.18 has it)")
+		}
+		t.probeState = 2
+	default:
+		// The target itself made a call that looks like the probe: deny it
+		// like any forbidden call would be.
+	}
+	if err := t.deny(tk.tid, probeErrno); err != nil {
+		return err
+	}
+	return t.resume(tk.tid, 0)
+}
+
+// deny makes the call the thread is stopped in fail with errno.
+//
+// Precondition: t.regs holds tid's registers from this stop.
+func (t *tracer) deny(tid int, errno syscall.Errno) error {
+	for _, w := range t.regs.Deny(errno) {
+		if _, err := ptraceRegset(unix.PTRACE_SETREGSET, tid, w.Note, w.Data); err != nil {
+			if err == unix.ESRCH {
+				return nil
+			}
+			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SETREGSET, note %#x) pid %d", w.Note, tid), err)
+		}
+	}
+	return nil
+}
+
+// ledger records the scratch entries the tree created.
+type ledger map[string]bool
+
+// Owned reports whether p or a directory above it was created by the tree.
+func (l ledger) Owned(p string) bool {
+	for q := p; ; q = filepath.Dir(q) {
+		if l[q] {
+			return true
+		}
+		if q == "/" || q == "." {
+			return false
+		}
+	}
+}
+
+// left lists the recorded entries that still exist, outermost first.
+func (l ledger) left() []string {
+	out := []string{}
+	for p := range l {
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	// Drop entries inside a directory that is listed already.
+	var res []string
+	for _, p := range out {
+		if n := len(res); n > 0 && strings.HasPrefix(p, res[n-1]+"/") {
+			continue
+		}
+		res = append(res, p)
+	}
+	if res == nil {
+		res = []string{}
+	}
+	return res
+}
+
+// procInfo returns the exe and argv of a traced process, read once per exec.
+func (t *tracer) procInfo(tgid int) (string, []string) {
+	p := t.procs[tgid]
+	if p == nil {
+		p = &proc{tgid: tgid}
+	}
+	if p.exe == "" {
+		p.exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", tgid))
+	}
+	if p.argv == nil {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", tgid)); err == nil {
+			b = bytes.TrimSuffix(b, []byte{0})
+			for _, a := range bytes.Split(b, []byte{0}) {
+				p.argv = append(p.argv, string(a))
+			}
+		}
+	}
+	return p.exe, p.argv
+}
+
+func parseStatusInt(b []byte, key string, def int) int {
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if bytes.HasPrefix(line, []byte(key)) {
+			if v, err := strconv.Atoi(string(bytes.TrimSpace(line[len(key):]))); err == nil {
+				return v
+			}
+		}
+	}
+	return def
+}
+
+var errNoTask = errors.New("task is gone")

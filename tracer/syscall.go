@@ -1,0 +1,782 @@
+package tracer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/arch"
+	"github.com/tracecell/tracecell/pathres"
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// call is the syscall a thread is stopped in.
+type call struct {
+	tk    *task
+	nr    int
+	name  string
+	spec  *syscalls.Spec
+	flags string // decoded flags, for reports
+	sig   int    // signal number for signal calls
+	// outcome of decoding when the call must fail without a policy
+	// decision (bad pointer, bad fd): the kernel would fail it the same way.
+	fail syscall.Errno
+	// allow without asking the policy (a harmless form of a trapped call).
+	pass bool
+	// limit is a tracer-decided denial (max-procs).
+	limit *policy.Decision
+}
+
+func (t *tracer) mode() policy.Mode { return t.pol.Config().Mode }
+
+// seccompStop answers a PTRACE_EVENT_SECCOMP stop.
+func (t *tracer) seccompStop(tk *task) error {
+	tid := tk.tid
+	n, err := ptraceRegset(unix.PTRACE_GETREGSET, tid, arch.NTPrstatus, t.regBuf)
+	if err == unix.ESRCH {
+		return nil // killed meanwhile; wait4 reports it
+	}
+	if err != nil {
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETREGSET) pid %d", tid), err)
+	}
+	if err := t.regs.Decode(t.regBuf[:n]); err != nil {
+		return err
+	}
+	if t.dying {
+		return t.resume(tid, 0)
+	}
+	nr := t.regs.Nr()
+	if nr == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && tk.tgid == t.rootPid && !t.rootExecDone {
+		return t.probe(tk)
+	}
+	c := &call{tk: tk, nr: nr, name: t.table.Name(nr)}
+	spec, ok := syscalls.Lookup(c.name)
+	if !ok {
+		// The filter only traps calls the tables describe; anything else
+		// is a bug on our side: fail closed.
+		t.cfg.Log.Error().Int("nr", nr).Str("syscall", c.name).Msg("trapped a system call tracecell has no rule for; denied with ENOSYS")
+		if err := t.deny(tid, syscall.ENOSYS); err != nil {
+			return err
+		}
+		return t.resume(tid, 0)
+	}
+	c.spec = spec
+	op := t.decode(c)
+	t.counts.Checked++
+	switch {
+	case c.fail != 0:
+		if err := t.deny(tid, c.fail); err != nil {
+			return err
+		}
+		return t.resume(tid, 0)
+	case c.pass:
+		if t.cfg.TraceAll && op != nil {
+			t.record(t.newEvent(c, op, policy.Decision{Allow: true}), true)
+		}
+		t.counts.Allowed++
+		return t.resume(tid, 0)
+	}
+	var d policy.Decision
+	if c.limit != nil {
+		d = *c.limit
+	} else {
+		d = t.pol.Decide(op, t.ledger)
+	}
+	if d.Allow {
+		t.counts.Allowed++
+		for _, p := range d.Scratch {
+			t.ledger[p] = true
+		}
+		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
+			tk.approvedExec = op.Paths[0].Resolved
+			tk.initialExec = op.Initial
+		}
+		if t.cfg.TraceAll {
+			t.record(t.newEvent(c, op, d), true)
+		}
+		return t.resume(tid, 0)
+	}
+	ev := t.newEvent(c, op, d)
+	if t.mode() == policy.Audit && c.limit == nil {
+		ev.Decision = report.Audit
+		t.record(ev, true)
+		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
+			tk.approvedExec = op.Paths[0].Resolved
+		}
+		for _, p := range d.Scratch {
+			t.ledger[p] = true
+		}
+		return t.resume(tid, 0)
+	}
+	t.record(ev, false)
+	errno := d.Errno
+	if errno == 0 {
+		errno = syscall.EACCES
+	}
+	if err := t.deny(tid, errno); err != nil {
+		return err
+	}
+	return t.resume(tid, 0)
+}
+
+// newEvent builds the report entry of a decision.
+func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Event {
+	exe, argv := t.procInfo(c.tk.tgid)
+	ev := &report.Event{
+		Time: time.Now().UTC(), Decision: report.Deny, Pid: c.tk.tgid, Tid: c.tk.tid,
+		Exe: exe, Argv: argv, Program: programName(exe, argv),
+		Syscall: c.name, ABI: t.layout.Name, Nr: c.nr, Flags: c.flags,
+		Rule: d.Rule, Reason: d.Reason,
+	}
+	if d.Allow {
+		ev.Decision = report.Allow
+	} else {
+		errno := d.Errno
+		if errno == 0 {
+			errno = syscall.EACCES
+		}
+		ev.Errno = errnoName(errno)
+	}
+	if op != nil {
+		ev.Kind = op.Kind
+		ev.Paths = op.Paths
+		ev.Family, ev.Address, ev.Port, ev.Abstract = op.Family, op.Addr, op.Port, op.Abstract
+		if op.Kind == syscalls.KindSignal || op.Kind == syscalls.KindProcess {
+			p := op.TargetPid
+			ev.TargetPid = &p
+			ev.TargetInTree = op.TargetInTree
+		}
+	}
+	if c.sig > 0 {
+		ev.Signal = syscalls.SignalName(c.sig)
+	}
+	return ev
+}
+
+// record counts an event and hands it to the notice printer, the report and
+// the trace. allowed is true for audits and traced allows.
+func (t *tracer) record(ev *report.Event, allowed bool) {
+	switch ev.Decision {
+	case report.Deny:
+		t.counts.Denied++
+	case report.Audit:
+		t.counts.Audited++
+	}
+	if ev.Decision != report.Allow {
+		max := t.cfg.MaxDenials
+		if max == 0 {
+			max = 10000
+		}
+		if len(t.denials) < max {
+			t.denials = append(t.denials, *ev)
+		} else {
+			t.dropped++
+		}
+	}
+	if t.cfg.OnEvent != nil {
+		t.cfg.OnEvent(ev)
+	}
+}
+
+func programName(exe string, argv []string) string {
+	if len(argv) > 0 && argv[0] != "" {
+		return filepath.Base(argv[0])
+	}
+	if exe != "" {
+		return filepath.Base(exe)
+	}
+	return "?"
+}
+
+func errnoName(e syscall.Errno) string {
+	switch e {
+	case syscall.EACCES:
+		return "EACCES"
+	case syscall.EPERM:
+		return "EPERM"
+	case syscall.EAGAIN:
+		return "EAGAIN"
+	case syscall.ENOSYS:
+		return "ENOSYS"
+	}
+	if n := unix.ErrnoName(e); n != "" {
+		return n
+	}
+	return strconv.Itoa(int(e))
+}
+
+// decode turns the stopped call into a policy operation. It sets c.fail
+// when the call must fail without a decision, c.pass when it is harmless.
+func (t *tracer) decode(c *call) *policy.Op {
+	switch c.spec.Handler {
+	case syscalls.HOpen:
+		return t.decodeOpen(c)
+	case syscalls.HPath:
+		return t.decodePaths(c)
+	case syscalls.HFdMeta:
+		return t.decodeFdMeta(c, c.spec.FdArg, c.spec.Kind)
+	case syscalls.HIoctl:
+		return t.decodeIoctl(c)
+	case syscalls.HExec:
+		return t.decodeExec(c)
+	case syscalls.HSocket:
+		return t.decodeSocket(c)
+	case syscalls.HSignal:
+		return t.decodeSignal(c)
+	case syscalls.HProcess:
+		return t.decodeProcess(c)
+	case syscalls.HProcMem:
+		if c.name == "process_vm_writev" {
+			return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
+		}
+		pid := int(t.regs.Int32Arg(0))
+		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
+	case syscalls.HClone:
+		return t.decodeClone(c)
+	case syscalls.HForbidden:
+		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
+	}
+	return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
+}
+
+// base returns the directory a relative path of tk starts from: the dirfd's
+// target or the thread's cwd, read now (never cached: another thread may
+// have changed it).
+func (t *tracer) base(c *call, dirfd int32, hasDirfd bool) (string, *int, error) {
+	if !hasDirfd || dirfd == unix.AT_FDCWD {
+		d, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", c.tk.tid))
+		if err != nil {
+			return "", nil, err
+		}
+		if hasDirfd {
+			v := int(dirfd)
+			return d, &v, nil
+		}
+		return d, nil, nil
+	}
+	v := int(dirfd)
+	if dirfd < 0 {
+		return "", &v, syscall.EBADF
+	}
+	d, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, dirfd))
+	if err != nil {
+		return "", &v, syscall.EBADF
+	}
+	return d, &v, nil
+}
+
+// pathArg reads and resolves one path argument. It returns a zero Path and
+// sets c.fail when the kernel would fail the call before touching anything.
+func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool) (policy.Path, bool) {
+	var dirfd int32 = unix.AT_FDCWD
+	if pa.Dirfd >= 0 {
+		dirfd = t.regs.Int32Arg(pa.Dirfd)
+	}
+	addr := uintptr(t.regs.Arg(pa.Arg))
+	var given []byte
+	if addr == 0 && pa.EmptyPathOK {
+		given = nil
+	} else {
+		s, err := t.mem.readString(c.tk.tid, addr)
+		if err != nil {
+			c.fail = errnoOf(err, syscall.EFAULT)
+			return policy.Path{}, false
+		}
+		given = s
+	}
+	p := policy.Path{Role: pa.Role, Given: string(given)}
+	if len(given) == 0 {
+		if !(pa.EmptyPathOK && (addr == 0 || atEmpty)) {
+			c.fail = syscall.ENOENT
+			return p, false
+		}
+		// The call acts on the dirfd itself (AT_EMPTY_PATH, or a NULL path
+		// for utimensat): check what the fd points to, even a read-only fd.
+		v := int(dirfd)
+		p.Dirfd = &v
+		target, err := t.fdTarget(c.tk.tid, dirfd)
+		if err != nil {
+			c.fail = syscall.EBADF
+			return p, false
+		}
+		return t.resolved(c, p, "/", []byte(target), true)
+	}
+	if given[0] == '/' {
+		if pa.Dirfd >= 0 {
+			v := int(dirfd)
+			p.Dirfd = &v
+		}
+		return t.resolved(c, p, "/", given, follow)
+	}
+	b, dfd, err := t.base(c, dirfd, pa.Dirfd >= 0)
+	p.Dirfd = dfd
+	if err != nil {
+		c.fail = errnoOf(err, syscall.EBADF)
+		return p, false
+	}
+	p.Base = b
+	return t.resolved(c, p, b, given, follow)
+}
+
+func (t *tracer) resolved(c *call, p policy.Path, base string, given []byte, follow bool) (policy.Path, bool) {
+	r, err := pathres.Resolve(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, base, given, follow)
+	if err != nil {
+		var en syscall.Errno
+		if errors.As(err, &en) && (en == syscall.ELOOP || en == syscall.ENAMETOOLONG || en == syscall.ENOENT) {
+			c.fail = en
+			return p, false
+		}
+		// Unresolvable for another reason: be conservative, keep the
+		// lexical path so the policy decides on something.
+		r = pathres.Result{Path: filepath.Join(base, string(given))}
+	}
+	p.Resolved, p.Exists, p.IsDir, p.Special = r.Path, r.Exists, r.IsDir, r.Special
+	return p, true
+}
+
+// fdTarget is what /proc/<tid>/fd/<fd> points to.
+func (t *tracer) fdTarget(tid int, fd int32) (string, error) {
+	if fd < 0 {
+		return "", syscall.EBADF
+	}
+	return os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", tid, fd))
+}
+
+func errnoOf(err error, def syscall.Errno) syscall.Errno {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return en
+	}
+	return def
+}
+
+// decodeOpen handles open, openat and creat. The kind comes from the flags:
+// any of O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND|__O_TMPFILE is a write
+// (O_RDONLY|O_TRUNC truncates!); a create when the file does not exist yet.
+func (t *tracer) decodeOpen(c *call) *policy.Op {
+	pa := c.spec.Paths[0]
+	var flags uint64
+	if c.spec.FlagsArg >= 0 {
+		flags = uint64(uint32(t.regs.Arg(c.spec.FlagsArg)))
+	} else { // creat(2)
+		flags = unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC
+	}
+	c.flags = syscalls.FormatOpenFlags(flags)
+	tmpfile := flags&unix.O_TMPFILE == unix.O_TMPFILE
+	follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
+	p, ok := t.pathArg(c, pa, follow || tmpfile, false)
+	if !ok {
+		return nil
+	}
+	op := &policy.Op{Syscall: c.name, Paths: []policy.Path{p}}
+	switch {
+	case !syscalls.OpenWrites(flags):
+		op.Kind = syscalls.KindRead
+	case tmpfile:
+		// An unnamed file in directory p: it can only become visible by
+		// linkat, which is checked; creating it is a create in p.
+		op.Kind = syscalls.KindCreate
+	case flags&unix.O_CREAT != 0 && !p.Exists:
+		op.Kind = syscalls.KindCreate
+	default:
+		op.Kind = syscalls.KindWrite
+	}
+	return op
+}
+
+// decodePaths handles the calls whose arguments are paths (mkdir, unlink,
+// rename, link, chmod, utimensat, setxattr, ...).
+func (t *tracer) decodePaths(c *call) *policy.Op {
+	var flags uint64
+	if c.spec.FlagsArg >= 0 {
+		flags = uint64(uint32(t.regs.Arg(c.spec.FlagsArg)))
+		c.flags = syscalls.FormatAtFlags(flags)
+		if strings.HasPrefix(c.name, "renameat") {
+			c.flags = syscalls.FormatRenameFlags(flags)
+		}
+	}
+	atEmpty := c.spec.FlagsArg >= 0 && flags&unix.AT_EMPTY_PATH != 0 && !strings.HasPrefix(c.name, "rename")
+	op := &policy.Op{Kind: c.spec.Kind, Syscall: c.name}
+	for _, pa := range c.spec.Paths {
+		follow := true
+		switch pa.Follow {
+		case syscalls.FollowNever:
+			follow = false
+		case syscalls.FollowUnlessAtNoFollow:
+			follow = flags&unix.AT_SYMLINK_NOFOLLOW == 0
+		case syscalls.FollowIfAtFollow:
+			follow = flags&unix.AT_SYMLINK_FOLLOW != 0
+		}
+		p, ok := t.pathArg(c, pa, follow, atEmpty)
+		if !ok {
+			return nil
+		}
+		op.Paths = append(op.Paths, p)
+	}
+	// mkdir/mknod/symlink of an existing entry fail with EEXIST; creating
+	// counts as a create either way.
+	return op
+}
+
+// decodeFdMeta handles calls that change metadata through an fd (fchmod,
+// fchown, fsetxattr, fremovexattr): they work on read-only fds, so the open
+// check does not cover them.
+func (t *tracer) decodeFdMeta(c *call, fdArg int, kind syscalls.Kind) *policy.Op {
+	fd := t.regs.Int32Arg(fdArg)
+	target, err := t.fdTarget(c.tk.tid, fd)
+	if err != nil {
+		c.fail = syscall.EBADF
+		return nil
+	}
+	v := int(fd)
+	p := policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd)), Dirfd: &v}
+	p, ok := t.resolved(c, p, "/", []byte(target), true)
+	if !ok {
+		return nil
+	}
+	return &policy.Op{Kind: kind, Syscall: c.name, Paths: []policy.Path{p}}
+}
+
+// ioctl requests that change inode flags (chattr): immutable, append-only.
+const (
+	fsIocSetflags   = 0x40086602 // FS_IOC_SETFLAGS (_IOW('f', 2, long))
+	fsIoc32Setflags = 0x40046602 // FS_IOC32_SETFLAGS
+	fsIocFssetxattr = 0x401c5820 // FS_IOC_FSSETXATTR
+)
+
+func (t *tracer) decodeIoctl(c *call) *policy.Op {
+	switch uint32(t.regs.Arg(1)) { // cmd is an unsigned int: the high half is ignored by the kernel
+	case fsIocSetflags, fsIoc32Setflags, fsIocFssetxattr:
+		c.flags = fmt.Sprintf("%#x", uint32(t.regs.Arg(1)))
+		return t.decodeFdMeta(c, 0, syscalls.KindChmod)
+	}
+	c.pass = true
+	return nil
+}
+
+// decodeExec handles execve and execveat.
+func (t *tracer) decodeExec(c *call) *policy.Op {
+	pa := c.spec.Paths[0]
+	var flags uint64
+	if c.spec.FlagsArg >= 0 {
+		flags = uint64(uint32(t.regs.Arg(c.spec.FlagsArg)))
+		c.flags = syscalls.FormatAtFlags(flags)
+	}
+	follow := flags&unix.AT_SYMLINK_NOFOLLOW == 0
+	p, ok := t.pathArg(c, pa, follow, flags&unix.AT_EMPTY_PATH != 0)
+	if !ok {
+		return nil
+	}
+	p.Role = "program"
+	initial := c.tk.tid == t.rootPid && !t.rootExecDone
+	return &policy.Op{Kind: syscalls.KindExec, Syscall: c.name, Paths: []policy.Path{p}, Initial: initial}
+}
+
+// pidInTree reports whether every process pid (as kill(2) reads it) reaches
+// is in the traced tree.
+func (t *tracer) pidInTree(pid int) bool {
+	switch {
+	case pid == 0:
+		// The caller's own process group: the tree runs in its own session,
+		// so every group in it belongs to the tree.
+		return true
+	case pid == -1:
+		return false // every process the user may signal
+	case pid < -1:
+		return t.ever[-pid] // a process group named after a tree process
+	}
+	if t.tasks[pid] != nil || t.procs[pid] != nil {
+		return true
+	}
+	return false
+}
+
+func (t *tracer) decodeSignal(c *call) *policy.Op {
+	var pid, sig int
+	switch c.name {
+	case "kill":
+		pid, sig = int(t.regs.Int32Arg(0)), int(t.regs.Int32Arg(1))
+	case "tkill":
+		pid, sig = int(t.regs.Int32Arg(0)), int(t.regs.Int32Arg(1))
+		if pid <= 0 {
+			c.fail = syscall.EINVAL
+			return nil
+		}
+	case "tgkill", "rt_tgsigqueueinfo":
+		pid, sig = int(t.regs.Int32Arg(1)), int(t.regs.Int32Arg(2))
+		if tg := int(t.regs.Int32Arg(0)); tg > 0 && !t.pidInTree(tg) {
+			pid = tg
+		}
+		if pid <= 0 {
+			c.fail = syscall.EINVAL
+			return nil
+		}
+	case "rt_sigqueueinfo":
+		pid, sig = int(t.regs.Int32Arg(0)), int(t.regs.Int32Arg(1))
+	case "pidfd_send_signal":
+		sig = int(t.regs.Int32Arg(1))
+		p, ok := t.pidfdPid(c.tk.tid, t.regs.Int32Arg(0))
+		if !ok {
+			c.fail = syscall.EBADF
+			return nil
+		}
+		pid = p
+	case "pidfd_open":
+		pid = int(t.regs.Int32Arg(0))
+		if pid <= 0 {
+			c.fail = syscall.EINVAL
+			return nil
+		}
+	default:
+		pid = int(t.regs.Int32Arg(c.spec.PidArg))
+	}
+	c.sig = sig
+	op := &policy.Op{Kind: syscalls.KindSignal, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
+	if sig == 0 && c.name != "pidfd_open" && pid != -1 {
+		// Signal 0 only asks whether the process exists.
+		c.pass = true
+	}
+	return op
+}
+
+// pidfdPid reads the pid behind a pidfd from /proc/<tid>/fdinfo (5.x).
+func (t *tracer) pidfdPid(tid int, fd int32) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", tid, fd))
+	if err != nil {
+		return 0, false
+	}
+	v := parseStatusInt(b, "Pid:", -2)
+	return v, v != -2
+}
+
+func (t *tracer) decodeProcess(c *call) *policy.Op {
+	op := &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name}
+	switch c.name {
+	case "setpriority", "ioprio_set":
+		which, who := int(t.regs.Int32Arg(0)), int(t.regs.Int32Arg(1))
+		// setpriority: PRIO_PROCESS 0, PRIO_PGRP 1, PRIO_USER 2;
+		// ioprio_set: IOPRIO_WHO_PROCESS 1, _PGRP 2, _USER 3.
+		process, group := 0, 1
+		if c.name == "ioprio_set" {
+			process, group = 1, 2
+		}
+		switch which {
+		case process:
+			op.TargetPid, op.TargetInTree = who, who == 0 || t.pidInTree(who)
+		case group:
+			op.TargetPid, op.TargetInTree = -who, who == 0 || t.ever[who]
+		default:
+			op.TargetPid, op.TargetInTree = -1, false // every process of a user
+		}
+	case "prlimit64":
+		pid := int(t.regs.Int32Arg(0))
+		if t.regs.Arg(2) == 0 {
+			c.pass = true // only reads the limits
+		}
+		op.TargetPid, op.TargetInTree = pid, pid == 0 || t.pidInTree(pid)
+	default:
+		pid := int(t.regs.Int32Arg(c.spec.PidArg))
+		op.TargetPid, op.TargetInTree = pid, pid == 0 || t.pidInTree(pid)
+	}
+	return op
+}
+
+func (t *tracer) decodeClone(c *call) *policy.Op {
+	var flags uint64
+	if c.name == "clone" {
+		flags = t.regs.Arg(0)
+		c.flags = syscalls.FormatCloneFlags(flags)
+		if flags&syscalls.CloneForbiddenMask != 0 {
+			return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
+		}
+	}
+	if flags&unix.CLONE_THREAD == 0 && t.cfg.MaxProcs > 0 && len(t.procs) >= t.cfg.MaxProcs {
+		c.limit = &policy.Decision{Rule: "max-procs", Errno: syscall.EAGAIN,
+			Reason: fmt.Sprintf("the tree already has %d processes (--max-procs %d)", len(t.procs), t.cfg.MaxProcs)}
+		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name}
+	}
+	c.pass = true
+	return nil
+}
+
+// sockaddr families.
+const (
+	afUnspec  = 0
+	afUnix    = 1
+	afInet    = 2
+	afInet6   = 10
+	afNetlink = 16
+)
+
+// decodeSocket handles connect, bind, sendto, sendmsg and sendmmsg.
+func (t *tracer) decodeSocket(c *call) *policy.Op {
+	tid := c.tk.tid
+	kind := syscalls.KindConnect
+	if c.name == "bind" {
+		kind = syscalls.KindBind
+	}
+	var addrs [][2]uint64 // (pointer, length)
+	switch c.name {
+	case "connect", "bind":
+		addrs = append(addrs, [2]uint64{t.regs.Arg(1), uint64(uint32(t.regs.Arg(2)))})
+	case "sendto":
+		addrs = append(addrs, [2]uint64{t.regs.Arg(4), uint64(uint32(t.regs.Arg(5)))})
+	case "sendmsg":
+		name, nlen, err := t.msgName(tid, uintptr(t.regs.Arg(1)))
+		if err != nil {
+			c.fail = syscall.EFAULT
+			return nil
+		}
+		addrs = append(addrs, [2]uint64{name, nlen})
+	case "sendmmsg":
+		vlen := int(uint32(t.regs.Arg(2)))
+		if vlen > 1024 { // UIO_MAXIOV: the kernel sends at most this many
+			vlen = 1024
+		}
+		base := uintptr(t.regs.Arg(1))
+		for i := 0; i < vlen; i++ {
+			name, nlen, err := t.msgName(tid, base+uintptr(i*64)) // sizeof(struct mmsghdr) on 64-bit
+			if err != nil {
+				c.fail = syscall.EFAULT
+				return nil
+			}
+			addrs = append(addrs, [2]uint64{name, nlen})
+		}
+	}
+	var worst *policy.Op
+	for _, a := range addrs {
+		if a[0] == 0 {
+			continue // no address: a connected socket, checked at connect
+		}
+		op := t.sockaddrOp(c, kind, uintptr(a[0]), int(a[1]))
+		if c.fail != 0 {
+			return nil
+		}
+		if op == nil {
+			continue
+		}
+		if d := t.pol.Decide(op, t.ledger); !d.Allow || worst == nil {
+			worst = op
+			if !d.Allow {
+				break
+			}
+		}
+	}
+	if worst == nil {
+		c.pass = true
+		return &policy.Op{Kind: kind, Syscall: c.name}
+	}
+	return worst
+}
+
+// msgName reads msg_name and msg_namelen of a struct msghdr.
+func (t *tracer) msgName(tid int, addr uintptr) (uint64, uint64, error) {
+	b, err := t.mem.readBytes(tid, addr, 12)
+	if err != nil {
+		return 0, 0, err
+	}
+	return binary.LittleEndian.Uint64(b), uint64(binary.LittleEndian.Uint32(b[8:])), nil
+}
+
+// sockaddrOp decodes one socket address. nil means nothing to check.
+func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int) *policy.Op {
+	if n < 2 {
+		c.fail = syscall.EINVAL
+		return nil
+	}
+	if n > 128 { // sizeof(struct sockaddr_storage)
+		n = 128
+	}
+	b, err := t.mem.readBytes(c.tk.tid, addr, n)
+	if err != nil {
+		c.fail = syscall.EFAULT
+		return nil
+	}
+	fam := int(binary.LittleEndian.Uint16(b))
+	op := &policy.Op{Kind: kind, Syscall: c.name}
+	switch fam {
+	case afUnspec:
+		return nil // connect(AF_UNSPEC) dissolves an association
+	case afInet:
+		if n < 8 {
+			c.fail = syscall.EINVAL
+			return nil
+		}
+		op.Family = "inet"
+		op.Port = int(binary.BigEndian.Uint16(b[2:]))
+		op.Addr = net.IP(b[4:8]).String()
+	case afInet6:
+		if n < 24 {
+			c.fail = syscall.EINVAL
+			return nil
+		}
+		op.Family = "inet6"
+		op.Port = int(binary.BigEndian.Uint16(b[2:]))
+		op.Addr = net.IP(b[8:24]).String()
+	case afUnix:
+		op.Family = "unix"
+		sp := b[2:n]
+		if len(sp) == 0 {
+			return nil // unnamed: autobind
+		}
+		if sp[0] == 0 {
+			op.Abstract = true
+			op.Addr = "@" + strings.TrimRight(string(sp[1:]), "\x00")
+			return op
+		}
+		if i := indexNul(sp); i >= 0 {
+			sp = sp[:i]
+		}
+		op.Addr = string(sp)
+		// connect follows a symlink to the socket; bind creates the
+		// last component and does not.
+		p, ok := t.pathArgBytes(c, sp, kind != syscalls.KindBind)
+		if !ok {
+			return nil
+		}
+		p.Role = "socket"
+		op.Paths = []policy.Path{p}
+	case afNetlink:
+		op.Family = "netlink"
+	default:
+		op.Family = "family(" + strconv.Itoa(fam) + ")"
+	}
+	return op
+}
+
+func indexNul(b []byte) int {
+	for i, x := range b {
+		if x == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// pathArgBytes resolves a path that is not a syscall argument (an AF_UNIX
+// socket path) against the thread's cwd.
+func (t *tracer) pathArgBytes(c *call, given []byte, follow bool) (policy.Path, bool) {
+	p := policy.Path{Role: "path", Given: string(given)}
+	base := "/"
+	if len(given) > 0 && given[0] != '/' {
+		b, _, err := t.base(c, unix.AT_FDCWD, false)
+		if err != nil {
+			c.fail = syscall.ENOENT
+			return p, false
+		}
+		base = b
+		p.Base = b
+	}
+	return t.resolved(c, p, base, given, follow)
+}

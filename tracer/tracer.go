@@ -1,0 +1,563 @@
+// Package tracer runs a command under ptrace with a seccomp-bpf filter and
+// enforces a policy on the system calls the filter traps. It is the only
+// package that calls ptrace.
+//
+// The shape is u-root's strace: Run(cfg) starts the command through the stub
+// (our binary re-executed, see stub.go), then one goroutine locked to one OS
+// thread waits for every stop of every task in the tree and answers it.
+package tracer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/arch"
+	"github.com/tracecell/tracecell/filter"
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// Rlimit is a resource limit applied to the tree before the exec.
+type Rlimit struct {
+	Resource int    // unix.RLIMIT_*
+	Cur, Max uint64 // soft and hard limits
+}
+
+// Config is one traced run.
+type Config struct {
+	Path   string   // executable, already looked up
+	Argv   []string // argv[0] included
+	Env    []string
+	Dir    string // working directory of the command
+	Policy *policy.Policy
+
+	Rlimits  []Rlimit
+	Timeout  time.Duration // 0: none
+	MaxProcs int           // 0: unlimited; live processes of the tree, threads excluded
+
+	// TraceAll traps read-only opens too, so that OnEvent sees every open.
+	TraceAll bool
+	// OnEvent is called (on the tracer thread) for every recorded event:
+	// every denial and audit; with TraceAll, every allowed checked call too.
+	OnEvent func(*report.Event)
+
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Log    zerolog.Logger
+
+	// MaxDenials caps Result.Denials (0: 10000). Counts stay exact.
+	MaxDenials int
+}
+
+// Result is what a run produced.
+type Result struct {
+	ExitCode int            // exit code, -1 when killed by a signal
+	Signal   syscall.Signal // the signal that killed the command, 0 if it exited
+	TimedOut bool
+	// Interrupted is set when the run was stopped through the context.
+	Interrupted bool
+	Counts      report.Counts
+	Denials     []report.Event
+	Dropped     int
+	ScratchLeft []string
+	CPUUser     time.Duration
+	CPUSystem   time.Duration
+	PeakRSSKB   int64
+	Wall        time.Duration
+}
+
+// StartError is a failure to start the command, with the exit status the
+// CLI should use (125 tracecell, 126 not executable, 127 not found).
+type StartError struct {
+	Status int
+	Err    error
+}
+
+func (e *StartError) Error() string { return e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Ptrace options, set at the stub's first stop.
+const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | // stop at SECCOMP_RET_TRACE
+	unix.PTRACE_O_TRACEFORK | // follow fork() children
+	unix.PTRACE_O_TRACEVFORK | // follow vfork() children (Python's subprocess)
+	unix.PTRACE_O_TRACECLONE | // follow clone(): threads and processes
+	unix.PTRACE_O_TRACEEXEC | // stop after a successful exec: enforce against /proc/<pid>/exe
+	unix.PTRACE_O_TRACESYSGOOD | // syscall stops report SIGTRAP|0x80 (probe phase only)
+	unix.PTRACE_O_EXITKILL // the tree dies with tracecell (3.8)
+
+// Run starts cfg's command and traces it to the end. A non-nil error with a
+// nil Result means the command never started (see StartError).
+func Run(ctx context.Context, cfg *Config) (*Result, error) {
+	if cfg.Policy == nil {
+		return nil, &StartError{125, errors.New("no policy")}
+	}
+	if err := checkPtraceAllowed(); err != nil {
+		return nil, &StartError{125, err}
+	}
+	pc := cfg.Policy.Config()
+	fopts := filter.Options{
+		Table:         syscalls.Native(),
+		TrapReadOpens: cfg.TraceAll || pc.ReadRoots != nil || len(pc.DenyRead) > 0,
+		TrapAllClones: cfg.MaxProcs > 0,
+		TrapNet:       pc.Net != policy.NetAllow,
+	}
+	prog, err := filter.Raw(fopts)
+	if err != nil {
+		return nil, &StartError{125, fmt.Errorf("build seccomp filter: %w", err)}
+	}
+	probeNr, ok := syscalls.Native().Nr("mkdirat")
+	if !ok {
+		return nil, &StartError{125, errors.New("no mkdirat in the syscall table")}
+	}
+	sc := stubConfig{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Filter: prog, ProbeNr: probeNr}
+	for _, r := range cfg.Rlimits {
+		sc.Rlimits = append(sc.Rlimits, rlimit{r.Resource, r.Cur, r.Max})
+	}
+	t := newTracer(cfg, probeNr)
+	res := make(chan *Result, 1)
+	errc := make(chan error, 1)
+	go func() {
+		// ptrace requests are only accepted from the tracer thread, and
+		// Pdeathsig fires when the thread that forked dies: one locked
+		// thread for the tracer's whole life. The thread is never unlocked,
+		// so Go retires it when this goroutine ends.
+		runtime.LockOSThread()
+		r, err := t.run(ctx, &sc)
+		if err != nil {
+			errc <- err
+			return
+		}
+		res <- r
+	}()
+	select {
+	case r := <-res:
+		return r, nil
+	case err := <-errc:
+		return nil, err
+	}
+}
+
+func checkPtraceAllowed() error {
+	b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope")
+	if err == nil && len(b) > 0 && b[0] == '3' {
+		return errors.New("ptrace is disabled on this host (kernel.yama.ptrace_scope=3, which cannot be lowered without a reboot): tracecell cannot run here")
+	}
+	return nil
+}
+
+// task is one traced thread.
+type task struct {
+	tid, tgid int
+	// attached is set once the task's first stop was seen (a new child's
+	// SIGSTOP can arrive before its parent's fork event).
+	attached bool
+	// waitStop is set between a fork event and the child's initial SIGSTOP.
+	waitStop bool
+	// approvedExec is the program allowed at this task's execve stop,
+	// enforced again at the exec event.
+	approvedExec string
+	initialExec  bool
+}
+
+// proc is one traced process (thread group).
+type proc struct {
+	tgid    int
+	threads int
+	exe     string
+	argv    []string
+	execs   int
+}
+
+type tracer struct {
+	cfg     *Config
+	pol     *policy.Policy
+	layout  *arch.Layout
+	table   *syscalls.Table
+	probeNr int
+
+	rootPid int
+	tasks   map[int]*task
+	procs   map[int]*proc
+	ever    map[int]bool // every tgid that was ever in the tree (for -pgid signals)
+
+	// live is the set of tids, shared with the killer goroutine.
+	liveMu sync.Mutex
+	live   map[int]bool
+	dying  bool
+
+	mem     memReader
+	regs    *arch.Regs
+	regBuf  []byte
+	ledger  ledger
+	counts  report.Counts
+	denials []report.Event
+	dropped int
+
+	// Probe state: 0 nothing seen, 1 first probe denied, 2 order verified.
+	probeState   int
+	probeEntry   bool // syscall-entry stop of the second probe seen
+	rootExecDone bool
+
+	mainStatus  *unix.WaitStatus
+	timedOut    bool
+	interrupted bool
+	startErr    *stubError
+}
+
+func newTracer(cfg *Config, probeNr int) *tracer {
+	l := arch.Native
+	return &tracer{
+		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
+		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
+		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{},
+	}
+}
+
+// run starts the stub and runs the event loop.
+//
+// Precondition: the calling goroutine is locked to its OS thread.
+func (t *tracer) run(ctx context.Context, sc *stubConfig) (*Result, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, &StartError{125, fmt.Errorf("find tracecell's own executable: %w", err)}
+	}
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, &StartError{125, fmt.Errorf("stub config pipe: %w", err)}
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return nil, &StartError{125, fmt.Errorf("stub error pipe: %w", err)}
+	}
+	cmd := exec.Command(self, StubArg)
+	cmd.Args[0] = "tracecell-stub"
+	cmd.Env = []string{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = t.cfg.Stdin, t.cfg.Stdout, t.cfg.Stderr
+	cmd.ExtraFiles = []*os.File{cfgR, errW}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Ptrace:    true,            // PTRACE_TRACEME: the stub stops at its exec
+		Pdeathsig: syscall.SIGKILL, // and dies with the tracer thread
+		Setsid:    true,            // own session: kill(0) and process groups stay inside the tree
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		errR.Close()
+		errW.Close()
+		if errors.Is(err, syscall.EPERM) {
+			return nil, &StartError{125, fmt.Errorf("ptrace is not permitted here (%w): in a container add CAP_SYS_PTRACE and allow ptrace in its seccomp profile, or lower kernel.yama.ptrace_scope to 1", err)}
+		}
+		return nil, &StartError{125, fmt.Errorf("start stub %s: %w", self, err)}
+	}
+	cfgR.Close()
+	errW.Close()
+	// With os/exec pipes are only closed by Wait, which we never call (we
+	// reap with wait4 ourselves).
+	go func() {
+		json.NewEncoder(cfgW).Encode(sc)
+		cfgW.Close()
+	}()
+	stubErrs := make(chan *stubError, 1)
+	go func() {
+		b, _ := io.ReadAll(errR)
+		errR.Close()
+		if len(b) == 0 {
+			stubErrs <- nil
+			return
+		}
+		var se stubError
+		if json.Unmarshal(b, &se) != nil {
+			se = stubError{Stage: "unknown", Msg: string(b)}
+		}
+		stubErrs <- &se
+	}()
+
+	t.rootPid = cmd.Process.Pid
+	t.addTask(t.rootPid, t.rootPid)
+	t.tasks[t.rootPid].attached = true
+	t.tasks[t.rootPid].initialExec = true
+	t.counts.Processes = 1
+	t.counts.Threads = 1
+
+	// The killer stops the tree on timeout or cancellation. It only sends
+	// signals, so it may run on any thread.
+	done := make(chan struct{})
+	defer close(done)
+	var timeout <-chan time.Time
+	if t.cfg.Timeout > 0 {
+		tm := time.NewTimer(t.cfg.Timeout)
+		defer tm.Stop()
+		timeout = tm.C
+	}
+	go func() {
+		select {
+		case <-done:
+		case <-timeout:
+			t.liveMu.Lock()
+			t.timedOut = true
+			t.liveMu.Unlock()
+			t.killAll()
+		case <-ctx.Done():
+			t.liveMu.Lock()
+			t.interrupted = true
+			t.liveMu.Unlock()
+			t.killAll()
+		}
+	}()
+
+	var rus unix.Rusage
+	if err := t.loop(&rus); err != nil {
+		t.killAll()
+		t.drain()
+		return nil, err
+	}
+	se := <-stubErrs
+	wall := time.Since(start)
+	if se != nil && !t.rootExecDone {
+		return nil, stubStartError(se, sc.Path)
+	}
+
+	var self2, children unix.Rusage
+	unix.Getrusage(unix.RUSAGE_CHILDREN, &children)
+	unix.Getrusage(unix.RUSAGE_SELF, &self2)
+	_ = self2
+	r := &Result{
+		Counts: t.counts, Denials: t.denials, Dropped: t.dropped, Wall: wall,
+		CPUUser:   time.Duration(children.Utime.Nano()),
+		CPUSystem: time.Duration(children.Stime.Nano()),
+		PeakRSSKB: children.Maxrss,
+	}
+	t.liveMu.Lock()
+	r.TimedOut, r.Interrupted = t.timedOut, t.interrupted
+	t.liveMu.Unlock()
+	if ws := t.mainStatus; ws != nil {
+		switch {
+		case ws.Exited():
+			r.ExitCode = ws.ExitStatus()
+		case ws.Signaled():
+			r.ExitCode = -1
+			r.Signal = ws.Signal()
+		}
+	}
+	r.ScratchLeft = t.ledger.left()
+	return r, nil
+}
+
+// stubStartError turns a stub failure into the error and exit status the
+// CLI reports.
+func stubStartError(se *stubError, path string) error {
+	if se.Stage == "exec" {
+		switch syscall.Errno(se.Errno) {
+		case syscall.ENOENT:
+			return &StartError{127, fmt.Errorf("%s: command not found", path)}
+		case syscall.EACCES, syscall.ENOEXEC, syscall.EISDIR, syscall.ETXTBSY:
+			return &StartError{126, fmt.Errorf("%s: cannot execute: %v", path, syscall.Errno(se.Errno))}
+		}
+	}
+	if se.Stage == "seccomp" {
+		return &StartError{125, fmt.Errorf("cannot load the seccomp filter (%w): tracecell refuses to run unconfined; the kernel needs CONFIG_SECCOMP_FILTER (3.5+) and TSYNC (3.17+)", se)}
+	}
+	return &StartError{125, se}
+}
+
+func (t *tracer) addTask(tid, tgid int) *task {
+	tk := &task{tid: tid, tgid: tgid}
+	t.tasks[tid] = tk
+	p := t.procs[tgid]
+	if p == nil {
+		p = &proc{tgid: tgid}
+		t.procs[tgid] = p
+		t.ever[tgid] = true
+	}
+	p.threads++
+	t.liveMu.Lock()
+	t.live[tid] = true
+	t.liveMu.Unlock()
+	return tk
+}
+
+func (t *tracer) removeTask(tid int) {
+	tk := t.tasks[tid]
+	if tk == nil {
+		return
+	}
+	delete(t.tasks, tid)
+	if p := t.procs[tk.tgid]; p != nil {
+		p.threads--
+		if p.threads <= 0 {
+			delete(t.procs, tk.tgid)
+		}
+	}
+	t.liveMu.Lock()
+	delete(t.live, tid)
+	t.liveMu.Unlock()
+}
+
+// killAll sends SIGKILL to every task the tracer knows (a setsid escapee
+// has left the process group, so kill by pid, not by group).
+func (t *tracer) killAll() int {
+	t.liveMu.Lock()
+	defer t.liveMu.Unlock()
+	t.dying = true
+	n := 0
+	for tid := range t.live {
+		if unix.Kill(tid, unix.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// drain reaps whatever is left after a fatal tracer error.
+func (t *tracer) drain() {
+	var ws unix.WaitStatus
+	for {
+		if _, err := unix.Wait4(-1, &ws, unix.WALL, nil); err == unix.ECHILD {
+			return
+		} else if err != nil && err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// loop waits for stops until no traced task is left.
+//
+// Precondition: the calling goroutine is locked to the tracer thread.
+func (t *tracer) loop(rus *unix.Rusage) error {
+	var ws unix.WaitStatus
+	for {
+		tid, err := unix.Wait4(-1, &ws, unix.WALL, rus)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.ECHILD {
+			return nil
+		}
+		if err != nil {
+			return os.NewSyscallError("wait4", err)
+		}
+		if err := t.handle(tid, ws); err != nil {
+			return err
+		}
+	}
+}
+
+func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
+	if ws.Exited() || ws.Signaled() {
+		t.exited(tid, ws)
+		return nil
+	}
+	if !ws.Stopped() {
+		return nil
+	}
+	tk := t.tasks[tid]
+	if tk == nil {
+		// A new child can report its first stop before its parent's fork
+		// event; its thread group is settled when the event arrives.
+		tk = t.addTask(tid, tgidOf(tid))
+		tk.waitStop = true
+		t.countNew(tk)
+	}
+	sig := ws.StopSignal()
+	switch {
+	case sig == unix.SIGTRAP|0x80:
+		// Syscall stop: only during the probe.
+		return t.syscallStop(tk)
+	case sig == unix.SIGTRAP && ws.TrapCause() > 0:
+		return t.event(tk, ws.TrapCause())
+	case sig == unix.SIGTRAP && !tk.attached:
+		// The stub's stop after its exec (PTRACE_TRACEME).
+		tk.attached = true
+		if err := unix.PtraceSetOptions(tid, ptraceOptions); err != nil {
+			return os.NewSyscallError("ptrace(PTRACE_SETOPTIONS)", err)
+		}
+		return t.resume(tid, 0)
+	case sig == unix.SIGSTOP && tk.waitStop:
+		// The initial stop of an auto-attached child: swallow it.
+		tk.waitStop = false
+		tk.attached = true
+		return t.resume(tid, 0)
+	}
+	tk.attached = true
+	// A signal-delivery stop: pass the signal on. A group-stop (GETSIGINFO
+	// fails with EINVAL) is resumed without a signal.
+	if _, err := unix.PtraceGetsiginfo(tid); err == unix.EINVAL {
+		return t.resume(tid, 0)
+	}
+	return t.resume(tid, int(sig))
+}
+
+func (t *tracer) countNew(tk *task) {
+	if tk.tid == tk.tgid {
+		t.counts.Processes++
+	}
+	t.counts.Threads++
+}
+
+// resume continues tid. During the probe the stub's thread is resumed with
+// PTRACE_SYSCALL so that the order of its stops can be observed.
+func (t *tracer) resume(tid int, sig int) error {
+	var err error
+	if t.probeState == 1 && tid == t.rootPid {
+		err = unix.PtraceSyscall(tid, sig)
+	} else {
+		err = unix.PtraceCont(tid, sig)
+	}
+	if err == unix.ESRCH {
+		// Killed meanwhile (exit_group, SIGKILL): its exit is reported by wait4.
+		return nil
+	}
+	if err != nil {
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_CONT) pid %d", tid), err)
+	}
+	return nil
+}
+
+func (t *tracer) exited(tid int, ws unix.WaitStatus) {
+	tk := t.tasks[tid]
+	if tid == t.rootPid && t.mainStatus == nil {
+		st := ws
+		t.mainStatus = &st
+		// The main program is gone: the rest of the tree goes with it.
+		t.removeTask(tid)
+		t.liveMu.Lock()
+		others := map[int]bool{}
+		for x := range t.live {
+			if tt := t.tasks[x]; tt != nil {
+				others[tt.tgid] = true
+			}
+		}
+		t.liveMu.Unlock()
+		if n := len(others); n > 0 {
+			t.counts.KilledAtExit = n
+			t.killAll()
+		}
+		return
+	}
+	if tk != nil {
+		t.removeTask(tid)
+	}
+}
+
+func tgidOf(tid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return tid
+	}
+	return parseStatusInt(b, "Tgid:", tid)
+}
