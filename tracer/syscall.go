@@ -53,9 +53,6 @@ func (t *tracer) seccompStop(tk *task) error {
 	if err := t.regs.Decode(t.regBuf[:n]); err != nil {
 		return err
 	}
-	if t.dying {
-		return t.resume(tid, 0)
-	}
 	nr := t.regs.Nr()
 	if nr == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && tk.tgid == t.rootPid && !t.rootExecDone {
 		return t.probe(tk)

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -197,7 +198,9 @@ type tracer struct {
 	// live is the set of tids, shared with the killer goroutine.
 	liveMu sync.Mutex
 	live   map[int]bool
-	dying  bool
+	// dying is set once the tree is being killed: every task that still
+	// stops is killed on sight and its call denied.
+	dying atomic.Bool
 
 	mem     memReader
 	regs    *arch.Regs
@@ -326,6 +329,9 @@ func (t *tracer) run(ctx context.Context, sc *stubConfig) (*Result, error) {
 		t.drain()
 		return nil, err
 	}
+	// The process is reaped already (Wait's own wait fails with ECHILD);
+	// Wait still finishes copying non-file stdout/stderr.
+	cmd.Wait()
 	se := <-stubErrs
 	wall := time.Since(start)
 	if se != nil && !t.rootExecDone {
@@ -413,7 +419,7 @@ func (t *tracer) removeTask(tid int) {
 func (t *tracer) killAll() int {
 	t.liveMu.Lock()
 	defer t.liveMu.Unlock()
-	t.dying = true
+	t.dying.Store(true)
 	n := 0
 	for tid := range t.live {
 		if unix.Kill(tid, unix.SIGKILL) == nil {
@@ -472,6 +478,17 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 		tk = t.addTask(tid, tgidOf(tid))
 		tk.waitStop = true
 		t.countNew(tk)
+	}
+	if t.dying.Load() {
+		// Born or stopped while the tree is being killed (a fork racing
+		// with killAll): kill it too, and never run its call.
+		unix.Kill(tid, unix.SIGKILL)
+		if ws.StopSignal() == unix.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_SECCOMP {
+			if n, err := ptraceRegset(unix.PTRACE_GETREGSET, tid, 1, t.regBuf); err == nil && t.regs.Decode(t.regBuf[:n]) == nil {
+				t.deny(tid, syscall.EPERM)
+			}
+		}
+		return t.resume(tid, 0)
 	}
 	sig := ws.StopSignal()
 	switch {

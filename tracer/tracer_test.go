@@ -1,0 +1,215 @@
+package tracer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
+)
+
+// The stub is this test binary re-executed: stub.go's init() hook takes over
+// when os.Args[1] is StubArg, so no separate binary is needed.
+
+const python = "/usr/bin/python3"
+
+func needPython(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("%s not installed (make test installs it)", python)
+	}
+}
+
+type runOut struct {
+	res    *Result
+	err    error
+	stdout string
+	stderr string
+	events []report.Event
+}
+
+func runTraced(t *testing.T, sbx string, cfgMod func(*policy.Config, *Config), argv ...string) runOut {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(sbx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := policy.Config{WriteRoots: []string{real}, Devices: policy.DefaultDevices(), Scratch: []string{}}
+	var out, errb bytes.Buffer
+	var events []report.Event
+	cfg := &Config{
+		Path: argv[0], Argv: argv, Env: []string{"PATH=/usr/bin:/bin", "HOME=" + real}, Dir: real,
+		Stdout: &out, Stderr: &errb, Log: zerolog.Nop(),
+		OnEvent: func(e *report.Event) { events = append(events, *e) },
+	}
+	if cfgMod != nil {
+		cfgMod(&pc, cfg)
+	}
+	pol, err := policy.New(pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policy = pol
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	return runOut{res, err, out.String(), errb.String(), events}
+}
+
+func TestRunTrue(t *testing.T) {
+	o := runTraced(t, t.TempDir(), nil, "/bin/true")
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.res.ExitCode != 0 || o.res.Signal != 0 {
+		t.Fatalf("exit %d signal %v", o.res.ExitCode, o.res.Signal)
+	}
+	if o.res.Counts.Execs != 1 {
+		t.Errorf("execs = %d, want 1", o.res.Counts.Execs)
+	}
+}
+
+func TestExitStatusAndSignal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		argv []string
+		code int
+		sig  syscall.Signal
+	}{
+		{"exit3", []string{"/bin/sh", "-c", "exit 3"}, 3, 0},
+		{"kill9", []string{"/bin/sh", "-c", "kill -9 $$"}, -1, syscall.SIGKILL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := runTraced(t, t.TempDir(), nil, tc.argv...)
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			if o.res.ExitCode != tc.code || o.res.Signal != tc.sig {
+				t.Fatalf("exit %d signal %v, want %d %v", o.res.ExitCode, o.res.Signal, tc.code, tc.sig)
+			}
+		})
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	o := runTraced(t, t.TempDir(), nil, "/nonexistent/prog")
+	var se *StartError
+	if !errors.As(o.err, &se) || se.Status != 127 {
+		t.Fatalf("err = %v, want StartError 127", o.err)
+	}
+}
+
+func TestWriteOutsideDenied(t *testing.T) {
+	needPython(t)
+	sbx, host := t.TempDir(), t.TempDir()
+	victim := filepath.Join(host, "victim.txt")
+	os.WriteFile(victim, []byte("orig"), 0o644)
+	script := `
+import os, sys
+try:
+    open(sys.argv[1], "a").write("x")
+    print("wrote")
+except PermissionError as e:
+    print("denied", e.errno)
+open("inside.txt", "w").write("ok")
+print(open("inside.txt").read())
+`
+	o := runTraced(t, sbx, nil, python, "-c", script, victim)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if got := o.stdout; got != "denied 13\nok\n" {
+		t.Fatalf("stdout %q, stderr %q", got, o.stderr)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "orig" {
+		t.Fatalf("victim changed: %q", b)
+	}
+	if len(o.res.Denials) != 1 {
+		t.Fatalf("denials = %+v", o.res.Denials)
+	}
+	d := o.res.Denials[0]
+	if d.Paths[0].Resolved != victim || d.Kind.String() != "write" || d.Errno != "EACCES" {
+		t.Errorf("denial = %+v", d)
+	}
+	if !strings.Contains(d.Notice(), victim) {
+		t.Errorf("notice %q does not name %s", d.Notice(), victim)
+	}
+}
+
+func TestAuditAllows(t *testing.T) {
+	needPython(t)
+	sbx, host := t.TempDir(), t.TempDir()
+	victim := filepath.Join(host, "new.txt")
+	o := runTraced(t, sbx, func(pc *policy.Config, _ *Config) { pc.Mode = policy.Audit },
+		python, "-c", "import sys; open(sys.argv[1], 'w').write('a')", victim)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("audit mode blocked the write: %v", err)
+	}
+	if o.res.Counts.Audited != 1 || len(o.res.Denials) != 1 || o.res.Denials[0].Decision != report.Audit {
+		t.Fatalf("counts %+v denials %+v", o.res.Counts, o.res.Denials)
+	}
+}
+
+func TestExecDeniedAndTreeKilled(t *testing.T) {
+	needPython(t)
+	sbx := t.TempDir()
+	script := `
+import subprocess, os, time
+try:
+    subprocess.run(["/bin/echo", "hi"])
+    print("ran")
+except PermissionError:
+    print("denied")
+pid = os.fork()
+if pid == 0:
+    time.sleep(30)
+    os._exit(0)
+print("parent done")
+`
+	start := time.Now()
+	o := runTraced(t, sbx, nil, python, "-c", script)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.stdout != "denied\nparent done\n" {
+		t.Fatalf("stdout %q stderr %q", o.stdout, o.stderr)
+	}
+	if o.res.Counts.KilledAtExit != 1 {
+		t.Errorf("killed at exit = %d, want 1", o.res.Counts.KilledAtExit)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Errorf("the sleeping child was not killed with the main program")
+	}
+	found := false
+	for _, d := range o.res.Denials {
+		if d.Kind.String() == "exec" && len(d.Paths) > 0 && d.Paths[0].Resolved == "/usr/bin/echo" || d.Paths[0].Resolved == "/bin/echo" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no exec denial naming /bin/echo: %+v", o.res.Denials)
+	}
+}
+
+func TestTimeoutKillsTree(t *testing.T) {
+	o := runTraced(t, t.TempDir(), func(_ *policy.Config, c *Config) { c.Timeout = 500 * time.Millisecond },
+		"/bin/sh", "-c", "sleep 30 & sleep 30")
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if !o.res.TimedOut || o.res.Signal != syscall.SIGKILL {
+		t.Fatalf("timed out %v signal %v", o.res.TimedOut, o.res.Signal)
+	}
+}
