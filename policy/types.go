@@ -100,8 +100,14 @@ type Path struct {
 	Exists   bool   `json:"exists"`                // whether Resolved existed at check time
 	IsDir    bool   `json:"is_dir,omitempty"`
 	// Special is set when the path named a non-file object through a /proc
-	// magic link (for example "pipe:[1234]" or "socket:[99]").
+	// magic link (for example "pipe:[1234]" or "socket:[99]"); Resolved is
+	// then the /proc path of the link ("/proc/42/fd/1").
 	Special string `json:"special,omitempty"`
+	// SpecialInTree is set by the tracer for a Special path when the process
+	// whose /proc entry named the object (pathres.Result.ProcPid) is in the
+	// traced tree. Re-opening a pipe the tree holds (/dev/stdout) is no way
+	// out; opening the pipe of a host process through /proc/<pid>/fd/N is.
+	SpecialInTree bool `json:"special_in_tree,omitempty"`
 }
 
 // Op is one checked operation.
@@ -130,6 +136,12 @@ type Op struct {
 }
 
 // Decision is the answer of the policy.
+//
+// The policy is mode-agnostic: in audit mode Decide returns the same
+// Decision as in enforce mode (Allow false, with Rule, Reason and Errno); the
+// tracer then lets the call run and records it as "audit". Config().Mode
+// tells the tracer which mode is on. Allowed decisions carry a Rule too (for
+// example "inside-writable-root"), so --trace can say why a call passed.
 type Decision struct {
 	Allow  bool          `json:"allow"`
 	Rule   string        `json:"rule,omitempty"`   // short stable id, e.g. "outside-writable-roots"

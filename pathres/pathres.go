@@ -1,0 +1,422 @@
+// Package pathres resolves a path the way the kernel's path walk would for a
+// traced task (fs/namei.c: link_path_walk, walk_component, pick_link), so that
+// the policy decides on the object the system call will really touch.
+//
+// tracecell runs in the tracee's mount namespace and chroot is forbidden to
+// the traced tree, so "/" is the tracee's root too. The walk is done with
+// lstat(2) and readlink(2) on absolute paths built component by component;
+// symlinks are expanded where the kernel expands them and ".." is applied to
+// the already-resolved directory, never lexically to the input.
+//
+// Two places differ from a plain walk because tracecell is not the tracee:
+// "/proc/self" and "/proc/thread-self" are replaced by the task's own entries
+// (reading those links in tracecell would name tracecell), and the /proc
+// "magic links" (fd/N, cwd, root, exe, map_files/*, ns/*) are not paths at all
+// in the kernel but jumps to an object (nd_jump_link): their readlink text is
+// either that object's path or a name such as "pipe:[123]".
+//
+// The result is a check-time snapshot. Anything that changes between the
+// check and the kernel's own walk (a symlink swapped by another thread) is the
+// tracer's business (it freezes the tree while a checked call is in flight).
+package pathres
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// PathMax is the kernel's PATH_MAX: the size of a path buffer including the
+// terminating NUL. A path of PathMax bytes or more fails with ENAMETOOLONG
+// (fs/namei.c getname_flags → strncpy_from_user).
+const PathMax = 4096
+
+// MaxSymlinks is the kernel's MAXSYMLINKS: a walk may expand at most this many
+// links in total; the next one fails with ELOOP (include/linux/namei.h; the
+// nesting limit was raised to the same 40 in 4.2, commit 894bc8c4662b).
+const MaxSymlinks = 40
+
+// Task names the traced thread whose "/proc/self" and "/proc/thread-self"
+// are meant.
+type Task struct {
+	Tgid int // process id: /proc/self
+	Tid  int // thread id: /proc/thread-self (0 means the same as Tgid)
+}
+
+// Result is where a path leads.
+type Result struct {
+	// Path is absolute and cleaned with its symlinks expanded. When a
+	// component is missing the remaining components are appended lexically
+	// (cleaned). For a /proc magic link to a non-file object it is the
+	// /proc path of the link (for example "/proc/42/fd/3"); for a magic link
+	// to an unlinked file it is the link's text with its " (deleted)" suffix.
+	Path string
+	// Exists reports whether Path existed at check time. It is also true when
+	// a permission error kept the walk from looking (see WalkErr == EACCES):
+	// an entry that might exist is treated as existing, which is the
+	// stricter assumption for the policy (changing an existing entry needs
+	// more than creating one).
+	Exists bool
+	IsDir  bool        // Path is a directory
+	Mode   fs.FileMode // lstat mode of Path (type and permission bits); 0 when unknown
+	// Special is the readlink text of a /proc magic link that names a
+	// non-file object: "pipe:[123]", "socket:[45]", "anon_inode:[eventfd]",
+	// "net:[4026531992]", ...
+	Special string
+	// ProcPid is set with Special: the pid of the /proc/<pid> entry whose
+	// magic link named the object (the owner of the file descriptor), so the
+	// caller can tell whether it belongs to the traced tree.
+	ProcPid int
+	// WalkErr is the error the kernel's walk would stop with before it
+	// reaches the last component: ENOENT (a directory on the way is
+	// missing), ENOTDIR (a component used as a directory is not one, or a
+	// trailing slash follows a non-directory), EACCES (tracecell could not
+	// look; the tracee, running with the same credentials, cannot either).
+	// 0 when the walk reaches the last component. The caller may fail the
+	// call with it instead of letting the kernel do so.
+	WalkErr syscall.Errno
+}
+
+// Resolve resolves p for task t. A relative p starts at base, which the
+// tracer read from /proc/<tid>/cwd or /proc/<tid>/fd/<dirfd> and must be
+// absolute; an absolute p starts at "/". The last component is followed when
+// it is a symlink and follow is set or p ends with "/" (a trailing slash
+// always follows, as lookup_last sets LOOKUP_FOLLOW|LOOKUP_DIRECTORY);
+// intermediate components are always followed.
+//
+// Errors wrap a syscall.Errno the kernel would return for the whole call:
+// ENOENT for an empty path (AT_EMPTY_PATH is the caller's business),
+// ENAMETOOLONG for a path of PathMax bytes or more, ELOOP after MaxSymlinks
+// expansions, ENOTDIR for a relative path whose base is not a directory
+// path (a dirfd naming a pipe), EINVAL when /proc/self is met but t has no
+// pid. Other errors are unexpected failures of lstat or readlink.
+func Resolve(t Task, base string, p []byte, follow bool) (Result, error) {
+	if len(p) == 0 {
+		return Result{}, pathErr(p, syscall.ENOENT)
+	}
+	if len(p) >= PathMax {
+		return Result{}, pathErr(p, syscall.ENAMETOOLONG)
+	}
+	cur := "/"
+	if p[0] != '/' {
+		if !strings.HasPrefix(base, "/") {
+			return Result{}, &os.PathError{Op: "resolve", Path: string(p),
+				Err: fmt.Errorf("base %q is not a directory: %w", base, syscall.ENOTDIR)}
+		}
+		cur = path.Clean(base)
+	}
+	w := walker{t: t, orig: p, follow: follow}
+	return w.run(cur, string(p))
+}
+
+// ResolveFd resolves what file descriptor fd of task t refers to, through
+// /proc/<tgid>/task/<tid>/fd/<fd> (a thread may have its own fd table after
+// unshare(CLONE_FILES)). A pipe, socket or other non-file object comes back
+// as Special; a closed fd as an error wrapping EBADF.
+func ResolveFd(t Task, fd int) (Result, error) {
+	if fd < 0 {
+		return Result{}, fmt.Errorf("resolve fd %d: %w", fd, syscall.EBADF)
+	}
+	tid := t.Tid
+	if tid == 0 {
+		tid = t.Tgid
+	}
+	p := fmt.Sprintf("/proc/%d/task/%d/fd/%d", t.Tgid, tid, fd)
+	if _, err := os.Readlink(p); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			err = syscall.EBADF // no such fd (or no such task)
+		}
+		return Result{}, fmt.Errorf("resolve fd %d of task %d: %w", fd, tid, err)
+	}
+	return Resolve(t, "/", []byte(p), true)
+}
+
+func pathErr(p []byte, errno syscall.Errno) error {
+	return &os.PathError{Op: "resolve", Path: string(p), Err: errno}
+}
+
+type walker struct {
+	t      Task
+	orig   []byte
+	follow bool // follow the last component (sticky once a last link was followed)
+	links  int  // symlinks expanded so far
+	isDir  bool // a trailing slash asked for a directory
+}
+
+// deletedSuffix is what d_path appends to the name of an unlinked dentry
+// (fs/d_path.c prepend_path/d_path: " (deleted)").
+const deletedSuffix = " (deleted)"
+
+func (w *walker) run(cur, rest string) (Result, error) {
+	var last fs.FileInfo // lstat of cur when the walk ended on a component
+	for {
+		rest = strings.TrimLeft(rest, "/")
+		if rest == "" {
+			break
+		}
+		var name string
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			name, rest = rest[:i], rest[i:]
+		} else {
+			name, rest = rest, ""
+		}
+		isLast := strings.Trim(rest, "/") == ""
+		if isLast && rest != "" {
+			w.isDir = true
+		}
+		last = nil
+		switch name {
+		case ".":
+			continue
+		case "..":
+			cur = parent(cur)
+			continue
+		}
+		next := join(cur, name)
+		expand := !isLast || w.follow || w.isDir
+
+		if cur == "/proc" && (name == "self" || name == "thread-self") && expand {
+			// Do not readlink: in tracecell's process these name tracecell.
+			body, err := w.procSelf(name)
+			if err != nil {
+				return Result{}, err
+			}
+			if err := w.count(); err != nil {
+				return Result{}, err
+			}
+			if isLast {
+				w.follow = true
+			}
+			rest = body + rest
+			continue
+		}
+
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return w.stop(next, rest, err)
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 && expand {
+			if err := w.count(); err != nil {
+				return Result{}, err
+			}
+			if isLast {
+				w.follow = true
+			}
+			if pid, ok := magicLink(cur, name); ok {
+				r, nrest, done, err := w.magic(next, rest, pid)
+				if err != nil || done {
+					return r, err
+				}
+				cur, rest = "/", nrest
+				continue
+			}
+			body, err := os.Readlink(next)
+			if err != nil {
+				return w.stop(next, rest, err)
+			}
+			if body == "" {
+				// An empty link body fails the walk with ENOENT
+				// (fs/namei.c get_link: "if (!*res) return -ENOENT").
+				return lexical(next, true, rest, syscall.ENOENT), nil
+			}
+			if body[0] == '/' {
+				cur = "/"
+			}
+			rest = body + rest // rest is empty or starts with "/"
+			continue
+		}
+		cur = next
+		if !isLast && !fi.IsDir() {
+			// walk_component on a non-directory with components left.
+			return lexical(cur, true, rest, syscall.ENOTDIR), nil
+		}
+		last = fi
+	}
+	if last == nil {
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return w.stop(cur, "", err)
+		}
+		last = fi
+	}
+	r := Result{Path: cur, Exists: true, IsDir: last.IsDir(), Mode: last.Mode()}
+	if w.isDir && !r.IsDir && r.Mode&fs.ModeSymlink == 0 {
+		r.WalkErr = syscall.ENOTDIR
+	}
+	return r, nil
+}
+
+// count charges one symlink expansion (fs/namei.c pick_link:
+// "if (unlikely(nd->total_link_count++ >= MAXSYMLINKS)) return -ELOOP").
+func (w *walker) count() error {
+	w.links++
+	if w.links > MaxSymlinks {
+		return pathErr(w.orig, syscall.ELOOP)
+	}
+	return nil
+}
+
+// procSelf is the body the kernel gives /proc/self ("<tgid>") and
+// /proc/thread-self ("<tgid>/task/<tid>"), relative to /proc
+// (fs/proc/self.c, fs/proc/thread_self.c).
+func (w *walker) procSelf(name string) (string, error) {
+	if w.t.Tgid <= 0 {
+		return "", &os.PathError{Op: "resolve", Path: string(w.orig),
+			Err: fmt.Errorf("/proc/%s needs the task's pid: %w", name, syscall.EINVAL)}
+	}
+	if name == "self" {
+		return strconv.Itoa(w.t.Tgid), nil
+	}
+	tid := w.t.Tid
+	if tid == 0 {
+		tid = w.t.Tgid
+	}
+	return strconv.Itoa(w.t.Tgid) + "/task/" + strconv.Itoa(tid), nil
+}
+
+// magic follows the /proc magic link at next. It either finishes the walk
+// (done) or returns the rest of the walk restarted from "/".
+func (w *walker) magic(next, rest string, pid int) (r Result, nrest string, done bool, err error) {
+	target, err := os.Readlink(next)
+	if err != nil {
+		r, err = w.stop(next, rest, err)
+		return r, "", true, err
+	}
+	switch {
+	case !strings.HasPrefix(target, "/"):
+		// A pipe, socket, anon inode, namespace...: not in the file system.
+		if strings.Trim(rest, "/") != "" {
+			return lexical(next, true, rest, syscall.ENOTDIR), "", true, nil
+		}
+		fi, err := os.Lstat(next)
+		if err != nil {
+			r, err = w.stop(next, rest, err)
+			return r, "", true, err
+		}
+		return Result{Path: next, Exists: true, Mode: fi.Mode(), Special: target, ProcPid: pid}, "", true, nil
+	case strings.HasSuffix(target, deletedSuffix):
+		// An unlinked file (or a memfd, "/memfd:name (deleted)"): the
+		// text is no path to walk. Keep it literally.
+		if strings.Trim(rest, "/") != "" {
+			// Lookups in a dead directory fail.
+			return lexical(target, false, rest, syscall.ENOENT), "", true, nil
+		}
+		return Result{Path: target}, "", true, nil
+	}
+	// d_path of the object: absolute, without symlinks. Walk it again to
+	// learn what it is (the kernel jumps straight to the dentry).
+	return Result{}, target + rest, false, nil
+}
+
+// stop ends the walk at next, which could not be looked up.
+func (w *walker) stop(next, rest string, err error) (Result, error) {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: err}
+	}
+	more := strings.Trim(rest, "/") != ""
+	switch errno {
+	case syscall.ENOENT:
+		if more {
+			return lexical(next, false, rest, syscall.ENOENT), nil
+		}
+		return Result{Path: next}, nil
+	case syscall.ENOTDIR:
+		// Only when a component changed under us (we check IsDir before
+		// descending); report it the same way.
+		return lexical(next, false, rest, syscall.ENOTDIR), nil
+	case syscall.EACCES:
+		// No search permission on a directory above next. The tracee has
+		// the same credentials and will fail too; assume the entry exists
+		// (the stricter case for the policy) and say so in WalkErr.
+		r := lexical(next, false, rest, syscall.EACCES)
+		r.Exists = true
+		return r, nil
+	case syscall.ENAMETOOLONG, syscall.ELOOP:
+		// A component longer than NAME_MAX, or (tracecell's own limit) an
+		// absolute path of PATH_MAX or more that the tracee reached through
+		// a deep cwd: refuse rather than guess.
+		return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: errno}
+	}
+	return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: err}
+}
+
+// lexical ends a walk that cannot go on at next (missing, or not a
+// directory): the unresolved rest is appended lexically and cleaned. The
+// kernel fails such a walk, but the caller may still decide on the result, so
+// Exists must not lie: "hostdir/missing/.." cleans to hostdir, which exists,
+// and must not look like a fresh entry that a create may claim. A result at
+// or below a missing next cannot exist; anything else is looked at.
+func lexical(next string, nextExists bool, rest string, errno syscall.Errno) Result {
+	p := next
+	if strings.Trim(rest, "/") != "" {
+		p = path.Clean(next + "/" + rest)
+	}
+	r := Result{Path: p, WalkErr: errno}
+	if (p == next && !nextExists) || strings.HasPrefix(p, next+"/") {
+		return r
+	}
+	if fi, err := os.Lstat(p); err == nil {
+		r.Exists, r.IsDir, r.Mode = true, fi.IsDir(), fi.Mode()
+	}
+	return r
+}
+
+// magicLink reports whether name in dir is one of procfs's magic links and
+// the pid whose entry it is: /proc/<pid>/{cwd,root,exe},
+// /proc/<pid>/{fd,map_files,ns}/*, and the same under /proc/<pid>/task/<tid>.
+func magicLink(dir, name string) (int, bool) {
+	rest, ok := strings.CutPrefix(dir, "/proc/")
+	if !ok {
+		return 0, false
+	}
+	parts := strings.Split(rest, "/")
+	pid, err := strconv.Atoi(parts[0])
+	if err != nil || pid <= 0 || !allDigits(parts[0]) {
+		return 0, false
+	}
+	parts = parts[1:]
+	if len(parts) >= 2 && parts[0] == "task" && allDigits(parts[1]) {
+		parts = parts[2:]
+	}
+	switch len(parts) {
+	case 0:
+		return pid, name == "cwd" || name == "root" || name == "exe"
+	case 1:
+		return pid, parts[0] == "fd" || parts[0] == "map_files" || parts[0] == "ns"
+	}
+	return 0, false
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func join(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+// parent is ".." of a resolved directory; ".." at "/" stays "/".
+func parent(dir string) string {
+	i := strings.LastIndexByte(dir, '/')
+	if i <= 0 {
+		return "/"
+	}
+	return dir[:i]
+}

@@ -1,0 +1,582 @@
+package policy
+
+import (
+	"fmt"
+	"net/netip"
+	"path"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// Rule ids. They are part of the report format: do not rename them.
+const (
+	// Denials (Decision.Allow false).
+	RuleOutsideRoots     = "outside-writable-roots"
+	RuleRootItself       = "writable-root-itself"
+	RuleScratchNotOwned  = "scratch-not-owned"
+	RuleProcWrite        = "proc-write"
+	RuleDenyRead         = "deny-read"
+	RuleReadNotAllowed   = "read-not-allowed"
+	RuleExecNotAllowed   = "exec-not-allowed"
+	RuleUnixAbstract     = "unix-abstract"
+	RuleUnixOutsideRoots = "unix-socket-outside-roots"
+	RuleNetDeny          = "net-deny"
+	RuleNetLoopback      = "net-loopback"
+	RuleNetFamily        = "net-family"
+	RuleOutsideTree      = "outside-tree"
+	RuleForbiddenSyscall = "forbidden-syscall"
+	RuleUnresolvedPath   = "unresolved-path"
+	RuleUnknownKind      = "unknown-kind"
+	RuleNoPath           = "no-path"
+
+	// Allows (Decision.Allow true), for --trace.
+	RuleInsideRoot    = "inside-writable-root"
+	RuleDevice        = "device"
+	RuleScratchCreate = "scratch-create"
+	RuleScratchOwned  = "scratch-owned"
+	RuleSpecialObject = "special-object"
+	RuleRead          = "read"
+	RuleInitialExec   = "initial-exec"
+	RuleAllowExec     = "allow-exec"
+	RuleNetAllow      = "net-allow"
+	RuleLoopback      = "loopback"
+	RuleNetlink       = "netlink"
+	RuleUnspec        = "unspec"
+	RuleUnixInRoots   = "unix-socket-in-roots"
+	RuleUnixAutobind  = "unix-autobind"
+	RuleInTree        = "in-tree"
+)
+
+// DefaultDevices are the device files every program may open for writing:
+// the sinks and sources any runtime expects, and the terminal.
+func DefaultDevices() []string {
+	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/*"}
+}
+
+// DefaultScratch are the create-only directories: /dev/shm, which POSIX
+// shared memory and Python's multiprocessing (sem_open, shm_open) need.
+func DefaultScratch() []string { return []string{"/dev/shm"} }
+
+// Policy decides. It is immutable after New and safe for concurrent use.
+type Policy struct {
+	cfg       Config
+	writeText string // "/a, /b" or "none", for reasons
+	readText  string
+	execText  string
+}
+
+// New validates cfg and returns its policy. Every path must be absolute and
+// clean (the caller expands symlinks first), device patterns must be valid
+// for path.Match, and the modes must be known. The error names the bad value.
+func New(cfg Config) (*Policy, error) {
+	lists := []struct {
+		what string
+		list []string
+	}{
+		{"write root", cfg.WriteRoots},
+		{"read root", cfg.ReadRoots},
+		{"runtime root", cfg.RuntimeRoots},
+		{"deny-read path", cfg.DenyRead},
+		{"allowed executable", cfg.AllowExec},
+		{"scratch dir", cfg.Scratch},
+	}
+	for _, l := range lists {
+		for _, p := range l.list {
+			if err := checkPath(l.what, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, p := range cfg.WriteRoots {
+		if Under(p, "/proc") {
+			return nil, fmt.Errorf("write root %q is under /proc: writes there are never allowed", p)
+		}
+	}
+	for _, d := range cfg.Devices {
+		if !strings.HasPrefix(d, "/") {
+			return nil, fmt.Errorf("device pattern %q is not absolute", d)
+		}
+		if _, err := path.Match(d, "/dev/null"); err != nil {
+			return nil, fmt.Errorf("device pattern %q: %w", d, err)
+		}
+	}
+	if cfg.Net > NetAllow {
+		return nil, fmt.Errorf("net mode %v is not deny, loopback or allow", cfg.Net)
+	}
+	if cfg.Mode > Audit {
+		return nil, fmt.Errorf("mode %v is not enforce or audit", cfg.Mode)
+	}
+	p := &Policy{cfg: copyConfig(cfg)}
+	p.writeText = listText(cfg.WriteRoots)
+	var readable []string
+	readable = append(readable, cfg.ReadRoots...)
+	readable = append(readable, cfg.WriteRoots...)
+	readable = append(readable, cfg.Scratch...)
+	p.readText = listText(readable)
+	p.execText = listText(cfg.AllowExec)
+	return p, nil
+}
+
+func checkPath(what, p string) error {
+	if !strings.HasPrefix(p, "/") {
+		return fmt.Errorf("%s %q is not an absolute path", what, p)
+	}
+	if c := path.Clean(p); c != p {
+		return fmt.Errorf("%s %q is not clean (want %q)", what, p, c)
+	}
+	return nil
+}
+
+func listText(l []string) string {
+	if len(l) == 0 {
+		return "none"
+	}
+	return strings.Join(l, ", ")
+}
+
+func copyConfig(c Config) Config {
+	dup := func(s []string) []string {
+		if s == nil {
+			return nil
+		}
+		return append([]string{}, s...)
+	}
+	c.WriteRoots = dup(c.WriteRoots)
+	c.ReadRoots = dup(c.ReadRoots)
+	c.RuntimeRoots = dup(c.RuntimeRoots)
+	c.DenyRead = dup(c.DenyRead)
+	c.AllowExec = dup(c.AllowExec)
+	c.Devices = dup(c.Devices)
+	c.Scratch = dup(c.Scratch)
+	return c
+}
+
+// Config returns a copy of the effective configuration.
+func (p *Policy) Config() Config { return copyConfig(p.cfg) }
+
+// Under reports whether the clean absolute path p is root or inside it,
+// component-wise: "/srv/sbx2" is not under "/srv/sbx".
+func Under(p, root string) bool {
+	if root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return strings.HasPrefix(p, root) && (len(p) == len(root) || p[len(root)] == '/')
+}
+
+// clean reports whether p is absolute and clean, as resolved paths are. The
+// policy refuses anything else rather than compare prefixes of
+// "/srv/sbx/../etc".
+func clean(p string) bool {
+	return strings.HasPrefix(p, "/") && path.Clean(p) == p
+}
+
+func allow(rule string) Decision { return Decision{Allow: true, Rule: rule} }
+
+func deny(errno syscall.Errno, rule, reason string) Decision {
+	return Decision{Rule: rule, Reason: reason, Errno: errno}
+}
+
+// Decide answers for one operation. It never touches the file system: the
+// paths of op are already resolved. l may be nil (nothing owned).
+func (p *Policy) Decide(op *Op, l Ledger) Decision {
+	if op == nil {
+		return deny(syscall.EPERM, RuleUnknownKind, "no operation")
+	}
+	switch k := op.Kind; {
+	case k.ModifiesFS():
+		return p.decideFS(op, l)
+	case k == syscalls.KindRead:
+		return p.decideRead(op)
+	case k == syscalls.KindExec:
+		return p.decideExec(op)
+	case k == syscalls.KindConnect || k == syscalls.KindBind:
+		return p.decideNet(op, l)
+	case k == syscalls.KindSignal || k == syscalls.KindProcess:
+		return decideTarget(op)
+	case k == syscalls.KindForbidden:
+		name := op.Syscall
+		if name == "" {
+			name = "this system call"
+		}
+		return deny(syscall.EPERM, RuleForbiddenSyscall, name+" is never allowed")
+	default:
+		return deny(syscall.EPERM, RuleUnknownKind, fmt.Sprintf("operation kind %v is not classified", k))
+	}
+}
+
+// role says what a path is to its operation: "source" and "target" of
+// rename and link (by Role, else by position), "path" otherwise.
+func role(op *Op, i int) string {
+	r := op.Paths[i].Role
+	if r == "source" || r == "target" {
+		return r
+	}
+	if op.Kind == syscalls.KindRename || op.Kind == syscalls.KindLink {
+		if i == 0 {
+			return "source"
+		}
+		return "target"
+	}
+	return "path"
+}
+
+// decideFS: every path of a modifying operation must be writable. Both
+// paths of rename and link count: a hard link from an outside file into the
+// sandbox would make the outside file writable through the new name.
+func (p *Policy) decideFS(op *Op, l Ledger) Decision {
+	if len(op.Paths) == 0 {
+		return deny(syscall.EACCES, RuleNoPath, fmt.Sprintf("%s without a path", nameOf(op)))
+	}
+	out := allow(RuleInsideRoot)
+	for i := range op.Paths {
+		r := role(op, i)
+		d, scratch := p.writable(op.Kind, r, &op.Paths[i], l)
+		if !d.Allow {
+			if len(op.Paths) > 1 {
+				d.Reason = r + " " + d.Reason
+			}
+			return d
+		}
+		// The allow rule of the first path that is not plainly inside a
+		// root (scratch, device) says the most about the operation.
+		if out.Rule == RuleInsideRoot {
+			out.Rule = d.Rule
+		}
+		if scratch != "" {
+			out.Scratch = append(out.Scratch, scratch)
+		}
+	}
+	return out
+}
+
+// creates reports whether the operation makes a new entry at pa (and so
+// may claim it in a scratch directory): an entry that exists already is
+// changed, never created, whatever the call (mkdir of an existing entry
+// fails with EEXIST; claiming it would hand a host file to the tree).
+func creates(kind syscalls.Kind, r string, pa *Path) bool {
+	if pa.Exists {
+		return false
+	}
+	switch kind {
+	case syscalls.KindCreate:
+		return true
+	case syscalls.KindRename, syscalls.KindLink:
+		return r == "target"
+	}
+	return false
+}
+
+// destroysRoot reports whether the operation on a writable root itself would
+// remove or re-permission the sandbox (creating inside it is fine).
+func destroysRoot(kind syscalls.Kind) (string, bool) {
+	switch kind {
+	case syscalls.KindDelete:
+		return "delete", true
+	case syscalls.KindRename:
+		return "rename", true
+	case syscalls.KindChmod:
+		return "chmod", true
+	case syscalls.KindChown:
+		return "chown", true
+	case syscalls.KindXattr:
+		return "set xattrs on", true
+	}
+	return "", false
+}
+
+// writable decides one path of a modifying operation. The returned scratch
+// path is set for a create the ledger must record.
+func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Decision, string) {
+	res := pa.Resolved
+	if pa.Special != "" {
+		// A non-file object named through /proc/<pid>/fd/N (Resolved is
+		// that link). Writing to a pipe or socket the tree holds is what
+		// /dev/stdout is for; the pipe of a host process is a way out.
+		switch {
+		case kind == syscalls.KindWrite && pa.SpecialInTree:
+			return allow(RuleSpecialObject), ""
+		case kind == syscalls.KindWrite:
+			return deny(syscall.EACCES, RuleProcWrite, fmt.Sprintf("%s belongs to %s outside the traced tree", pa.Special, procOwner(res))), ""
+		}
+		return deny(syscall.EACCES, RuleProcWrite, fmt.Sprintf("%s of %s through /proc is not allowed", kind, pa.Special)), ""
+	}
+	if !clean(res) {
+		return deny(syscall.EACCES, RuleUnresolvedPath, fmt.Sprintf("path %q is not resolved", res)), ""
+	}
+	if d, ok := p.denyRead(res); ok {
+		// Deny-read wins inside writable roots too: a file the program may
+		// not read, it may not replace, truncate or re-permission either.
+		return d, ""
+	}
+	if Under(res, "/proc") {
+		return deny(syscall.EACCES, RuleProcWrite, "writes under /proc are not allowed"), ""
+	}
+	if root, ok := p.writeRoot(res); ok {
+		if verb, bad := destroysRoot(kind); bad && res == root {
+			return deny(syscall.EACCES, RuleRootItself, fmt.Sprintf("cannot %s the writable root itself (%s)", verb, root)), ""
+		}
+		return allow(RuleInsideRoot), ""
+	}
+	if kind == syscalls.KindWrite && p.device(res) {
+		return allow(RuleDevice), ""
+	}
+	if s, ok := p.scratchDir(res); ok {
+		switch {
+		case res != s && creates(kind, r, pa):
+			return allow(RuleScratchCreate), res
+		case res != s && l != nil && l.Owned(res):
+			return allow(RuleScratchOwned), ""
+		case res == s:
+			return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("the scratch dir %s itself may not be changed", s)), ""
+		}
+		return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree (scratch dir %s is create-only)", s)), ""
+	}
+	return deny(syscall.EACCES, RuleOutsideRoots, "outside writable roots ("+p.writeText+")"), ""
+}
+
+// writeRoot is the outermost writable root res is under. Outermost, so that
+// a root nested inside another root may itself be deleted (it is an
+// ordinary directory of the outer sandbox).
+func (p *Policy) writeRoot(res string) (string, bool) {
+	best := ""
+	for _, r := range p.cfg.WriteRoots {
+		if Under(res, r) && (best == "" || len(r) < len(best)) {
+			best = r
+		}
+	}
+	return best, best != ""
+}
+
+func (p *Policy) device(res string) bool {
+	for _, d := range p.cfg.Devices {
+		if ok, _ := path.Match(d, res); ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Policy) scratchDir(res string) (string, bool) {
+	for _, s := range p.cfg.Scratch {
+		if Under(res, s) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+func (p *Policy) denyRead(res string) (Decision, bool) {
+	for _, d := range p.cfg.DenyRead {
+		if Under(res, d) {
+			return deny(syscall.EACCES, RuleDenyRead, "matches deny-read "+d), true
+		}
+	}
+	return Decision{}, false
+}
+
+// procOwner names the process of a /proc/<pid>/... path for a reason.
+func procOwner(res string) string {
+	rest, _ := strings.CutPrefix(res, "/proc/")
+	if i := strings.IndexByte(rest, '/'); i > 0 {
+		rest = rest[:i]
+	}
+	if _, err := strconv.Atoi(rest); err == nil {
+		return "pid " + rest
+	}
+	return "a process"
+}
+
+func nameOf(op *Op) string {
+	if op.Syscall != "" {
+		return op.Syscall
+	}
+	return op.Kind.String()
+}
+
+// decideRead is only reached when reads are trapped (restricted or traced).
+// Deny-read always applies; with ReadRoots set, reads are confined to the
+// read, write, runtime and scratch roots, the device files, and /proc
+// (process information the runtime itself reads: /proc/self/maps, cpuinfo).
+func (p *Policy) decideRead(op *Op) Decision {
+	for i := range op.Paths {
+		pa := &op.Paths[i]
+		if pa.Special != "" {
+			continue // a pipe or socket the caller reaches through /proc
+		}
+		res := pa.Resolved
+		if !clean(res) {
+			return deny(syscall.EACCES, RuleUnresolvedPath, fmt.Sprintf("path %q is not resolved", res))
+		}
+		if d, ok := p.denyRead(res); ok {
+			return d
+		}
+		if p.cfg.ReadRoots != nil && !p.readable(res) {
+			return deny(syscall.EACCES, RuleReadNotAllowed, "outside readable roots ("+p.readText+")")
+		}
+	}
+	return allow(RuleRead)
+}
+
+func (p *Policy) readable(res string) bool {
+	for _, list := range [][]string{p.cfg.ReadRoots, p.cfg.WriteRoots, p.cfg.RuntimeRoots, p.cfg.Scratch} {
+		for _, r := range list {
+			if Under(res, r) {
+				return true
+			}
+		}
+	}
+	return p.device(res) || Under(res, "/proc")
+}
+
+// decideExec: the initial command always runs; anything else only if its
+// resolved program is listed exactly.
+func (p *Policy) decideExec(op *Op) Decision {
+	if op.Initial {
+		return allow(RuleInitialExec)
+	}
+	if len(op.Paths) == 0 {
+		return deny(syscall.EACCES, RuleExecNotAllowed, "exec without a program path (allowed: "+p.execText+")")
+	}
+	prog := op.Paths[0].Resolved
+	for _, a := range p.cfg.AllowExec {
+		if prog == a {
+			return allow(RuleAllowExec)
+		}
+	}
+	return deny(syscall.EACCES, RuleExecNotAllowed, fmt.Sprintf("exec of %s not allowed (allowed: %s)", prog, p.execText))
+}
+
+// decideNet decides connect (and sendto/sendmsg with an address) and bind.
+func (p *Policy) decideNet(op *Op, l Ledger) Decision {
+	verb := "connect to"
+	if op.Kind == syscalls.KindBind {
+		verb = "bind to"
+	}
+	switch op.Family {
+	case "unix":
+		return p.decideUnix(op, l)
+	case "inet", "inet6":
+		return p.decideInet(op, verb)
+	case "netlink":
+		// NETLINK_ROUTE is how glibc's getaddrinfo (AI_ADDRCONFIG) and
+		// if_nameindex learn the local addresses. The peer is the kernel;
+		// reaching a user-space netlink listener stays possible (see README).
+		return allow(RuleNetlink)
+	case "", "unspec":
+		if op.Kind == syscalls.KindConnect {
+			// connect(AF_UNSPEC) dissolves the association (connect(2)).
+			return allow(RuleUnspec)
+		}
+		// inet_bind accepts AF_UNSPEC as AF_INET with INADDR_ANY for
+		// compatibility (net/ipv4/af_inet.c __inet_bind): a public port.
+		if p.cfg.Net == NetAllow {
+			return allow(RuleNetAllow)
+		}
+		return p.netDenied(verb+" the unspecified address (every interface)", RuleNetLoopback)
+	}
+	if p.cfg.Net == NetAllow {
+		return allow(RuleNetAllow)
+	}
+	return deny(syscall.EACCES, RuleNetFamily, fmt.Sprintf("socket family %s is not allowed (--net %s)", op.Family, p.cfg.Net))
+}
+
+func (p *Policy) netDenied(what, loopRule string) Decision {
+	if p.cfg.Net == NetDeny {
+		return deny(syscall.EACCES, RuleNetDeny, "network access is not allowed (--net deny): "+what)
+	}
+	return deny(syscall.EACCES, loopRule, "only loopback addresses are allowed (--net loopback): "+what)
+}
+
+func (p *Policy) decideInet(op *Op, verb string) Decision {
+	if p.cfg.Net == NetAllow {
+		return allow(RuleNetAllow)
+	}
+	ip, err := netip.ParseAddr(op.Addr)
+	what := verb + " " + op.Addr + ":" + strconv.Itoa(op.Port)
+	if err == nil {
+		what = verb + " " + netip.AddrPortFrom(ip, uint16(op.Port)).String()
+	}
+	if p.cfg.Net == NetDeny || err != nil {
+		return p.netDenied(what, RuleNetLoopback)
+	}
+	ip = ip.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
+	if ip.IsLoopback() {
+		return allow(RuleLoopback)
+	}
+	if ip.IsUnspecified() && op.Kind == syscalls.KindConnect {
+		// Connecting to 0.0.0.0 or :: reaches the loopback address
+		// (net/ipv4/route.c ip_route_output_key_hash_rcu: "if (!fl4->daddr)
+		// ... fl4->daddr = fl4->saddr = htonl(INADDR_LOOPBACK)";
+		// net/ipv6/tcp_ipv6.c tcp_v6_connect: any → in6addr_loopback).
+		// Binding to it, by contrast, listens on every interface.
+		return allow(RuleLoopback)
+	}
+	return p.netDenied(what, RuleNetLoopback)
+}
+
+// decideUnix: abstract sockets live in the network namespace, where host
+// daemons listen (X11, containerd shims); path sockets outside the sandbox
+// are host daemons too (docker.sock, D-Bus, journald's /dev/log). Binding a
+// path creates a file and is checked as a create even under --net allow.
+func (p *Policy) decideUnix(op *Op, l Ledger) Decision {
+	if op.Abstract || len(op.Paths) == 0 {
+		if !op.Abstract && op.Kind == syscalls.KindBind {
+			// bind with only sa_family: autobind to a fresh abstract
+			// name; nobody is reached.
+			return allow(RuleUnixAutobind)
+		}
+		if p.cfg.Net == NetAllow {
+			return allow(RuleNetAllow)
+		}
+		name := op.Addr
+		if name == "" {
+			name = "(unnamed)"
+		}
+		return deny(syscall.EACCES, RuleUnixAbstract, fmt.Sprintf("abstract unix socket %s is not allowed (--net %s)", name, p.cfg.Net))
+	}
+	pa := &op.Paths[0]
+	if op.Kind == syscalls.KindBind {
+		d, scratch := p.writable(syscalls.KindCreate, "path", pa, l)
+		if scratch != "" {
+			d.Scratch = []string{scratch}
+		}
+		return d
+	}
+	if p.cfg.Net == NetAllow {
+		return allow(RuleNetAllow)
+	}
+	res := pa.Resolved
+	if pa.Special == "" && clean(res) {
+		if _, ok := p.writeRoot(res); ok {
+			return allow(RuleUnixInRoots)
+		}
+		// Scratch sockets only when the tree made them: a host daemon
+		// may listen in /dev/shm as well.
+		if s, ok := p.scratchDir(res); ok && res != s && l != nil && l.Owned(res) {
+			return allow(RuleUnixInRoots)
+		}
+	}
+	return deny(syscall.EACCES, RuleUnixOutsideRoots, fmt.Sprintf("unix socket %s is outside writable roots (%s)", res, p.writeText))
+}
+
+// decideTarget: signals and process calls only within the traced tree.
+func decideTarget(op *Op) Decision {
+	if op.TargetInTree {
+		return allow(RuleInTree)
+	}
+	var who string
+	switch pid := op.TargetPid; {
+	case pid > 0:
+		who = "pid " + strconv.Itoa(pid)
+	case pid == -1:
+		who = "pid -1 (every process)"
+	case pid < -1:
+		who = "process group " + strconv.Itoa(-pid)
+	default:
+		who = "the caller's process group"
+	}
+	return deny(syscall.EPERM, RuleOutsideTree, who+" is not in the traced tree")
+}

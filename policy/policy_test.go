@@ -1,0 +1,869 @@
+package policy
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// ledger is the test's Ledger: an entry is owned when it or a directory
+// above it was recorded (as the tracer's ledger does).
+type ledger map[string]bool
+
+func (l ledger) Owned(p string) bool {
+	for q := p; ; q = path.Dir(q) {
+		if l[q] {
+			return true
+		}
+		if q == "/" || q == "." {
+			return false
+		}
+	}
+}
+
+var owned = ledger{"/dev/shm/mine": true, "/dev/shm/mydir": true, "/dev/shm/mine.sock": true}
+
+func baseConfig() Config {
+	return Config{
+		WriteRoots: []string{"/srv/sbx", "/work/b"},
+		DenyRead:   []string{"/srv/sbx/.secret", "/etc/shadow"},
+		Devices:    DefaultDevices(),
+		Scratch:    DefaultScratch(),
+		AllowExec:  []string{"/usr/bin/git"},
+	}
+}
+
+func mustNew(t testing.TB, c Config) *Policy {
+	t.Helper()
+	p, err := New(c)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return p
+}
+
+var fsKinds = []syscalls.Kind{
+	syscalls.KindWrite, syscalls.KindCreate, syscalls.KindDelete, syscalls.KindRename,
+	syscalls.KindLink, syscalls.KindChmod, syscalls.KindChown, syscalls.KindXattr,
+}
+
+var modes = []Mode{Enforce, Audit}
+
+// form is one kind of resolved path with the rule expected for each kind of
+// modifying operation: by["kind/role"], else by["kind"], else def.
+type form struct {
+	name string
+	p    Path
+	def  string
+	by   map[string]string
+}
+
+func (f form) want(k syscalls.Kind, role string) string {
+	if r, ok := f.by[k.String()+"/"+role]; ok {
+		return r
+	}
+	if r, ok := f.by[k.String()]; ok {
+		return r
+	}
+	return f.def
+}
+
+func ex(p string) Path   { return Path{Resolved: p, Exists: true} }
+func newp(p string) Path { return Path{Resolved: p} }
+func dir(p string) Path  { return Path{Resolved: p, Exists: true, IsDir: true} }
+func special(pid int, obj string, inTree bool) Path {
+	return Path{Resolved: fmt.Sprintf("/proc/%d/fd/1", pid), Exists: true, Special: obj, SpecialInTree: inTree}
+}
+
+var rootItself = map[string]string{"write": RuleInsideRoot, "create": RuleInsideRoot, "link": RuleInsideRoot}
+var writeOnly = func(rule string) map[string]string { return map[string]string{"write": rule} }
+var scratchNew = map[string]string{"create": RuleScratchCreate, "rename/target": RuleScratchCreate, "link/target": RuleScratchCreate}
+
+var forms = []form{
+	{name: "inside existing", p: ex("/srv/sbx/a.txt"), def: RuleInsideRoot},
+	{name: "inside new deep", p: newp("/srv/sbx/new/deep"), def: RuleInsideRoot},
+	{name: "inside dir", p: dir("/srv/sbx/sub"), def: RuleInsideRoot},
+	{name: "second root inside", p: ex("/work/b/x"), def: RuleInsideRoot},
+	{name: "root itself", p: dir("/srv/sbx"), def: RuleRootItself, by: rootItself},
+	{name: "second root itself", p: dir("/work/b"), def: RuleRootItself, by: rootItself},
+	{name: "sibling prefix inside", p: ex("/srv/sbx2/a"), def: RuleOutsideRoots},
+	{name: "sibling prefix", p: dir("/srv/sbx2"), def: RuleOutsideRoots},
+	{name: "sibling prefix dot", p: newp("/srv/sbx.old"), def: RuleOutsideRoots},
+	{name: "parent", p: dir("/srv"), def: RuleOutsideRoots},
+	{name: "slash", p: dir("/"), def: RuleOutsideRoots},
+	{name: "outside", p: ex("/etc/hosts"), def: RuleOutsideRoots},
+	{name: "outside new", p: newp("/tmp/x"), def: RuleOutsideRoots},
+	{name: "deny-read outside", p: ex("/etc/shadow"), def: RuleDenyRead},
+	{name: "deny-read inside root", p: ex("/srv/sbx/.secret/key"), def: RuleDenyRead},
+	{name: "deny-read dir itself", p: dir("/srv/sbx/.secret"), def: RuleDenyRead},
+	{name: "deny-read new inside", p: newp("/srv/sbx/.secret/new"), def: RuleDenyRead},
+	{name: "deny-read prefix sibling", p: ex("/srv/sbx/.secretive"), def: RuleInsideRoot},
+	{name: "proc mem", p: ex("/proc/123/mem"), def: RuleProcWrite},
+	{name: "proc attr", p: ex("/proc/456/attr/current"), def: RuleProcWrite},
+	{name: "proc itself", p: dir("/proc"), def: RuleProcWrite},
+	{name: "proc sysctl", p: ex("/proc/sys/kernel/core_pattern"), def: RuleProcWrite},
+	{name: "proc fd link not followed", p: ex("/proc/77/fd/3"), def: RuleProcWrite},
+	{name: "procfs lookalike", p: ex("/procfs/x"), def: RuleOutsideRoots},
+	{name: "device null", p: ex("/dev/null"), def: RuleOutsideRoots, by: writeOnly(RuleDevice)},
+	{name: "device urandom", p: ex("/dev/urandom"), def: RuleOutsideRoots, by: writeOnly(RuleDevice)},
+	{name: "device pts", p: ex("/dev/pts/3"), def: RuleOutsideRoots, by: writeOnly(RuleDevice)},
+	{name: "device pts missing", p: newp("/dev/pts/99"), def: RuleOutsideRoots, by: writeOnly(RuleDevice)},
+	{name: "device pts nested", p: ex("/dev/pts/3/x"), def: RuleOutsideRoots},
+	{name: "device disk", p: ex("/dev/sda"), def: RuleOutsideRoots},
+	{name: "device mem", p: ex("/dev/mem"), def: RuleOutsideRoots},
+	{name: "scratch new", p: newp("/dev/shm/new"), def: RuleScratchNotOwned, by: scratchNew},
+	{name: "scratch new deep", p: newp("/dev/shm/hostdir/new"), def: RuleScratchNotOwned, by: scratchNew},
+	{name: "scratch existing not owned", p: ex("/dev/shm/hostfile"), def: RuleScratchNotOwned},
+	{name: "scratch owned", p: ex("/dev/shm/mine"), def: RuleScratchOwned},
+	{name: "scratch owned dir child", p: ex("/dev/shm/mydir/x"), def: RuleScratchOwned},
+	{name: "scratch owned dir new child", p: newp("/dev/shm/mydir/new"), def: RuleScratchOwned, by: scratchNew},
+	{name: "scratch owned prefix sibling", p: ex("/dev/shm/mine2"), def: RuleScratchNotOwned},
+	{name: "scratch dir itself", p: dir("/dev/shm"), def: RuleScratchNotOwned},
+	{name: "scratch lookalike", p: newp("/dev/shmx/a"), def: RuleOutsideRoots},
+	{name: "special pipe in tree", p: special(77, "pipe:[5]", true), def: RuleProcWrite, by: writeOnly(RuleSpecialObject)},
+	{name: "special socket in tree", p: special(77, "socket:[9]", true), def: RuleProcWrite, by: writeOnly(RuleSpecialObject)},
+	{name: "special pipe outside tree", p: special(1, "pipe:[5]", false), def: RuleProcWrite},
+	{name: "unclean", p: ex("/srv/sbx/../etc/passwd"), def: RuleUnresolvedPath},
+	{name: "trailing slash", p: dir("/srv/sbx/"), def: RuleUnresolvedPath},
+	{name: "relative", p: ex("a.txt"), def: RuleUnresolvedPath},
+	{name: "empty", p: newp(""), def: RuleUnresolvedPath},
+	{name: "deleted inside root", p: newp("/srv/sbx/x (deleted)"), def: RuleInsideRoot},
+	{name: "memfd", p: newp("/memfd:foo (deleted)"), def: RuleOutsideRoots},
+	{name: "invalid utf8 inside", p: ex("/srv/sbx/\xff\xfe"), def: RuleInsideRoot},
+	{name: "invalid utf8 outside", p: ex("/srv/\xff"), def: RuleOutsideRoots},
+}
+
+var allowRules = map[string]bool{
+	RuleInsideRoot: true, RuleDevice: true, RuleScratchCreate: true, RuleScratchOwned: true,
+	RuleSpecialObject: true, RuleRead: true, RuleInitialExec: true, RuleAllowExec: true,
+	RuleNetAllow: true, RuleLoopback: true, RuleNetlink: true, RuleUnspec: true,
+	RuleUnixInRoots: true, RuleUnixAutobind: true, RuleInTree: true,
+}
+
+// check compares a decision with the expected rule, the errno that goes
+// with it and the scratch paths.
+func check(t *testing.T, d Decision, rule string, errno syscall.Errno, scratch []string) {
+	t.Helper()
+	if d.Rule != rule {
+		t.Fatalf("rule = %q (allow %v, reason %q), want %q", d.Rule, d.Allow, d.Reason, rule)
+	}
+	if d.Allow != allowRules[rule] {
+		t.Fatalf("allow = %v for rule %q", d.Allow, rule)
+	}
+	if d.Allow {
+		if d.Errno != 0 || d.Reason != "" {
+			t.Fatalf("allowed with errno %v reason %q", d.Errno, d.Reason)
+		}
+	} else {
+		if d.Errno != errno {
+			t.Fatalf("errno = %v, want %v", d.Errno, errno)
+		}
+		if d.Reason == "" || strings.ToLower(d.Reason[:1]) != d.Reason[:1] {
+			t.Fatalf("reason %q: want short lower-case text", d.Reason)
+		}
+	}
+	if !slices.Equal(d.Scratch, scratch) {
+		t.Fatalf("scratch = %q, want %q", d.Scratch, scratch)
+	}
+}
+
+// TestDecideFSForms runs every path form through every modifying kind, in
+// both modes; rename and link with the form as source and as target.
+func TestDecideFSForms(t *testing.T) {
+	partner := ex("/srv/sbx/partner")
+	n := 0
+	for _, mode := range modes {
+		c := baseConfig()
+		c.Mode = mode
+		p := mustNew(t, c)
+		for _, f := range forms {
+			for _, k := range fsKinds {
+				roles := []string{"path"}
+				if k == syscalls.KindRename || k == syscalls.KindLink {
+					roles = []string{"source", "target"}
+				}
+				for _, role := range roles {
+					n++
+					t.Run(fmt.Sprintf("%v/%s/%v/%s", mode, f.name, k, role), func(t *testing.T) {
+						op := &Op{Kind: k, Syscall: "test", Paths: []Path{f.p}}
+						switch role {
+						case "source":
+							op.Paths = []Path{f.p, partner}
+						case "target":
+							op.Paths = []Path{partner, f.p}
+						}
+						want := f.want(k, role)
+						var scratch []string
+						if want == RuleScratchCreate {
+							scratch = []string{f.p.Resolved}
+						}
+						d := p.Decide(op, owned)
+						check(t, d, want, syscall.EACCES, scratch)
+						if role != "path" && !d.Allow && !strings.HasPrefix(d.Reason, role+" ") {
+							t.Fatalf("reason %q does not name the %s", d.Reason, role)
+						}
+					})
+				}
+			}
+		}
+	}
+	t.Logf("%d cases", n)
+}
+
+func TestDecideFSReasons(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	none := mustNew(t, Config{Devices: DefaultDevices()})
+	cases := []struct {
+		name   string
+		p      *Policy
+		op     Op
+		reason string
+	}{
+		{"outside", p, Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/etc/hosts")}}, "outside writable roots (/srv/sbx, /work/b)"},
+		{"no roots", none, Op{Kind: syscalls.KindCreate, Paths: []Path{newp("/tmp/x")}}, "outside writable roots (none)"},
+		{"link source", p, Op{Kind: syscalls.KindLink, Paths: []Path{ex("/etc/passwd"), newp("/srv/sbx/p")}}, "source outside writable roots (/srv/sbx, /work/b)"},
+		{"rename target", p, Op{Kind: syscalls.KindRename, Paths: []Path{ex("/srv/sbx/a"), newp("/tmp/a")}}, "target outside writable roots (/srv/sbx, /work/b)"},
+		{"delete root", p, Op{Kind: syscalls.KindDelete, Paths: []Path{dir("/srv/sbx")}}, "cannot delete the writable root itself (/srv/sbx)"},
+		{"chmod root", p, Op{Kind: syscalls.KindChmod, Paths: []Path{dir("/work/b")}}, "cannot chmod the writable root itself (/work/b)"},
+		{"xattr root", p, Op{Kind: syscalls.KindXattr, Paths: []Path{dir("/work/b")}}, "cannot set xattrs on the writable root itself (/work/b)"},
+		{"proc", p, Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/proc/1/mem")}}, "writes under /proc are not allowed"},
+		{"foreign pipe", p, Op{Kind: syscalls.KindWrite, Paths: []Path{special(1, "pipe:[5]", false)}}, "pipe:[5] belongs to pid 1 outside the traced tree"},
+		{"chmod pipe", p, Op{Kind: syscalls.KindChmod, Paths: []Path{special(7, "pipe:[5]", true)}}, "chmod of pipe:[5] through /proc is not allowed"},
+		{"deny-read", p, Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/srv/sbx/.secret/k")}}, "matches deny-read /srv/sbx/.secret"},
+		{"scratch", p, Op{Kind: syscalls.KindDelete, Paths: []Path{ex("/dev/shm/x")}}, "not created by the traced tree (scratch dir /dev/shm is create-only)"},
+		{"scratch itself", p, Op{Kind: syscalls.KindChmod, Paths: []Path{dir("/dev/shm")}}, "the scratch dir /dev/shm itself may not be changed"},
+		{"no path", p, Op{Kind: syscalls.KindWrite, Syscall: "truncate"}, "truncate without a path"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := c.p.Decide(&c.op, nil)
+			if d.Allow || d.Reason != c.reason || d.Errno != syscall.EACCES {
+				t.Fatalf("Decide = %+v, want denial %q", d, c.reason)
+			}
+		})
+	}
+}
+
+// TestDecideTwoPaths covers rename and link with both paths varying.
+func TestDecideTwoPaths(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	nested := mustNew(t, Config{WriteRoots: []string{"/srv/sbx", "/srv/sbx/sub"}})
+	R, L := syscalls.KindRename, syscalls.KindLink
+	cases := []struct {
+		name    string
+		p       *Policy
+		kind    syscalls.Kind
+		paths   []Path
+		rule    string
+		scratch []string
+	}{
+		{"rename inside", p, R, []Path{ex("/srv/sbx/a"), newp("/srv/sbx/b")}, RuleInsideRoot, nil},
+		{"rename across roots", p, R, []Path{ex("/srv/sbx/a"), newp("/work/b/a")}, RuleInsideRoot, nil},
+		{"rename out", p, R, []Path{ex("/srv/sbx/a"), newp("/tmp/a")}, RuleOutsideRoots, nil},
+		{"rename in", p, R, []Path{ex("/etc/hosts"), newp("/srv/sbx/hosts")}, RuleOutsideRoots, nil},
+		{"hard link escape", p, L, []Path{ex("/etc/passwd"), newp("/srv/sbx/p")}, RuleOutsideRoots, nil},
+		{"link out", p, L, []Path{ex("/srv/sbx/a"), newp("/tmp/a")}, RuleOutsideRoots, nil},
+		{"link inside", p, L, []Path{ex("/srv/sbx/a"), newp("/srv/sbx/b")}, RuleInsideRoot, nil},
+		{"scratch rename owned to new", p, R, []Path{ex("/dev/shm/mine"), newp("/dev/shm/new")}, RuleScratchOwned, []string{"/dev/shm/new"}},
+		{"scratch rename host file away", p, R, []Path{ex("/dev/shm/hostfile"), newp("/srv/sbx/x")}, RuleScratchNotOwned, nil},
+		{"scratch rename over host file", p, R, []Path{ex("/srv/sbx/x"), ex("/dev/shm/hostfile")}, RuleScratchNotOwned, nil},
+		{"scratch rename over owned", p, R, []Path{ex("/srv/sbx/x"), ex("/dev/shm/mine")}, RuleScratchOwned, nil},
+		{"scratch rename into new", p, R, []Path{ex("/srv/sbx/x"), newp("/dev/shm/fresh")}, RuleScratchCreate, []string{"/dev/shm/fresh"}},
+		{"scratch link host file", p, L, []Path{ex("/dev/shm/hostfile"), newp("/srv/sbx/h")}, RuleScratchNotOwned, nil},
+		{"scratch link owned", p, L, []Path{ex("/dev/shm/mine"), newp("/dev/shm/mine.2")}, RuleScratchOwned, []string{"/dev/shm/mine.2"}},
+		{"rename root away", p, R, []Path{dir("/srv/sbx"), newp("/srv/sbx.old")}, RuleRootItself, nil},
+		{"rename over root", p, R, []Path{dir("/srv/sbx/d"), dir("/srv/sbx")}, RuleRootItself, nil},
+		{"rename device", p, R, []Path{ex("/dev/null"), newp("/srv/sbx/null")}, RuleOutsideRoots, nil},
+		{"link device", p, L, []Path{ex("/dev/null"), newp("/srv/sbx/null")}, RuleOutsideRoots, nil},
+		{"rename deny-read", p, R, []Path{ex("/srv/sbx/.secret"), newp("/srv/sbx/s")}, RuleDenyRead, nil},
+		{"rename onto deny-read", p, R, []Path{ex("/srv/sbx/s"), ex("/srv/sbx/.secret")}, RuleDenyRead, nil},
+		{"rename proc", p, R, []Path{ex("/proc/1/fd/3"), newp("/srv/sbx/x")}, RuleProcWrite, nil},
+		{"explicit roles reversed", p, R, []Path{{Role: "target", Resolved: "/dev/shm/new2"}, {Role: "source", Resolved: "/dev/shm/mine", Exists: true}}, RuleScratchCreate, []string{"/dev/shm/new2"}},
+		{"explicit roles link", p, L, []Path{{Role: "target", Resolved: "/srv/sbx/l"}, {Role: "source", Resolved: "/etc/passwd", Exists: true}}, RuleOutsideRoots, nil},
+		{"nested root delete inner", nested, syscalls.KindDelete, []Path{dir("/srv/sbx/sub")}, RuleInsideRoot, nil},
+		{"nested root delete outer", nested, syscalls.KindDelete, []Path{dir("/srv/sbx")}, RuleRootItself, nil},
+		{"nested root rename inner", nested, R, []Path{dir("/srv/sbx/sub"), newp("/srv/sbx/sub2")}, RuleInsideRoot, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := c.p.Decide(&Op{Kind: c.kind, Paths: c.paths}, owned)
+			check(t, d, c.rule, syscall.EACCES, c.scratch)
+		})
+	}
+}
+
+func TestDecideRead(t *testing.T) {
+	open := baseConfig()
+	restricted := baseConfig()
+	restricted.ReadRoots = []string{"/data"}
+	restricted.RuntimeRoots = []string{"/usr", "/lib"}
+	empty := baseConfig()
+	empty.ReadRoots = []string{} // non-nil: only the implicit roots
+	cases := []struct {
+		path                  Path
+		open, restricted, emp string
+	}{
+		{ex("/etc/hosts"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
+		{ex("/etc/shadow"), RuleDenyRead, RuleDenyRead, RuleDenyRead},
+		{ex("/etc/shadow.bak"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
+		{ex("/srv/sbx/.secret/key"), RuleDenyRead, RuleDenyRead, RuleDenyRead},
+		{dir("/srv/sbx/.secret"), RuleDenyRead, RuleDenyRead, RuleDenyRead},
+		{ex("/srv/sbx/a"), RuleRead, RuleRead, RuleRead},
+		{dir("/srv/sbx"), RuleRead, RuleRead, RuleRead},
+		{ex("/work/b/x"), RuleRead, RuleRead, RuleRead},
+		{ex("/data/x.csv"), RuleRead, RuleRead, RuleReadNotAllowed},
+		{dir("/data"), RuleRead, RuleRead, RuleReadNotAllowed},
+		{ex("/datax/y"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
+		{ex("/usr/lib/python3/os.py"), RuleRead, RuleRead, RuleReadNotAllowed},
+		{ex("/lib64/ld.so"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
+		{ex("/dev/null"), RuleRead, RuleRead, RuleRead},
+		{ex("/dev/urandom"), RuleRead, RuleRead, RuleRead},
+		{ex("/dev/sda"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
+		{ex("/dev/shm/x"), RuleRead, RuleRead, RuleRead},
+		{ex("/proc/1/status"), RuleRead, RuleRead, RuleRead},
+		{ex("/proc/cpuinfo"), RuleRead, RuleRead, RuleRead},
+		{special(1, "pipe:[3]", false), RuleRead, RuleRead, RuleRead},
+		{ex("/sys/devices/system/cpu/online"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
+		{ex("/srv/sbx/../etc/hosts"), RuleUnresolvedPath, RuleUnresolvedPath, RuleUnresolvedPath},
+		{dir("/"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
+	}
+	pols := []struct {
+		name string
+		c    Config
+		pick func(i int) string
+	}{
+		{"open", open, func(i int) string { return cases[i].open }},
+		{"restricted", restricted, func(i int) string { return cases[i].restricted }},
+		{"empty", empty, func(i int) string { return cases[i].emp }},
+	}
+	for _, pc := range pols {
+		for _, mode := range modes {
+			pc.c.Mode = mode
+			p := mustNew(t, pc.c)
+			for i, c := range cases {
+				t.Run(fmt.Sprintf("%s/%v/%s", pc.name, mode, c.path.Resolved), func(t *testing.T) {
+					d := p.Decide(&Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{c.path}}, nil)
+					check(t, d, pc.pick(i), syscall.EACCES, nil)
+				})
+			}
+		}
+	}
+	p := mustNew(t, restricted)
+	d := p.Decide(&Op{Kind: syscalls.KindRead, Paths: []Path{ex("/etc/hosts")}}, nil)
+	if want := "outside readable roots (/data, /srv/sbx, /work/b, /dev/shm)"; d.Reason != want {
+		t.Fatalf("reason %q, want %q", d.Reason, want)
+	}
+}
+
+func TestDecideExec(t *testing.T) {
+	with := mustNew(t, baseConfig())
+	c := baseConfig()
+	c.AllowExec = nil
+	without := mustNew(t, c)
+	two := baseConfig()
+	two.AllowExec = []string{"/usr/bin/git", "/usr/bin/python3.11"}
+	both := mustNew(t, two)
+	cases := []struct {
+		name   string
+		p      *Policy
+		op     Op
+		rule   string
+		reason string
+	}{
+		{"initial", without, Op{Initial: true, Paths: []Path{ex("/usr/bin/python3.11")}}, RuleInitialExec, ""},
+		{"initial outside anything", without, Op{Initial: true, Paths: []Path{ex("/tmp/evil")}}, RuleInitialExec, ""},
+		{"allowed", with, Op{Paths: []Path{ex("/usr/bin/git")}}, RuleAllowExec, ""},
+		{"allowed second", both, Op{Paths: []Path{ex("/usr/bin/python3.11")}}, RuleAllowExec, ""},
+		{"not allowed", with, Op{Paths: []Path{ex("/usr/bin/curl")}}, RuleExecNotAllowed, "exec of /usr/bin/curl not allowed (allowed: /usr/bin/git)"},
+		{"none allowed", without, Op{Paths: []Path{ex("/usr/bin/curl")}}, RuleExecNotAllowed, "exec of /usr/bin/curl not allowed (allowed: none)"},
+		{"two allowed", both, Op{Paths: []Path{ex("/bin/sh")}}, RuleExecNotAllowed, "exec of /bin/sh not allowed (allowed: /usr/bin/git, /usr/bin/python3.11)"},
+		{"prefix is not enough", with, Op{Paths: []Path{ex("/usr/bin/git2")}}, RuleExecNotAllowed, "exec of /usr/bin/git2 not allowed (allowed: /usr/bin/git)"},
+		{"dir of allowed", with, Op{Paths: []Path{dir("/usr/bin")}}, RuleExecNotAllowed, "exec of /usr/bin not allowed (allowed: /usr/bin/git)"},
+		{"under allowed", with, Op{Paths: []Path{ex("/usr/bin/git/x")}}, RuleExecNotAllowed, "exec of /usr/bin/git/x not allowed (allowed: /usr/bin/git)"},
+		{"inside sandbox", with, Op{Paths: []Path{ex("/srv/sbx/a.out")}}, RuleExecNotAllowed, "exec of /srv/sbx/a.out not allowed (allowed: /usr/bin/git)"},
+		{"memfd", with, Op{Paths: []Path{newp("/memfd:x (deleted)")}}, RuleExecNotAllowed, "exec of /memfd:x (deleted) not allowed (allowed: /usr/bin/git)"},
+		{"no path", with, Op{}, RuleExecNotAllowed, "exec without a program path (allowed: /usr/bin/git)"},
+	}
+	for _, c := range cases {
+		for _, mode := range modes {
+			t.Run(fmt.Sprintf("%v/%s", mode, c.name), func(t *testing.T) {
+				c.op.Kind = syscalls.KindExec
+				c.op.Syscall = "execve"
+				d := c.p.Decide(&c.op, nil)
+				check(t, d, c.rule, syscall.EACCES, nil)
+				if d.Reason != c.reason {
+					t.Fatalf("reason %q, want %q", d.Reason, c.reason)
+				}
+			})
+		}
+	}
+}
+
+// TestDecideInet crosses every address form with connect/bind and the three
+// net modes.
+func TestDecideInet(t *testing.T) {
+	type addr struct {
+		family, ip   string
+		loop, unspec bool
+	}
+	addrs := []addr{
+		{"inet", "127.0.0.1", true, false},
+		{"inet", "127.255.255.255", true, false},
+		{"inet", "127.0.0.53", true, false},
+		{"inet", "127.1.2.3", true, false},
+		{"inet", "128.0.0.1", false, false},
+		{"inet", "126.255.255.255", false, false},
+		{"inet", "8.8.8.8", false, false},
+		{"inet", "10.0.0.1", false, false},
+		{"inet", "192.168.1.1", false, false},
+		{"inet", "169.254.169.254", false, false},
+		{"inet", "255.255.255.255", false, false},
+		{"inet", "224.0.0.1", false, false},
+		{"inet", "0.0.0.0", false, true},
+		{"inet", "", false, false},
+		{"inet", "localhost", false, false},
+		{"inet6", "::1", true, false},
+		{"inet6", "::ffff:127.0.0.1", true, false},
+		{"inet6", "::ffff:127.255.255.255", true, false},
+		{"inet6", "::ffff:128.0.0.1", false, false},
+		{"inet6", "::ffff:8.8.8.8", false, false},
+		{"inet6", "::ffff:0.0.0.0", false, true},
+		{"inet6", "::", false, true},
+		{"inet6", "::2", false, false},
+		{"inet6", "::127.0.0.1", false, false}, // IPv4-compatible, not mapped: not loopback
+		{"inet6", "2001:db8::1", false, false},
+		{"inet6", "fe80::1", false, false},
+		{"inet6", "ff02::1", false, false},
+	}
+	kinds := []syscalls.Kind{syscalls.KindConnect, syscalls.KindBind}
+	for _, net := range []NetMode{NetDeny, NetLoopback, NetAllow} {
+		for _, mode := range modes {
+			c := baseConfig()
+			c.Net, c.Mode = net, mode
+			p := mustNew(t, c)
+			for _, a := range addrs {
+				for _, k := range kinds {
+					t.Run(fmt.Sprintf("%v/%v/%v/%s/%q", net, mode, k, a.family, a.ip), func(t *testing.T) {
+						var want string
+						switch {
+						case net == NetAllow:
+							want = RuleNetAllow
+						case net == NetDeny:
+							want = RuleNetDeny
+						case a.loop || (a.unspec && k == syscalls.KindConnect):
+							want = RuleLoopback
+						default:
+							want = RuleNetLoopback
+						}
+						d := p.Decide(&Op{Kind: k, Syscall: "x", Family: a.family, Addr: a.ip, Port: 443}, nil)
+						check(t, d, want, syscall.EACCES, nil)
+					})
+				}
+			}
+		}
+	}
+}
+
+func TestDecideNetReasons(t *testing.T) {
+	c := baseConfig()
+	deny := mustNew(t, c)
+	c.Net = NetLoopback
+	loop := mustNew(t, c)
+	cases := []struct {
+		p      *Policy
+		op     Op
+		reason string
+	}{
+		{deny, Op{Kind: syscalls.KindConnect, Family: "inet", Addr: "93.184.216.34", Port: 443}, "network access is not allowed (--net deny): connect to 93.184.216.34:443"},
+		{loop, Op{Kind: syscalls.KindConnect, Family: "inet6", Addr: "2001:db8::1", Port: 80}, "only loopback addresses are allowed (--net loopback): connect to [2001:db8::1]:80"},
+		{loop, Op{Kind: syscalls.KindBind, Family: "inet", Addr: "0.0.0.0", Port: 8000}, "only loopback addresses are allowed (--net loopback): bind to 0.0.0.0:8000"},
+		{loop, Op{Kind: syscalls.KindConnect, Family: "inet", Addr: "bogus", Port: 1}, "only loopback addresses are allowed (--net loopback): connect to bogus:1"},
+		{deny, Op{Kind: syscalls.KindConnect, Family: "unix", Abstract: true, Addr: "@/tmp/.X11-unix/X0"}, "abstract unix socket @/tmp/.X11-unix/X0 is not allowed (--net deny)"},
+		{deny, Op{Kind: syscalls.KindConnect, Family: "unix", Paths: []Path{ex("/run/docker.sock")}}, "unix socket /run/docker.sock is outside writable roots (/srv/sbx, /work/b)"},
+		{loop, Op{Kind: syscalls.KindConnect, Family: "family(17)"}, "socket family family(17) is not allowed (--net loopback)"},
+		{deny, Op{Kind: syscalls.KindBind, Family: "unspec"}, "network access is not allowed (--net deny): bind to the unspecified address (every interface)"},
+	}
+	for _, c := range cases {
+		t.Run(c.reason, func(t *testing.T) {
+			d := c.p.Decide(&c.op, nil)
+			if d.Allow || d.Reason != c.reason || d.Errno != syscall.EACCES {
+				t.Fatalf("Decide = %+v, want denial %q", d, c.reason)
+			}
+		})
+	}
+}
+
+// TestDecideOtherFamilies: unix, netlink, unspec and unknown families in
+// every net mode.
+func TestDecideOtherFamilies(t *testing.T) {
+	C, B := syscalls.KindConnect, syscalls.KindBind
+	type want [3]string // deny, loopback, allow
+	same := func(r string) want { return want{r, r, r} }
+	cases := []struct {
+		name    string
+		op      Op
+		want    want
+		scratch []string
+	}{
+		{"netlink connect", Op{Kind: C, Family: "netlink"}, same(RuleNetlink), nil},
+		{"netlink bind", Op{Kind: B, Family: "netlink"}, same(RuleNetlink), nil},
+		{"packet", Op{Kind: C, Family: "family(17)"}, want{RuleNetFamily, RuleNetFamily, RuleNetAllow}, nil},
+		{"packet bind", Op{Kind: B, Family: "family(17)"}, want{RuleNetFamily, RuleNetFamily, RuleNetAllow}, nil},
+		{"bluetooth", Op{Kind: C, Family: "family(31)"}, want{RuleNetFamily, RuleNetFamily, RuleNetAllow}, nil},
+		{"unspec connect", Op{Kind: C, Family: "unspec"}, same(RuleUnspec), nil},
+		{"empty family connect", Op{Kind: C}, same(RuleUnspec), nil},
+		{"unspec bind", Op{Kind: B, Family: "unspec"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"abstract connect", Op{Kind: C, Family: "unix", Abstract: true, Addr: "@x"}, want{RuleUnixAbstract, RuleUnixAbstract, RuleNetAllow}, nil},
+		{"abstract bind", Op{Kind: B, Family: "unix", Abstract: true, Addr: "@x"}, want{RuleUnixAbstract, RuleUnixAbstract, RuleNetAllow}, nil},
+		{"autobind", Op{Kind: B, Family: "unix"}, same(RuleUnixAutobind), nil},
+		{"unix connect without path", Op{Kind: C, Family: "unix"}, want{RuleUnixAbstract, RuleUnixAbstract, RuleNetAllow}, nil},
+		{"unix connect in root", Op{Kind: C, Family: "unix", Paths: []Path{ex("/srv/sbx/s.sock")}}, want{RuleUnixInRoots, RuleUnixInRoots, RuleNetAllow}, nil},
+		{"unix connect second root", Op{Kind: C, Family: "unix", Paths: []Path{ex("/work/b/run/s")}}, want{RuleUnixInRoots, RuleUnixInRoots, RuleNetAllow}, nil},
+		{"unix connect docker", Op{Kind: C, Family: "unix", Paths: []Path{ex("/run/docker.sock")}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
+		{"unix connect dbus", Op{Kind: C, Family: "unix", Paths: []Path{ex("/run/dbus/system_bus_socket")}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
+		{"unix sendto dev log", Op{Kind: C, Family: "unix", Paths: []Path{ex("/dev/log")}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
+		{"unix connect sibling prefix", Op{Kind: C, Family: "unix", Paths: []Path{ex("/srv/sbx2/s")}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
+		{"unix connect scratch owned", Op{Kind: C, Family: "unix", Paths: []Path{ex("/dev/shm/mine.sock")}}, want{RuleUnixInRoots, RuleUnixInRoots, RuleNetAllow}, nil},
+		{"unix connect scratch host", Op{Kind: C, Family: "unix", Paths: []Path{ex("/dev/shm/host.sock")}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
+		{"unix connect unclean", Op{Kind: C, Family: "unix", Paths: []Path{ex("/srv/sbx/../run/docker.sock")}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
+		{"unix connect via proc", Op{Kind: C, Family: "unix", Paths: []Path{special(1, "socket:[4]", true)}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
+		{"unix bind in root", Op{Kind: B, Family: "unix", Paths: []Path{newp("/srv/sbx/s.sock")}}, same(RuleInsideRoot), nil},
+		{"unix bind outside", Op{Kind: B, Family: "unix", Paths: []Path{newp("/tmp/s.sock")}}, same(RuleOutsideRoots), nil},
+		{"unix bind scratch", Op{Kind: B, Family: "unix", Paths: []Path{newp("/dev/shm/new.sock")}}, same(RuleScratchCreate), []string{"/dev/shm/new.sock"}},
+		{"unix bind scratch existing", Op{Kind: B, Family: "unix", Paths: []Path{ex("/dev/shm/host.sock")}}, same(RuleScratchNotOwned), nil},
+		{"unix bind deny-read", Op{Kind: B, Family: "unix", Paths: []Path{newp("/srv/sbx/.secret/s")}}, same(RuleDenyRead), nil},
+		{"unix bind proc", Op{Kind: B, Family: "unix", Paths: []Path{newp("/proc/1/x")}}, same(RuleProcWrite), nil},
+	}
+	for ni, net := range []NetMode{NetDeny, NetLoopback, NetAllow} {
+		for _, mode := range modes {
+			c := baseConfig()
+			c.Net, c.Mode = net, mode
+			p := mustNew(t, c)
+			for _, tc := range cases {
+				t.Run(fmt.Sprintf("%v/%v/%s", net, mode, tc.name), func(t *testing.T) {
+					var scratch []string
+					if tc.want[ni] == RuleScratchCreate {
+						scratch = tc.scratch
+					}
+					check(t, p.Decide(&tc.op, owned), tc.want[ni], syscall.EACCES, scratch)
+				})
+			}
+		}
+	}
+}
+
+func TestDecideTargets(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	cases := []struct {
+		pid    int
+		in     bool
+		reason string
+	}{
+		{1234, true, ""},
+		{0, true, ""},
+		{-77, true, ""},
+		{1234, false, "pid 1234 is not in the traced tree"},
+		{1, false, "pid 1 is not in the traced tree"},
+		{-1, false, "pid -1 (every process) is not in the traced tree"},
+		{-55, false, "process group 55 is not in the traced tree"},
+		{0, false, "the caller's process group is not in the traced tree"},
+	}
+	for _, k := range []syscalls.Kind{syscalls.KindSignal, syscalls.KindProcess} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%v/%d/%v", k, c.pid, c.in), func(t *testing.T) {
+				d := p.Decide(&Op{Kind: k, Syscall: "kill", TargetPid: c.pid, TargetInTree: c.in}, nil)
+				want := RuleInTree
+				if !c.in {
+					want = RuleOutsideTree
+				}
+				check(t, d, want, syscall.EPERM, nil)
+				if d.Reason != c.reason {
+					t.Fatalf("reason %q, want %q", d.Reason, c.reason)
+				}
+			})
+		}
+	}
+}
+
+func TestDecideForbiddenAndUnknown(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	cases := []struct {
+		name   string
+		op     *Op
+		rule   string
+		reason string
+	}{
+		{"ptrace", &Op{Kind: syscalls.KindForbidden, Syscall: "ptrace"}, RuleForbiddenSyscall, "ptrace is never allowed"},
+		{"mount", &Op{Kind: syscalls.KindForbidden, Syscall: "mount"}, RuleForbiddenSyscall, "mount is never allowed"},
+		{"unnamed", &Op{Kind: syscalls.KindForbidden}, RuleForbiddenSyscall, "this system call is never allowed"},
+		{"none", &Op{Kind: syscalls.KindNone, Syscall: "x"}, RuleUnknownKind, "operation kind none is not classified"},
+		{"out of range", &Op{Kind: syscalls.Kind(200)}, RuleUnknownKind, "operation kind kind(200) is not classified"},
+		{"nil", nil, RuleUnknownKind, "no operation"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := p.Decide(c.op, nil)
+			check(t, d, c.rule, syscall.EPERM, nil)
+			if d.Reason != c.reason {
+				t.Fatalf("reason %q, want %q", d.Reason, c.reason)
+			}
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	mod := func(f func(*Config)) Config { c := baseConfig(); f(&c); return c }
+	cases := []struct {
+		name string
+		cfg  Config
+		err  string // substring; "" = valid
+	}{
+		{"base", baseConfig(), ""},
+		{"zero", Config{}, ""},
+		{"slash root", mod(func(c *Config) { c.WriteRoots = []string{"/"} }), ""},
+		{"relative write root", mod(func(c *Config) { c.WriteRoots = []string{"srv/sbx"} }), `write root "srv/sbx" is not an absolute path`},
+		{"empty write root", mod(func(c *Config) { c.WriteRoots = []string{""} }), `write root "" is not an absolute path`},
+		{"trailing slash", mod(func(c *Config) { c.WriteRoots = []string{"/srv/sbx/"} }), `write root "/srv/sbx/" is not clean (want "/srv/sbx")`},
+		{"double slash", mod(func(c *Config) { c.WriteRoots = []string{"//srv"} }), `write root "//srv" is not clean`},
+		{"dotdot", mod(func(c *Config) { c.WriteRoots = []string{"/srv/../etc"} }), `write root "/srv/../etc" is not clean (want "/etc")`},
+		{"proc root", mod(func(c *Config) { c.WriteRoots = []string{"/proc/1"} }), `write root "/proc/1" is under /proc`},
+		{"read root", mod(func(c *Config) { c.ReadRoots = []string{"data"} }), `read root "data"`},
+		{"runtime root", mod(func(c *Config) { c.RuntimeRoots = []string{"/usr/"} }), `runtime root "/usr/"`},
+		{"deny read", mod(func(c *Config) { c.DenyRead = []string{"~/.ssh"} }), `deny-read path "~/.ssh"`},
+		{"allow exec", mod(func(c *Config) { c.AllowExec = []string{"git"} }), `allowed executable "git"`},
+		{"scratch", mod(func(c *Config) { c.Scratch = []string{"/dev/shm/."} }), `scratch dir "/dev/shm/."`},
+		{"bad pattern", mod(func(c *Config) { c.Devices = []string{"/dev/["} }), `device pattern "/dev/[": syntax error in pattern`},
+		{"relative pattern", mod(func(c *Config) { c.Devices = []string{"dev/null"} }), `device pattern "dev/null" is not absolute`},
+		{"net", mod(func(c *Config) { c.Net = 7 }), "net mode net(7) is not deny, loopback or allow"},
+		{"mode", mod(func(c *Config) { c.Mode = 3 }), "mode mode(3) is not enforce or audit"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := New(c.cfg)
+			if c.err == "" {
+				if err != nil || p == nil {
+					t.Fatalf("New: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("New error %v, want %q", err, c.err)
+			}
+		})
+	}
+}
+
+func TestConfigIsACopy(t *testing.T) {
+	c := baseConfig()
+	p := mustNew(t, c)
+	c.WriteRoots[0] = "/" // the caller's slice changes after New
+	got := p.Config()
+	if got.WriteRoots[0] != "/srv/sbx" {
+		t.Fatalf("policy shares the caller's slice: %q", got.WriteRoots)
+	}
+	got.WriteRoots[0] = "/"
+	got.Devices = append(got.Devices[:0], "/dev/*")
+	if d := p.Decide(&Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/etc/x")}}, nil); d.Allow {
+		t.Fatal("mutating Config() changed the policy")
+	}
+	if !reflect.DeepEqual(p.Config(), baseConfig()) {
+		t.Fatalf("Config() = %+v, want %+v", p.Config(), baseConfig())
+	}
+	if p.Config().ReadRoots != nil {
+		t.Fatal("nil ReadRoots must stay nil (reads open)")
+	}
+}
+
+func TestUnder(t *testing.T) {
+	cases := []struct {
+		p, root string
+		want    bool
+	}{
+		{"/srv/sbx", "/srv/sbx", true},
+		{"/srv/sbx/a", "/srv/sbx", true},
+		{"/srv/sbx/a/b", "/srv/sbx", true},
+		{"/srv/sbx2", "/srv/sbx", false},
+		{"/srv/sbx2/a", "/srv/sbx", false},
+		{"/srv/sb", "/srv/sbx", false},
+		{"/srv", "/srv/sbx", false},
+		{"/", "/srv/sbx", false},
+		{"/anything", "/", true},
+		{"/", "/", true},
+		{"relative", "/", false},
+		{"/srv/sbx.d", "/srv/sbx", false},
+		{"/srv/sbx-x/a", "/srv/sbx", false},
+	}
+	for _, c := range cases {
+		t.Run(c.p+" in "+c.root, func(t *testing.T) {
+			if got := Under(c.p, c.root); got != c.want {
+				t.Fatalf("Under(%q, %q) = %v", c.p, c.root, got)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	if _, err := New(Config{Devices: DefaultDevices(), Scratch: DefaultScratch()}); err != nil {
+		t.Fatal(err)
+	}
+	a := DefaultDevices()
+	a[0] = "/x"
+	if DefaultDevices()[0] != "/dev/null" {
+		t.Fatal("DefaultDevices shares its slice")
+	}
+	p := mustNew(t, Config{Devices: DefaultDevices()})
+	for _, dev := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/0", "/dev/pts/12"} {
+		if d := p.Decide(&Op{Kind: syscalls.KindWrite, Paths: []Path{ex(dev)}}, nil); !d.Allow {
+			t.Errorf("write to %s denied: %s", dev, d.Reason)
+		}
+	}
+}
+
+// TestPropertyNoWayOut feeds random operations through random policies and
+// checks with an independent component-wise oracle that no modifying
+// operation is ever allowed on a path outside the writable roots, device
+// patterns (writes only), scratch dirs (fresh entries or owned ones), or the
+// tree's own special objects — and that audit decides exactly as enforce.
+func TestPropertyNoWayOut(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	comps := []string{"srv", "sbx", "sbx2", "sbx.old", "work", "b", "dev", "shm", "null", "pts", "0", "sda",
+		"proc", "1", "fd", "mem", "etc", "passwd", ".secret", "mine", "mydir", "x", "..", ".", "", "\xff"}
+	prefixes := []string{"/srv/sbx", "/srv/sbx/.secret", "/work/b", "/dev/shm", "/dev/shm/mydir", "/dev", "/dev/pts", "/proc", "/srv", "/", ""}
+	randPath := func() string {
+		n := rng.IntN(4)
+		var b strings.Builder
+		b.WriteString(prefixes[rng.IntN(len(prefixes))])
+		if b.Len() == 0 && rng.IntN(20) != 0 {
+			b.WriteByte('/')
+		}
+		for i := 0; i < n; i++ {
+			if b.Len() > 0 && !strings.HasSuffix(b.String(), "/") {
+				b.WriteByte('/')
+			}
+			b.WriteString(comps[rng.IntN(len(comps))])
+		}
+		if rng.IntN(15) == 0 {
+			b.WriteByte('/')
+		}
+		p := b.String()
+		if rng.IntN(2) == 0 && strings.HasPrefix(p, "/") {
+			p = path.Clean(p) // mostly clean, like resolved paths
+		}
+		return p
+	}
+	rootSets := [][]string{{"/srv/sbx"}, {"/srv/sbx", "/work/b"}, {"/srv/sbx", "/srv/sbx/x"}, {}, {"/work"}}
+	split := func(p string) []string { return strings.Split(strings.Trim(p, "/"), "/") }
+	under := func(p, root string) bool { // oracle: compare component slices
+		if root == "/" {
+			return true
+		}
+		pc, rc := split(p), split(root)
+		return len(pc) >= len(rc) && slices.Equal(pc[:len(rc)], rc)
+	}
+	strictlyUnder := func(p, root string) bool { return under(p, root) && len(split(p)) > len(split(root)) }
+	isClean := func(p string) bool { return strings.HasPrefix(p, "/") && path.Clean(p) == p }
+	led := ledger{"/dev/shm/mine": true, "/dev/shm/mydir": true}
+
+	allowedN, n := 0, 20000
+	for i := 0; i < n; i++ {
+		cfg := Config{
+			WriteRoots: rootSets[rng.IntN(len(rootSets))],
+			DenyRead:   []string{"/srv/sbx/.secret"},
+			Devices:    DefaultDevices(),
+			Scratch:    []string{"/dev/shm"},
+			Net:        NetMode(rng.IntN(3)),
+		}
+		enf := mustNew(t, cfg)
+		cfg.Mode = Audit
+		aud := mustNew(t, cfg)
+		kind := fsKinds[rng.IntN(len(fsKinds))]
+		op := &Op{Kind: kind}
+		np := 1
+		if kind == syscalls.KindRename || kind == syscalls.KindLink {
+			np = 2
+		}
+		for j := 0; j < np; j++ {
+			pa := Path{Resolved: randPath(), Exists: rng.IntN(2) == 0}
+			if rng.IntN(10) == 0 {
+				pa.Special = "pipe:[1]"
+				pa.SpecialInTree = rng.IntN(2) == 0
+			}
+			op.Paths = append(op.Paths, pa)
+		}
+		var l Ledger = led
+		if rng.IntN(4) == 0 {
+			l = nil
+		}
+		d := enf.Decide(op, l)
+		if da := aud.Decide(op, l); !reflect.DeepEqual(d, da) {
+			t.Fatalf("audit decided %+v, enforce %+v for %+v", da, d, op)
+		}
+		if !d.Allow {
+			if d.Errno != syscall.EACCES {
+				t.Fatalf("denied %+v with errno %v", op, d.Errno)
+			}
+			continue
+		}
+		allowedN++
+		for j, pa := range op.Paths {
+			res := pa.Resolved
+			if pa.Special != "" {
+				if kind != syscalls.KindWrite || !pa.SpecialInTree {
+					t.Fatalf("allowed %v on special %+v", kind, pa)
+				}
+				continue
+			}
+			if !isClean(res) || under(res, "/proc") || under(res, "/srv/sbx/.secret") {
+				t.Fatalf("allowed %v on %q (%+v)", kind, res, op)
+			}
+			ok := false
+			for _, r := range cfg.WriteRoots {
+				if under(res, r) {
+					ok = true
+				}
+			}
+			if kind == syscalls.KindWrite && (res == "/dev/null" || res == "/dev/zero" || res == "/dev/full" ||
+				res == "/dev/random" || res == "/dev/urandom" || res == "/dev/tty" || res == "/dev/ptmx" ||
+				(len(split(res)) == 3 && strictlyUnder(res, "/dev/pts"))) {
+				ok = true
+			}
+			if strictlyUnder(res, "/dev/shm") && !ok {
+				target := j == 1 || kind == syscalls.KindCreate
+				fresh := !pa.Exists && target && (kind == syscalls.KindCreate || kind == syscalls.KindRename || kind == syscalls.KindLink)
+				if !fresh && (l == nil || !l.Owned(res)) {
+					t.Fatalf("allowed %v on scratch %+v neither fresh nor owned", kind, pa)
+				}
+				ok = true
+			}
+			if !ok {
+				t.Fatalf("allowed %v on %q outside every writable place (roots %q)", kind, res, cfg.WriteRoots)
+			}
+		}
+		for _, s := range d.Scratch {
+			if !strictlyUnder(s, "/dev/shm") {
+				t.Fatalf("scratch record %q outside the scratch dir", s)
+			}
+			found := false
+			for _, pa := range op.Paths {
+				if pa.Resolved == s && !pa.Exists {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("scratch record %q is not a fresh path of %+v", s, op)
+			}
+		}
+	}
+	// The generator must reach both outcomes often enough to mean something.
+	if allowedN < n/20 || allowedN > n*9/10 {
+		t.Fatalf("%d of %d operations allowed: generator is off", allowedN, n)
+	}
+	t.Logf("%d of %d random operations allowed", allowedN, n)
+}
