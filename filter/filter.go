@@ -1,0 +1,322 @@
+// Package filter builds tracecell's seccomp-bpf program for one ABI.
+//
+// The program answers SECCOMP_RET_TRACE for the calls the tracer must see,
+// SECCOMP_RET_ALLOW for everything else, SECCOMP_RET_KILL_PROCESS for a
+// foreign ABI (i386 via int 0x80, x32, AArch32) and ENOSYS for numbers the
+// tables do not know and for clone3 and openat2.
+//
+// Why not go-seccomp-bpf's Policy (v1.6.0): Policy.Assemble takes its ABI
+// from runtime.GOARCH (the arch field is unexported), so it cannot build the
+// aarch64 program on an x86_64 host, and it uses its own syscall tables, not
+// ours. Two properties of its code generation also rule it out here, both
+// checked in the VM while writing this package:
+//   - an Equal/NotEqual condition compares the high 32 bits of the argument
+//     too, so ioctl(fd, TIOCSTI|1<<32) would miss a cmd == TIOCSTI rule
+//     although the kernel truncates cmd to an unsigned int;
+//   - after an argument check fails it falls through to the next syscall
+//     number comparison with the accumulator still holding the argument
+//     (openat with flags 44 then matched sendto, nr 44).
+//
+// So the program is assembled here with golang.org/x/net/bpf. Its layout
+// makes both mistakes impossible: integer arguments are compared on their
+// low 32 bits only, and every argument check ends in a return, so no
+// comparison ever runs on a clobbered accumulator.
+//
+// Layout: the guard (arch, number range, x32), then a binary search over the
+// sorted numbers of the handled calls (about 7 comparisons for any call,
+// instead of one per trapped call), leaves of at most leafSize calls.
+package filter
+
+import (
+	"fmt"
+	"sort"
+
+	"golang.org/x/net/bpf"
+
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// seccomp(2) return values (include/uapi/linux/seccomp.h).
+const (
+	RetKillProcess = 0x80000000 // SECCOMP_RET_KILL_PROCESS (4.14)
+	RetErrno       = 0x00050000 // SECCOMP_RET_ERRNO | errno
+	RetTrace       = 0x7ff00000 // SECCOMP_RET_TRACE
+	RetAllow       = 0x7fff0000 // SECCOMP_RET_ALLOW
+
+	enosys = 38 // ENOSYS, the same on x86_64 and aarch64
+
+	// RetENOSYS fails a call with ENOSYS inside the filter, without a stop.
+	RetENOSYS = RetErrno | enosys
+)
+
+// struct seccomp_data { int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]; }
+const (
+	offNr   = 0
+	offArch = 4
+	offArgs = 16
+	// SeccompDataSize is sizeof(struct seccomp_data).
+	SeccompDataSize = 64
+)
+
+// MaxInstructions is BPF_MAXINSNS, the kernel's limit on a filter.
+const MaxInstructions = 4096
+
+// Options select what the filter traps beyond the always-trapped calls.
+type Options struct {
+	Table *syscalls.Table
+	// TrapReadOpens traps read-only open/openat too: reads are restricted
+	// (--read, --deny-read) or every decision is traced (--trace).
+	TrapReadOpens bool
+	// TrapAllClones traps every clone, fork and vfork (--max-procs).
+	// Otherwise only clone with a CloneForbiddenMask flag is trapped.
+	TrapAllClones bool
+	// TrapNet traps connect, sendto (with an address), sendmsg and
+	// sendmmsg. bind is always trapped: an AF_UNIX bind creates a file.
+	TrapNet bool
+}
+
+// cond is the argument test of a conditional rule: the call is trapped when
+// the test is true and allowed otherwise.
+type cond struct {
+	arg int
+	// anyBits: trap when the low 32 bits share a bit with mask (an int
+	// flags argument; the kernel ignores the high half).
+	anyBits bool
+	mask    uint32
+	// oneOf: trap when the low 32 bits equal one of vals (an int or
+	// unsigned int command).
+	vals []uint32
+	// nonZero64: trap when the whole 64-bit argument is not 0 (a pointer).
+	nonZero64 bool
+}
+
+// rule is what the filter does for one syscall number.
+type rule struct {
+	nr   uint32
+	name string
+	ret  uint32 // RetTrace or RetENOSYS when c is nil
+	c    *cond  // nil: unconditional
+}
+
+// rules computes the per-call decisions of o, sorted by number.
+func rules(o Options) ([]rule, error) {
+	t := o.Table
+	if t == nil {
+		return nil, fmt.Errorf("no syscall table: unsupported architecture")
+	}
+	var rs []rule
+	add := func(name string, ret uint32, c *cond) {
+		if nr, ok := t.Nr(name); ok {
+			rs = append(rs, rule{nr: uint32(nr), name: name, ret: ret, c: c})
+		}
+	}
+	// clone3 passes its flags in memory, where the filter cannot look;
+	// glibc (2.34+) falls back to clone on ENOSYS. openat2 likewise hides
+	// its flags in struct open_how; glibc never needs it (5.6+ only).
+	add("clone3", RetENOSYS, nil)
+	add("openat2", RetENOSYS, nil)
+	for _, s := range syscalls.All() {
+		var c *cond
+		switch s.Name {
+		case "open", "openat":
+			if !o.TrapReadOpens {
+				c = &cond{arg: s.FlagsArg, anyBits: true, mask: syscalls.OpenWriteMask}
+			}
+		case "clone":
+			if !o.TrapAllClones {
+				c = &cond{arg: s.FlagsArg, anyBits: true, mask: syscalls.CloneForbiddenMask}
+			}
+		case "fork", "vfork":
+			if !o.TrapAllClones {
+				continue
+			}
+		case "connect", "sendmsg", "sendmmsg":
+			if !o.TrapNet {
+				continue
+			}
+		case "sendto":
+			if !o.TrapNet {
+				continue
+			}
+			// A NULL dest_addr sends on a connected socket, whose
+			// connect was checked.
+			c = &cond{arg: s.AddrArg, nonZero64: true}
+		case "ioctl":
+			vals := make([]uint32, len(syscalls.Ioctls))
+			for i, io := range syscalls.Ioctls {
+				vals[i] = io.Cmd
+			}
+			c = &cond{arg: s.FlagsArg, vals: vals}
+		case "fcntl":
+			c = &cond{arg: s.FlagsArg, vals: []uint32{syscalls.FcntlSetOwn, syscalls.FcntlSetOwnEx}}
+		case "seccomp":
+			c = &cond{arg: s.FlagsArg, anyBits: true, mask: syscalls.SeccompFilterFlagNewListener}
+		}
+		if c != nil && (c.arg < 0 || c.arg > 5) {
+			return nil, fmt.Errorf("%s: bad argument index %d", s.Name, c.arg)
+		}
+		add(s.Name, RetTrace, c)
+	}
+	sort.Slice(rs, func(i, j int) bool { return rs[i].nr < rs[j].nr })
+	for i := 1; i < len(rs); i++ {
+		if rs[i].nr == rs[i-1].nr {
+			return nil, fmt.Errorf("%s and %s share number %d on %s", rs[i-1].name, rs[i].name, rs[i].nr, t.ABI)
+		}
+	}
+	return rs, nil
+}
+
+// Trapped returns the sorted names of the calls that o makes stop in the
+// tracer, always or depending on their arguments. clone3 and openat2 are
+// not listed: the filter fails them with ENOSYS.
+func Trapped(o Options) []string {
+	rs, err := rules(o)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range rs {
+		if r.ret == RetTrace {
+			out = append(out, r.name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Build returns the filter program for o.
+func Build(o Options) ([]bpf.Instruction, error) {
+	rs, err := rules(o)
+	if err != nil {
+		return nil, err
+	}
+	t := o.Table
+	prog := []bpf.Instruction{
+		// A task of another ABI (i386 through int 0x80 on x86_64, AArch32
+		// on arm64) has other numbers: kill it rather than let it run
+		// unchecked. go-seccomp-bpf would send it to the default action.
+		bpf.LoadAbsolute{Off: offArch, Size: 4},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: t.AuditArch, SkipTrue: 1},
+		bpf.RetConstant{Val: RetKillProcess},
+		bpf.LoadAbsolute{Off: offNr, Size: 4},
+	}
+	// Numbers above the table: ENOSYS, except the x32 ABI on x86_64
+	// (numbers with __X32_SYSCALL_BIT, below 1<<31), which is killed.
+	// Negative numbers (>= 1<<31 unsigned) are never x32 calls (the kernel
+	// takes them as out of range and returns ENOSYS) and get ENOSYS here
+	// too, so a stray syscall(-1) is not fatal. Numbers up to Max skip this
+	// block with one comparison: the common path costs 5 instructions
+	// before the search.
+	var high []bpf.Instruction
+	if t.X32Bit != 0 {
+		high = append(high,
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: 0x80000000, SkipTrue: 2},
+			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: t.X32Bit, SkipFalse: 1},
+			bpf.RetConstant{Val: RetKillProcess},
+		)
+	}
+	high = append(high, bpf.RetConstant{Val: RetENOSYS})
+	prog = append(prog, bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(t.Max), SkipFalse: uint8(len(high))})
+	prog = append(prog, high...)
+	body, err := search(rs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.ABI, err)
+	}
+	prog = append(prog, body...)
+	if len(prog) > MaxInstructions {
+		return nil, fmt.Errorf("%s: %d instructions, the kernel allows %d", t.ABI, len(prog), MaxInstructions)
+	}
+	return prog, nil
+}
+
+// Raw returns the assembled program, ready for seccomp(2) or
+// prctl(PR_SET_SECCOMP).
+func Raw(o Options) ([]bpf.RawInstruction, error) {
+	prog, err := Build(o)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return nil, fmt.Errorf("assemble %s program: %w", o.Table.ABI, err)
+	}
+	return raw, nil
+}
+
+// leafSize is the largest group of calls tested one after the other.
+const leafSize = 4
+
+// search emits the decision code for rs (sorted by number, the accumulator
+// holding the number). Every path through the code ends in a return.
+func search(rs []rule) ([]bpf.Instruction, error) {
+	if len(rs) <= leafSize {
+		return leaf(rs)
+	}
+	mid := len(rs) / 2
+	left, err := search(rs[:mid])
+	if err != nil {
+		return nil, err
+	}
+	right, err := search(rs[mid:])
+	if err != nil {
+		return nil, err
+	}
+	// nr > last number of the left half: go right.
+	pivot := rs[mid-1].nr
+	var out []bpf.Instruction
+	if len(left) <= 255 {
+		out = append(out, bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: pivot, SkipTrue: uint8(len(left))})
+	} else {
+		// Conditional jumps reach 255 instructions; ja reaches 2^32.
+		out = append(out,
+			bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: pivot, SkipFalse: 1},
+			bpf.Jump{Skip: uint32(len(left))})
+	}
+	out = append(out, left...)
+	return append(out, right...), nil
+}
+
+// leaf tests each call of rs in turn and allows anything else.
+func leaf(rs []rule) ([]bpf.Instruction, error) {
+	var out []bpf.Instruction
+	for _, r := range rs {
+		var block []bpf.Instruction
+		if r.c == nil {
+			block = []bpf.Instruction{bpf.RetConstant{Val: r.ret}}
+		} else {
+			block = argCheck(*r.c)
+		}
+		if len(block) > 255 {
+			return nil, fmt.Errorf("%s: argument check of %d instructions is too long", r.name, len(block))
+		}
+		// Not this call: skip its block (which ends in returns).
+		out = append(out, bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: uint8(len(block))})
+		out = append(out, block...)
+	}
+	return append(out, bpf.RetConstant{Val: RetAllow}), nil
+}
+
+// argCheck emits the test of c: trace when true, allow when false. It
+// overwrites the accumulator, which is why it must end in returns.
+func argCheck(c cond) []bpf.Instruction {
+	lo := bpf.LoadAbsolute{Off: uint32(offArgs + 8*c.arg), Size: 4}
+	hi := bpf.LoadAbsolute{Off: uint32(offArgs + 8*c.arg + 4), Size: 4}
+	trace, allow := bpf.RetConstant{Val: RetTrace}, bpf.RetConstant{Val: RetAllow}
+	switch {
+	case c.anyBits:
+		return []bpf.Instruction{lo, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: c.mask, SkipFalse: 1}, trace, allow}
+	case c.nonZero64:
+		return []bpf.Instruction{
+			lo, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0, SkipTrue: 2},
+			hi, bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},
+			trace, allow,
+		}
+	}
+	out := []bpf.Instruction{lo}
+	n := len(c.vals)
+	for i, v := range c.vals {
+		// Jump to the trace return after the last comparison.
+		out = append(out, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(n - 1 - i + 1)})
+	}
+	return append(out, allow, trace)
+}

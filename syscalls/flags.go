@@ -1,0 +1,315 @@
+package syscalls
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Open flags shared by x86_64 and aarch64 (include/uapi/asm-generic/fcntl.h;
+// arm64 overrides only O_DIRECTORY, O_NOFOLLOW, O_DIRECT and O_LARGEFILE,
+// see OpenFlagBits).
+const (
+	OAccMode  = 0o3
+	ORdOnly   = 0o0
+	OWrOnly   = 0o1
+	ORdWr     = 0o2
+	OCreat    = 0o100
+	OExcl     = 0o200
+	ONoCtty   = 0o400
+	OTrunc    = 0o1000
+	OAppend   = 0o2000
+	ONonblock = 0o4000
+	ODsync    = 0o10000
+	OAsync    = 0o20000 // FASYNC
+	ONoAtime  = 0o1000000
+	OCloexec  = 0o2000000
+	OSyncBit  = 0o4000000 // __O_SYNC; O_SYNC is __O_SYNC|O_DSYNC
+	OPath     = 0o10000000
+	OTmpBit   = 0o20000000 // __O_TMPFILE; O_TMPFILE is __O_TMPFILE|O_DIRECTORY
+)
+
+// OpenWriteMask is O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND|__O_TMPFILE: an
+// open with none of these bits cannot change the file system. O_RDONLY|O_TRUNC
+// truncates, so O_TRUNC is in the mask. The value is the same on both ABIs.
+const OpenWriteMask = OWrOnly | ORdWr | OCreat | OTrunc | OAppend | OTmpBit // 0x400643
+
+// OpenWrites reports whether open flags can change the file system. Only the
+// low 32 bits count: the kernel takes flags as an int.
+func OpenWrites(flags uint64) bool {
+	return uint32(flags)&OpenWriteMask != 0
+}
+
+// OpenFollows reports whether an open with these flags follows a symlink in
+// the last component: not with O_NOFOLLOW, not with O_CREAT|O_EXCL (which
+// fails with EEXIST on any existing name, dangling symlinks included).
+// O_CREAT alone on a dangling symlink creates its target.
+func (t *Table) OpenFollows(flags uint64) bool {
+	f := uint64(uint32(flags))
+	if f&t.Open.NoFollow != 0 {
+		return false
+	}
+	return f&(OCreat|OExcl) != OCreat|OExcl
+}
+
+// FormatOpenFlags formats open flags with the native ABI's values, e.g.
+// "O_WRONLY|O_CREAT|O_TRUNC". The tracer only sees native tasks (the filter
+// kills the others), so the native layout is the right one for reports.
+func FormatOpenFlags(flags uint64) string {
+	t := Native()
+	if t == nil {
+		t = AMD64
+	}
+	return t.FormatOpenFlags(flags)
+}
+
+// FormatOpenFlags formats open flags with this ABI's values: the access mode
+// first ("O_RDONLY" for 0), then the flags; unknown bits as hex.
+func (t *Table) FormatOpenFlags(flags uint64) string {
+	f := uint64(uint32(flags))
+	var parts []string
+	switch f & OAccMode {
+	case ORdOnly:
+		parts = append(parts, "O_RDONLY")
+	case OWrOnly:
+		parts = append(parts, "O_WRONLY")
+	case ORdWr:
+		parts = append(parts, "O_RDWR")
+	default:
+		parts = append(parts, "O_ACCMODE")
+	}
+	f &^= OAccMode
+	o := t.Open
+	// Composite flags come before their parts.
+	names := []flagName{
+		{OCreat, "O_CREAT"}, {OExcl, "O_EXCL"}, {ONoCtty, "O_NOCTTY"}, {OTrunc, "O_TRUNC"},
+		{OAppend, "O_APPEND"}, {ONonblock, "O_NONBLOCK"},
+		{OSyncBit | ODsync, "O_SYNC"}, {ODsync, "O_DSYNC"}, {OAsync, "O_ASYNC"},
+		{o.Direct, "O_DIRECT"}, {o.LargeFile, "O_LARGEFILE"},
+		{OTmpBit | o.Directory, "O_TMPFILE"}, {o.Directory, "O_DIRECTORY"},
+		{o.NoFollow, "O_NOFOLLOW"}, {ONoAtime, "O_NOATIME"}, {OCloexec, "O_CLOEXEC"},
+		{OSyncBit, "__O_SYNC"}, {OPath, "O_PATH"}, {OTmpBit, "__O_TMPFILE"},
+	}
+	parts, f = appendFlags(parts, f, names)
+	if f != 0 {
+		parts = append(parts, hex(f))
+	}
+	return strings.Join(parts, "|")
+}
+
+type flagName struct {
+	mask uint64
+	name string
+}
+
+// appendFlags appends the name of every entry whose bits are all set in f,
+// in table order, and returns the bits no entry claimed.
+func appendFlags(parts []string, f uint64, names []flagName) ([]string, uint64) {
+	for _, n := range names {
+		if n.mask != 0 && f&n.mask == n.mask {
+			parts = append(parts, n.name)
+			f &^= n.mask
+		}
+	}
+	return parts, f
+}
+
+func hex(v uint64) string { return "0x" + strconv.FormatUint(v, 16) }
+
+// formatBits formats a flag word: "0" when empty, unknown bits as hex.
+func formatBits(flags uint64, names []flagName) string {
+	if flags == 0 {
+		return "0"
+	}
+	parts, rest := appendFlags(nil, flags, names)
+	if rest != 0 {
+		parts = append(parts, hex(rest))
+	}
+	return strings.Join(parts, "|")
+}
+
+// AT_* flags (include/uapi/linux/fcntl.h), same on every ABI.
+const (
+	AtSymlinkNofollow = 0x100
+	AtRemoveDir       = 0x200 // unlinkat; the same bit is AT_EACCESS for faccessat
+	AtSymlinkFollow   = 0x400
+	AtNoAutomount     = 0x800
+	AtEmptyPath       = 0x1000
+	AtRecursive       = 0x8000
+)
+
+var atNames = []flagName{
+	{AtSymlinkNofollow, "AT_SYMLINK_NOFOLLOW"}, {AtRemoveDir, "AT_REMOVEDIR"},
+	{AtSymlinkFollow, "AT_SYMLINK_FOLLOW"}, {AtNoAutomount, "AT_NO_AUTOMOUNT"},
+	{AtEmptyPath, "AT_EMPTY_PATH"}, {AtRecursive, "AT_RECURSIVE"},
+}
+
+// FormatAtFlags formats the AT_* flags of the *at calls. Only the low 32
+// bits count (the kernel takes an int).
+func FormatAtFlags(flags uint64) string { return formatBits(uint64(uint32(flags)), atNames) }
+
+// RENAME_* flags of renameat2 (include/uapi/linux/fs.h).
+const (
+	RenameNoReplace = 1
+	RenameExchange  = 2
+	RenameWhiteout  = 4
+)
+
+var renameNames = []flagName{
+	{RenameNoReplace, "RENAME_NOREPLACE"}, {RenameExchange, "RENAME_EXCHANGE"}, {RenameWhiteout, "RENAME_WHITEOUT"},
+}
+
+// FormatRenameFlags formats renameat2 flags.
+func FormatRenameFlags(flags uint64) string { return formatBits(uint64(uint32(flags)), renameNames) }
+
+// clone(2) flags (include/uapi/linux/sched.h).
+const (
+	CloneSignalMask    = 0x000000ff // CSIGNAL: the exit signal, not a flag
+	CloneVM            = 0x00000100
+	CloneFS            = 0x00000200
+	CloneFiles         = 0x00000400
+	CloneSighand       = 0x00000800
+	ClonePidfd         = 0x00001000
+	ClonePtrace        = 0x00002000
+	CloneVfork         = 0x00004000
+	CloneParent        = 0x00008000
+	CloneThread        = 0x00010000
+	CloneNewNS         = 0x00020000
+	CloneSysvsem       = 0x00040000
+	CloneSettls        = 0x00080000
+	CloneParentSettid  = 0x00100000
+	CloneChildCleartid = 0x00200000
+	CloneDetached      = 0x00400000
+	CloneUntraced      = 0x00800000
+	CloneChildSettid   = 0x01000000
+	CloneNewCgroup     = 0x02000000
+	CloneNewUTS        = 0x04000000
+	CloneNewIPC        = 0x08000000
+	CloneNewUser       = 0x10000000
+	CloneNewPID        = 0x20000000
+	CloneNewNet        = 0x40000000
+	CloneIO            = 0x80000000
+)
+
+// CloneForbiddenMask are the clone flags the tracer denies: CLONE_UNTRACED
+// would start a child the tracer never sees (it suppresses the
+// PTRACE_O_TRACECLONE/FORK auto-attach), and the CLONE_NEW* namespaces
+// would let the tree remount, hide paths or leave the pid namespace we
+// watch. CLONE_NEWTIME (0x80) is left out on purpose: in clone(2) that bit
+// is part of the exit signal byte (CSIGNAL), so it can only be requested
+// through clone3 (which the filter answers with ENOSYS) or unshare/setns
+// (forbidden).
+const CloneForbiddenMask = CloneUntraced | CloneNewNS | CloneNewCgroup | CloneNewUTS |
+	CloneNewIPC | CloneNewUser | CloneNewPID | CloneNewNet // 0x7e820000
+
+var cloneNames = []flagName{
+	{CloneVM, "CLONE_VM"}, {CloneFS, "CLONE_FS"}, {CloneFiles, "CLONE_FILES"},
+	{CloneSighand, "CLONE_SIGHAND"}, {ClonePidfd, "CLONE_PIDFD"}, {ClonePtrace, "CLONE_PTRACE"},
+	{CloneVfork, "CLONE_VFORK"}, {CloneParent, "CLONE_PARENT"}, {CloneThread, "CLONE_THREAD"},
+	{CloneNewNS, "CLONE_NEWNS"}, {CloneSysvsem, "CLONE_SYSVSEM"}, {CloneSettls, "CLONE_SETTLS"},
+	{CloneParentSettid, "CLONE_PARENT_SETTID"}, {CloneChildCleartid, "CLONE_CHILD_CLEARTID"},
+	{CloneDetached, "CLONE_DETACHED"}, {CloneUntraced, "CLONE_UNTRACED"},
+	{CloneChildSettid, "CLONE_CHILD_SETTID"}, {CloneNewCgroup, "CLONE_NEWCGROUP"},
+	{CloneNewUTS, "CLONE_NEWUTS"}, {CloneNewIPC, "CLONE_NEWIPC"}, {CloneNewUser, "CLONE_NEWUSER"},
+	{CloneNewPID, "CLONE_NEWPID"}, {CloneNewNet, "CLONE_NEWNET"}, {CloneIO, "CLONE_IO"},
+}
+
+// FormatCloneFlags formats clone(2) flags like strace:
+// "CLONE_VM|CLONE_VFORK|SIGCHLD". The exit signal byte is printed as a
+// signal name.
+func FormatCloneFlags(flags uint64) string {
+	if flags == 0 {
+		return "0"
+	}
+	parts, rest := appendFlags(nil, flags&^CloneSignalMask, cloneNames)
+	if rest != 0 {
+		parts = append(parts, hex(rest))
+	}
+	if s := int(flags & CloneSignalMask); s != 0 {
+		parts = append(parts, SignalName(s))
+	}
+	return strings.Join(parts, "|")
+}
+
+var signalNames = [...]string{
+	1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
+	7: "SIGBUS", 8: "SIGFPE", 9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2",
+	13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM", 16: "SIGSTKFLT", 17: "SIGCHLD",
+	18: "SIGCONT", 19: "SIGSTOP", 20: "SIGTSTP", 21: "SIGTTIN", 22: "SIGTTOU",
+	23: "SIGURG", 24: "SIGXCPU", 25: "SIGXFSZ", 26: "SIGVTALRM", 27: "SIGPROF",
+	28: "SIGWINCH", 29: "SIGIO", 30: "SIGPWR", 31: "SIGSYS",
+}
+
+// SignalName names a signal number of x86_64 and aarch64 (they share the
+// asm-generic numbering): "SIGTERM"; real-time signals as strace does,
+// "SIGRT_2" for 34 (the kernel's SIGRTMIN is 32; glibc reserves 32 and 33).
+// 0 is "0"; anything else "signal(N)".
+func SignalName(sig int) string {
+	switch {
+	case sig == 0:
+		return "0"
+	case sig > 0 && sig < len(signalNames):
+		return signalNames[sig]
+	case sig >= 32 && sig <= 64:
+		return "SIGRT_" + strconv.Itoa(sig-32)
+	}
+	return "signal(" + strconv.Itoa(sig) + ")"
+}
+
+// fcntl commands the filter traps (include/uapi/asm-generic/fcntl.h, same
+// on both ABIs).
+const (
+	FcntlSetOwn   = 8  // F_SETOWN: arg is a pid, or -pgid
+	FcntlSetOwnEx = 15 // F_SETOWN_EX: arg points to struct f_owner_ex
+)
+
+// SeccompFilterFlagNewListener is SECCOMP_FILTER_FLAG_NEW_LISTENER (5.0):
+// the only seccomp(2) use the filter traps (see the forbidden list).
+const SeccompFilterFlagNewListener = 8
+
+// IoctlSpec describes a trapped ioctl command.
+type IoctlSpec struct {
+	Cmd  uint32
+	Name string
+	// Kind: KindChmod for inode attribute changes (check what fd points
+	// to, even read-only), KindForbidden for terminal input injection,
+	// KindSignal for SIGIO owner changes (the pid or -pgid is an int
+	// behind the arg pointer).
+	Kind Kind
+}
+
+// Ioctls are the ioctl commands the filter traps; every other command is
+// allowed without a stop. The cmd argument is an unsigned int: the kernel
+// ignores the high half of the register, and so does the filter. Encodings
+// are asm-generic _IOC, identical on x86_64 and aarch64.
+var Ioctls = []IoctlSpec{
+	// chattr: immutable, append-only, ... work on a read-only fd of a file
+	// the user owns.
+	{0x40086602, "FS_IOC_SETFLAGS", KindChmod},   // _IOW('f', 2, long)
+	{0x40046602, "FS_IOC32_SETFLAGS", KindChmod}, // _IOW('f', 2, int)
+	{0x401c5820, "FS_IOC_FSSETXATTR", KindChmod}, // _IOW('X', 32, struct fsxattr)
+	{0x40087602, "FS_IOC_SETVERSION", KindChmod}, // _IOW('v', 2, long): inode generation
+	// fs-verity makes a file permanently read-only; it needs write
+	// permission on the inode but a read-only fd (fs/verity/enable.c).
+	{0x40806685, "FS_IOC_ENABLE_VERITY", KindChmod}, // _IOW('f', 133, struct fsverity_enable_arg)
+	// Sets an encryption policy on an empty directory the user owns.
+	{0x800c6613, "FS_IOC_SET_ENCRYPTION_POLICY", KindChmod}, // _IOR('f', 19, struct fscrypt_policy_v1)
+	// TIOCSTI pushes bytes into a terminal's input queue: the shell that
+	// started tracecell would run them after we exit. Restricted only
+	// since 6.2 (dev.tty.legacy_tiocsti). TIOCLINUX's selection paste does
+	// the same on a virtual console.
+	{0x5412, "TIOCSTI", KindForbidden},
+	{0x541c, "TIOCLINUX", KindForbidden},
+	// Socket SIGIO owner, like fcntl(F_SETOWN).
+	{0x8901, "FIOSETOWN", KindSignal},
+	{0x8902, "SIOCSPGRP", KindSignal},
+}
+
+// LookupIoctl returns the spec of a trapped ioctl command.
+func LookupIoctl(cmd uint32) (IoctlSpec, bool) {
+	for _, s := range Ioctls {
+		if s.Cmd == cmd {
+			return s, true
+		}
+	}
+	return IoctlSpec{}, false
+}

@@ -1,0 +1,564 @@
+package syscalls
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestTableKnownNumbers(t *testing.T) {
+	cases := []struct {
+		tbl  *Table
+		name string
+		nr   int
+	}{
+		{AMD64, "read", 0},
+		{AMD64, "open", 2},
+		{AMD64, "clone", 56},
+		{AMD64, "fork", 57},
+		{AMD64, "execve", 59},
+		{AMD64, "openat", 257},
+		{AMD64, "newfstatat", 262},
+		{AMD64, "clone3", 435},
+		{AMD64, "openat2", 437},
+		{AMD64, "fchmodat2", 452},
+		{ARM64, "io_setup", 0},
+		{ARM64, "openat", 56},
+		{ARM64, "newfstatat", 79},
+		{ARM64, "clone", 220},
+		{ARM64, "execve", 221},
+		{ARM64, "clone3", 435},
+		{ARM64, "openat2", 437},
+	}
+	for _, c := range cases {
+		t.Run(c.tbl.ABI+"/"+c.name, func(t *testing.T) {
+			nr, ok := c.tbl.Nr(c.name)
+			if !ok || nr != c.nr {
+				t.Fatalf("Nr(%q) = %d, %v; want %d, true", c.name, nr, ok, c.nr)
+			}
+			if got := c.tbl.Name(c.nr); got != c.name {
+				t.Fatalf("Name(%d) = %q, want %q", c.nr, got, c.name)
+			}
+		})
+	}
+}
+
+func TestTableShape(t *testing.T) {
+	cases := []struct {
+		tbl       *Table
+		abi       string
+		audit     uint32
+		x32       uint32
+		absent    []string // calls the ABI does not have
+		unknownNr int      // a gap in the numbering
+	}{
+		{AMD64, "x86_64", 0xc000003e, 0x40000000, []string{"umount", "stat64", "fstatat64"}, 400},
+		{ARM64, "aarch64", 0xc00000b7, 0, []string{"open", "creat", "fork", "vfork", "mkdir", "rename", "link", "symlink", "unlink", "rmdir", "chmod", "chown", "utime", "utimes", "futimesat", "stat"}, 250},
+	}
+	for _, c := range cases {
+		t.Run(c.abi, func(t *testing.T) {
+			tb := c.tbl
+			if tb.ABI != c.abi || tb.AuditArch != c.audit || tb.X32Bit != c.x32 {
+				t.Fatalf("ABI/AuditArch/X32Bit = %q/%#x/%#x, want %q/%#x/%#x", tb.ABI, tb.AuditArch, tb.X32Bit, c.abi, c.audit, c.x32)
+			}
+			if tb.Max < 435 {
+				t.Fatalf("Max = %d: table older than clone3", tb.Max)
+			}
+			if tb.Name(tb.Max) == "syscall_"+strconv.Itoa(tb.Max) {
+				t.Fatalf("Max %d has no name", tb.Max)
+			}
+			for _, nr := range []int{tb.Max + 1, -1, c.unknownNr} {
+				if got, want := tb.Name(nr), "syscall_"+strconv.Itoa(nr); got != want {
+					t.Errorf("Name(%d) = %q, want %q", nr, got, want)
+				}
+			}
+			for _, n := range c.absent {
+				if nr, ok := tb.Nr(n); ok {
+					t.Errorf("Nr(%q) = %d, want absent", n, nr)
+				}
+			}
+			seen := map[string]bool{}
+			for _, n := range tb.Names() {
+				if seen[n] {
+					t.Errorf("name %q twice", n)
+				}
+				seen[n] = true
+				if n != strings.ToLower(n) || strings.HasPrefix(n, "sys_") {
+					t.Errorf("name %q is not a lower-case call name", n)
+				}
+				nr, ok := tb.Nr(n)
+				if !ok || tb.Name(nr) != n {
+					t.Errorf("round trip of %q: Nr = %d, %v; Name = %q", n, nr, ok, tb.Name(nr))
+				}
+			}
+		})
+	}
+}
+
+// xsysDir locates golang.org/x/sys as the go command resolves it for this
+// module, the source mksysnum.go reads.
+func xsysDir(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go command not available")
+	}
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "golang.org/x/sys").Output()
+	if err != nil {
+		t.Skipf("go list golang.org/x/sys: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// constants parses "NAME = value" lines of an x/sys generated file.
+func constants(t *testing.T, path string) map[string]uint64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	re := regexp.MustCompile(`^\s*([A-Z][A-Z0-9_]*)\s*=\s*(0x[0-9a-f]+|[0-9]+)\s*$`)
+	m := map[string]uint64{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if s := re.FindStringSubmatch(sc.Text()); s != nil {
+			v, err := strconv.ParseUint(s[2], 0, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			m[s[1]] = v
+		}
+	}
+	return m
+}
+
+// TestTablesMatchXSys fails when the generated tables are stale against the
+// golang.org/x/sys version in go.mod: run go generate ./syscalls/.
+func TestTablesMatchXSys(t *testing.T) {
+	dir := xsysDir(t)
+	for _, c := range []struct {
+		tbl    *Table
+		goarch string
+	}{{AMD64, "amd64"}, {ARM64, "arm64"}} {
+		t.Run(c.tbl.ABI, func(t *testing.T) {
+			want := map[string]int{}
+			for k, v := range constants(t, filepath.Join(dir, "unix", "zsysnum_linux_"+c.goarch+".go")) {
+				if strings.HasPrefix(k, "SYS_") && k != "SYS_ARCH_SPECIFIC_SYSCALL" {
+					want[strings.ToLower(strings.TrimPrefix(k, "SYS_"))] = int(v)
+				}
+			}
+			got := c.tbl.Names()
+			if len(got) != len(want) {
+				t.Errorf("%d names, x/sys has %d", len(got), len(want))
+			}
+			for n, nr := range want {
+				if g, ok := c.tbl.Nr(n); !ok || g != nr {
+					t.Errorf("Nr(%q) = %d, %v; x/sys says %d", n, g, ok, nr)
+				}
+			}
+		})
+	}
+}
+
+// TestOpenFlagBitsMatchXSys checks the per-ABI open flags against x/sys's
+// constants of each ABI, whatever the host.
+func TestOpenFlagBitsMatchXSys(t *testing.T) {
+	dir := xsysDir(t)
+	for _, c := range []struct {
+		tbl    *Table
+		goarch string
+	}{{AMD64, "amd64"}, {ARM64, "arm64"}} {
+		t.Run(c.tbl.ABI, func(t *testing.T) {
+			k := constants(t, filepath.Join(dir, "unix", "zerrors_linux_"+c.goarch+".go"))
+			checks := []struct {
+				name string
+				got  uint64
+			}{
+				{"O_DIRECTORY", c.tbl.Open.Directory},
+				{"O_NOFOLLOW", c.tbl.Open.NoFollow},
+				{"O_DIRECT", c.tbl.Open.Direct},
+				{"O_TMPFILE", OTmpBit | c.tbl.Open.Directory},
+			}
+			for _, ch := range checks {
+				if k[ch.name] != ch.got {
+					t.Errorf("%s = %#x, x/sys says %#x", ch.name, ch.got, k[ch.name])
+				}
+			}
+		})
+	}
+}
+
+func TestConstantsMatchXSys(t *testing.T) {
+	dir := xsysDir(t)
+	checks := []struct {
+		name string
+		got  uint64
+	}{
+		{"O_CREAT", OCreat}, {"O_EXCL", OExcl}, {"O_TRUNC", OTrunc}, {"O_APPEND", OAppend},
+		{"O_CLOEXEC", OCloexec}, {"O_PATH", OPath}, {"O_NOATIME", ONoAtime},
+		{"AT_SYMLINK_NOFOLLOW", AtSymlinkNofollow}, {"AT_REMOVEDIR", AtRemoveDir},
+		{"AT_SYMLINK_FOLLOW", AtSymlinkFollow}, {"AT_EMPTY_PATH", AtEmptyPath},
+		{"RENAME_NOREPLACE", RenameNoReplace}, {"RENAME_EXCHANGE", RenameExchange}, {"RENAME_WHITEOUT", RenameWhiteout},
+		{"CLONE_UNTRACED", CloneUntraced}, {"CLONE_NEWNS", CloneNewNS}, {"CLONE_NEWCGROUP", CloneNewCgroup},
+		{"CLONE_NEWUTS", CloneNewUTS}, {"CLONE_NEWIPC", CloneNewIPC}, {"CLONE_NEWUSER", CloneNewUser},
+		{"CLONE_NEWPID", CloneNewPID}, {"CLONE_NEWNET", CloneNewNet}, {"CLONE_THREAD", CloneThread},
+		{"CLONE_VFORK", CloneVfork}, {"CLONE_VM", CloneVM}, {"CLONE_PIDFD", ClonePidfd},
+		{"F_SETOWN", FcntlSetOwn}, {"F_SETOWN_EX", FcntlSetOwnEx},
+		{"SECCOMP_FILTER_FLAG_NEW_LISTENER", SeccompFilterFlagNewListener},
+	}
+	// These values must be the same on both ABIs: check each ABI's files.
+	for _, goarch := range []string{"amd64", "arm64"} {
+		k := map[string]uint64{}
+		for _, f := range []string{"zerrors_linux.go", "ztypes_linux.go", "zerrors_linux_" + goarch + ".go"} {
+			for n, v := range constants(t, filepath.Join(dir, "unix", f)) {
+				k[n] = v
+			}
+		}
+		for _, c := range checks {
+			t.Run(goarch+"/"+c.name, func(t *testing.T) {
+				want, ok := k[c.name]
+				if !ok {
+					t.Fatalf("%s not in x/sys", c.name)
+				}
+				if want != c.got {
+					t.Fatalf("%s = %#x, x/sys says %#x", c.name, c.got, want)
+				}
+			})
+		}
+	}
+	if OpenWriteMask != 0x400643 {
+		t.Fatalf("OpenWriteMask = %#x, want 0x400643", OpenWriteMask)
+	}
+	if CloneForbiddenMask != 0x7e820000 {
+		t.Fatalf("CloneForbiddenMask = %#x, want 0x7e820000", CloneForbiddenMask)
+	}
+}
+
+// ioc is the asm-generic _IOC encoding (include/uapi/asm-generic/ioctl.h).
+func ioc(dir, typ, nr, size uint32) uint32 { return dir<<30 | size<<16 | typ<<8 | nr }
+
+func TestIoctlEncodings(t *testing.T) {
+	const w, r = 1, 2 // _IOC_WRITE, _IOC_READ
+	want := map[string]uint32{
+		"FS_IOC_SETFLAGS":              ioc(w, 'f', 2, 8),
+		"FS_IOC32_SETFLAGS":            ioc(w, 'f', 2, 4),
+		"FS_IOC_FSSETXATTR":            ioc(w, 'X', 32, 28), // struct fsxattr
+		"FS_IOC_SETVERSION":            ioc(w, 'v', 2, 8),
+		"FS_IOC_ENABLE_VERITY":         ioc(w, 'f', 133, 128), // struct fsverity_enable_arg
+		"FS_IOC_SET_ENCRYPTION_POLICY": ioc(r, 'f', 19, 12),   // struct fscrypt_policy_v1
+		"TIOCSTI":                      0x5412,
+		"TIOCLINUX":                    0x541c,
+		"FIOSETOWN":                    0x8901,
+		"SIOCSPGRP":                    0x8902,
+	}
+	if len(Ioctls) != len(want) {
+		t.Fatalf("%d trapped ioctls, test knows %d", len(Ioctls), len(want))
+	}
+	for _, s := range Ioctls {
+		t.Run(s.Name, func(t *testing.T) {
+			if w, ok := want[s.Name]; !ok || w != s.Cmd {
+				t.Fatalf("%s = %#x, want %#x", s.Name, s.Cmd, w)
+			}
+			got, ok := LookupIoctl(s.Cmd)
+			if !ok || got.Name != s.Name {
+				t.Fatalf("LookupIoctl(%#x) = %v, %v", s.Cmd, got, ok)
+			}
+			if s.Kind != KindChmod && s.Kind != KindForbidden && s.Kind != KindSignal {
+				t.Fatalf("unexpected kind %v", s.Kind)
+			}
+		})
+	}
+	if _, ok := LookupIoctl(0x5401); ok { // TCGETS
+		t.Fatal("TCGETS must not be trapped")
+	}
+}
+
+func TestSpecs(t *testing.T) {
+	all := All()
+	if len(all) == 0 {
+		t.Fatal("no specs")
+	}
+	for i, s := range all {
+		if i > 0 && all[i-1].Name >= s.Name {
+			t.Fatalf("All not sorted: %q before %q", all[i-1].Name, s.Name)
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			_, a := AMD64.Nr(s.Name)
+			_, b := ARM64.Nr(s.Name)
+			if !a && !b {
+				t.Fatalf("%s exists on no ABI", s.Name)
+			}
+			if got, ok := Lookup(s.Name); !ok || got != s {
+				t.Fatalf("Lookup(%q) = %v, %v", s.Name, got, ok)
+			}
+			idx := map[string]int{"FlagsArg": s.FlagsArg, "FdArg": s.FdArg, "PidArg": s.PidArg, "SigArg": s.SigArg,
+				"ModeArg": s.ModeArg, "AddrArg": s.AddrArg, "AddrLenArg": s.AddrLenArg, "LinkTargetArg": s.LinkTargetArg}
+			for _, pa := range s.Paths {
+				idx["path"] = pa.Arg
+				if pa.Dirfd >= 0 {
+					idx["dirfd"] = pa.Dirfd
+					if pa.Dirfd == pa.Arg {
+						t.Errorf("path and dirfd are both argument %d", pa.Arg)
+					}
+				}
+				if pa.Arg < 0 {
+					t.Errorf("path argument %d", pa.Arg)
+				}
+				switch pa.Role {
+				case "path", "source", "target", "program":
+				default:
+					t.Errorf("role %q", pa.Role)
+				}
+				if pa.Follow > FollowOpen {
+					t.Errorf("follow %v", pa.Follow)
+				}
+			}
+			for n, v := range idx {
+				if v < -1 || v > 5 {
+					t.Errorf("%s = %d, want -1..5", n, v)
+				}
+			}
+			if s.Handler >= handlerCount {
+				t.Errorf("handler %v", s.Handler)
+			}
+			switch s.Kind {
+			case KindSignal, KindProcess, KindForbidden:
+				if s.Errno != syscall.EPERM {
+					t.Errorf("errno %v, want EPERM", s.Errno)
+				}
+			default:
+				if s.Errno != syscall.EACCES {
+					t.Errorf("errno %v, want EACCES", s.Errno)
+				}
+			}
+			switch s.Handler {
+			case HPath, HOpen, HExec:
+				if len(s.Paths) == 0 {
+					t.Errorf("%v handler without paths", s.Handler)
+				}
+			case HFdMeta, HIoctl, HSocket, HSetOwn:
+				if s.FdArg < 0 {
+					t.Errorf("%v handler without FdArg", s.Handler)
+				}
+			case HSignal, HProcess, HProcMem:
+				if s.PidArg < 0 && s.FdArg < 0 {
+					t.Errorf("%v handler without PidArg or FdArg", s.Handler)
+				}
+			}
+			if s.Kind == KindRename || s.Kind == KindLink {
+				if len(s.Paths) != 2 || s.Paths[0].Role != "source" || s.Paths[1].Role != "target" {
+					t.Errorf("rename/link paths %+v, want source and target", s.Paths)
+				}
+			}
+			if s.Kind.ModifiesFS() && s.Handler == HPath {
+				for _, pa := range s.Paths {
+					if pa.Follow == FollowOpen {
+						t.Errorf("FollowOpen on a non-open call")
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSpecDetails(t *testing.T) {
+	cases := []struct {
+		name    string
+		kind    Kind
+		handler Handler
+		paths   []PathArg
+		flags   int
+	}{
+		{"openat", KindWrite, HOpen, []PathArg{{1, 0, FollowOpen, "path", false}}, 2},
+		{"open", KindWrite, HOpen, []PathArg{{0, -1, FollowOpen, "path", false}}, 1},
+		{"creat", KindWrite, HOpen, []PathArg{{0, -1, FollowOpen, "path", false}}, -1},
+		{"unlinkat", KindDelete, HPath, []PathArg{{1, 0, FollowNever, "path", false}}, 2},
+		{"renameat2", KindRename, HPath, []PathArg{{1, 0, FollowNever, "source", false}, {3, 2, FollowNever, "target", false}}, 4},
+		{"linkat", KindLink, HPath, []PathArg{{1, 0, FollowIfAtFollow, "source", true}, {3, 2, FollowNever, "target", false}}, 4},
+		{"symlinkat", KindCreate, HPath, []PathArg{{2, 1, FollowNever, "path", false}}, -1},
+		{"fchownat", KindChown, HPath, []PathArg{{1, 0, FollowUnlessAtNoFollow, "path", true}}, 4},
+		{"lchown", KindChown, HPath, []PathArg{{0, -1, FollowNever, "path", false}}, -1},
+		{"utimensat", KindWrite, HPath, []PathArg{{1, 0, FollowUnlessAtNoFollow, "path", true}}, 3},
+		{"lsetxattr", KindXattr, HPath, []PathArg{{0, -1, FollowNever, "path", false}}, -1},
+		{"execveat", KindExec, HExec, []PathArg{{1, 0, FollowUnlessAtNoFollow, "program", true}}, 4},
+		{"truncate", KindWrite, HPath, []PathArg{{0, -1, FollowAlways, "path", false}}, -1},
+		{"fchmod", KindChmod, HFdMeta, nil, -1},
+		{"clone", KindProcess, HClone, nil, 0},
+		{"ptrace", KindForbidden, HForbidden, nil, -1},
+		{"io_uring_setup", KindForbidden, HForbidden, nil, -1},
+		{"userfaultfd", KindForbidden, HForbidden, nil, -1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, ok := Lookup(c.name)
+			if !ok {
+				t.Fatalf("no spec for %s", c.name)
+			}
+			if s.Kind != c.kind || s.Handler != c.handler || s.FlagsArg != c.flags {
+				t.Errorf("kind/handler/flags = %v/%v/%d, want %v/%v/%d", s.Kind, s.Handler, s.FlagsArg, c.kind, c.handler, c.flags)
+			}
+			if len(s.Paths) != len(c.paths) {
+				t.Fatalf("paths %+v, want %+v", s.Paths, c.paths)
+			}
+			for i := range c.paths {
+				if s.Paths[i] != c.paths[i] {
+					t.Errorf("path %d = %+v, want %+v", i, s.Paths[i], c.paths[i])
+				}
+			}
+		})
+	}
+	if s, _ := Lookup("symlink"); s.LinkTargetArg != 0 || s.Paths[0].Arg != 1 {
+		t.Errorf("symlink: link target arg %d, path arg %d; want 0 and 1", s.LinkTargetArg, s.Paths[0].Arg)
+	}
+	if s, _ := Lookup("mknodat"); s.ModeArg != 2 {
+		t.Errorf("mknodat mode arg %d, want 2", s.ModeArg)
+	}
+	if _, ok := Lookup("clone3"); ok {
+		t.Error("clone3 has a spec: the filter fails it with ENOSYS, the tracer never sees it")
+	}
+	if _, ok := Lookup("newfstatat"); ok {
+		t.Error("stat calls must never be trapped")
+	}
+}
+
+func TestFormatOpenFlags(t *testing.T) {
+	cases := []struct {
+		tbl   *Table
+		flags uint64
+		want  string
+	}{
+		{AMD64, 0, "O_RDONLY"},
+		{AMD64, 0o1 | 0o100 | 0o1000, "O_WRONLY|O_CREAT|O_TRUNC"},
+		{AMD64, 0o2 | 0o2000 | 0o2000000, "O_RDWR|O_APPEND|O_CLOEXEC"},
+		{AMD64, 0o1000, "O_RDONLY|O_TRUNC"},
+		{AMD64, 3, "O_ACCMODE"},
+		{AMD64, 0x410000 | 2, "O_RDWR|O_TMPFILE"},
+		{ARM64, 0x404000 | 2, "O_RDWR|O_TMPFILE"},
+		{AMD64, 0x10000 | 0x20000 | 0x80000, "O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC"},
+		{ARM64, 0x4000 | 0x8000 | 0x80000, "O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC"},
+		{AMD64, 0x4000, "O_RDONLY|O_DIRECT"},
+		{ARM64, 0x4000, "O_RDONLY|O_DIRECTORY"},
+		{AMD64, 0x101000 | 1, "O_WRONLY|O_SYNC"},
+		{AMD64, 0x1000 | 1, "O_WRONLY|O_DSYNC"},
+		{AMD64, 0x200000, "O_RDONLY|O_PATH"},
+		{AMD64, 0o100 | 0o200, "O_RDONLY|O_CREAT|O_EXCL"},
+		{AMD64, 0x80000000 | 1, "O_WRONLY|0x80000000"},
+		{AMD64, 1<<40 | 1, "O_WRONLY"}, // high half ignored, like the kernel
+	}
+	for _, c := range cases {
+		t.Run(c.tbl.ABI+"/"+c.want, func(t *testing.T) {
+			if got := c.tbl.FormatOpenFlags(c.flags); got != c.want {
+				t.Fatalf("FormatOpenFlags(%#x) = %q, want %q", c.flags, got, c.want)
+			}
+		})
+	}
+	if Native() != nil {
+		if got, want := FormatOpenFlags(0o1101), Native().FormatOpenFlags(0o1101); got != want {
+			t.Fatalf("FormatOpenFlags uses %q, native table %q", got, want)
+		}
+	}
+}
+
+func TestOpenWritesAndFollows(t *testing.T) {
+	cases := []struct {
+		name   string
+		tbl    *Table
+		flags  uint64
+		writes bool
+		follow bool
+	}{
+		{"rdonly", AMD64, 0, false, true},
+		{"rdonly_cloexec_directory", AMD64, 0x80000 | 0x10000, false, true},
+		{"wronly", AMD64, 1, true, true},
+		{"rdwr", AMD64, 2, true, true},
+		{"creat", AMD64, 0o100, true, true},
+		{"rdonly_trunc", AMD64, 0o1000, true, true},
+		{"append", AMD64, 0o2000, true, true},
+		{"tmpfile", AMD64, 0x410000 | 2, true, true},
+		{"creat_excl", AMD64, 0o300 | 1, true, false},
+		{"excl_without_creat", AMD64, 0o200, false, true},
+		{"nofollow_x86", AMD64, 0x20000, false, false},
+		{"arm_nofollow_bit_on_x86_is_largefile", AMD64, 0x8000, false, true},
+		{"nofollow_arm64", ARM64, 0x8000, false, false},
+		{"x86_nofollow_bit_on_arm64_is_largefile", ARM64, 0x20000, false, true},
+		{"high_half_ignored", AMD64, 0xffffffff00000000, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.tbl.ABI+"/"+c.name, func(t *testing.T) {
+			if got := OpenWrites(c.flags); got != c.writes {
+				t.Errorf("OpenWrites(%#x) = %v, want %v", c.flags, got, c.writes)
+			}
+			if got := c.tbl.OpenFollows(c.flags); got != c.follow {
+				t.Errorf("OpenFollows(%#x) = %v, want %v", c.flags, got, c.follow)
+			}
+		})
+	}
+}
+
+func TestFormatOtherFlags(t *testing.T) {
+	cases := []struct {
+		name string
+		f    func(uint64) string
+		in   uint64
+		want string
+	}{
+		{"at/zero", FormatAtFlags, 0, "0"},
+		{"at/removedir", FormatAtFlags, 0x200, "AT_REMOVEDIR"},
+		{"at/nofollow_empty", FormatAtFlags, 0x1100, "AT_SYMLINK_NOFOLLOW|AT_EMPTY_PATH"},
+		{"at/follow_unknown", FormatAtFlags, 0x400 | 0x10000, "AT_SYMLINK_FOLLOW|0x10000"},
+		{"rename/zero", FormatRenameFlags, 0, "0"},
+		{"rename/noreplace", FormatRenameFlags, 1, "RENAME_NOREPLACE"},
+		{"rename/exchange_whiteout", FormatRenameFlags, 6, "RENAME_EXCHANGE|RENAME_WHITEOUT"},
+		{"rename/unknown", FormatRenameFlags, 8, "0x8"},
+		{"clone/zero", FormatCloneFlags, 0, "0"},
+		{"clone/fork", FormatCloneFlags, 0x01200011, "CLONE_CHILD_CLEARTID|CLONE_CHILD_SETTID|SIGCHLD"},
+		{"clone/vfork", FormatCloneFlags, 0x4111, "CLONE_VM|CLONE_VFORK|SIGCHLD"},
+		{"clone/thread", FormatCloneFlags, 0x3d0f00, "CLONE_VM|CLONE_FS|CLONE_FILES|CLONE_SIGHAND|CLONE_THREAD|CLONE_SYSVSEM|CLONE_SETTLS|CLONE_PARENT_SETTID|CLONE_CHILD_CLEARTID"},
+		{"clone/newuser", FormatCloneFlags, 0x10000000 | 17, "CLONE_NEWUSER|SIGCHLD"},
+		{"clone/high", FormatCloneFlags, 1 << 33, "0x200000000"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.f(c.in); got != c.want {
+				t.Fatalf("format(%#x) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+func TestSignalName(t *testing.T) {
+	cases := []struct {
+		sig  int
+		want string
+	}{
+		{0, "0"}, {1, "SIGHUP"}, {6, "SIGABRT"}, {9, "SIGKILL"}, {10, "SIGUSR1"}, {15, "SIGTERM"},
+		{17, "SIGCHLD"}, {19, "SIGSTOP"}, {29, "SIGIO"}, {31, "SIGSYS"},
+		{32, "SIGRT_0"}, {34, "SIGRT_2"}, {64, "SIGRT_32"}, {65, "signal(65)"}, {-1, "signal(-1)"},
+	}
+	for _, c := range cases {
+		t.Run(strconv.Itoa(c.sig), func(t *testing.T) {
+			if got := SignalName(c.sig); got != c.want {
+				t.Fatalf("SignalName(%d) = %q, want %q", c.sig, got, c.want)
+			}
+		})
+	}
+}
+
+func TestNative(t *testing.T) {
+	for _, c := range []struct {
+		goarch string
+		want   *Table
+	}{{"amd64", AMD64}, {"arm64", ARM64}, {"riscv64", nil}, {"386", nil}} {
+		t.Run(c.goarch, func(t *testing.T) {
+			if got := ForGOARCH(c.goarch); got != c.want {
+				t.Fatalf("ForGOARCH(%q) = %v", c.goarch, got)
+			}
+		})
+	}
+}
