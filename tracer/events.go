@@ -88,7 +88,7 @@ func (t *tracer) execEvent(tk *task) error {
 	d = policy.Decision{Rule: "exec-mismatch", Errno: syscall.EACCES,
 		Reason: fmt.Sprintf("the kernel loaded %s, not the approved program %q: process killed", exe, approved)}
 	ev := t.newEvent(&call{tk: tk, name: "execve", nr: -1}, op, d)
-	if t.mode() == policy.Audit {
+	if t.audit {
 		ev.Decision = "audit"
 		t.record(ev, true)
 		return t.resume(tid, 0)

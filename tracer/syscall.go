@@ -38,8 +38,6 @@ type call struct {
 	limit *policy.Decision
 }
 
-func (t *tracer) mode() policy.Mode { return t.pol.Config().Mode }
-
 // seccompStop answers a PTRACE_EVENT_SECCOMP stop.
 func (t *tracer) seccompStop(tk *task) error {
 	tid := tk.tid
@@ -60,12 +58,9 @@ func (t *tracer) seccompStop(tk *task) error {
 	c := &call{tk: tk, nr: nr, name: t.table.Name(nr)}
 	spec, ok := syscalls.Lookup(c.name)
 	if !ok {
-		// The filter only traps calls the tables describe; anything else
-		// is a bug on our side: fail closed.
-		t.cfg.Log.Error().Int("nr", nr).Str("syscall", c.name).Msg("trapped a system call tracecell has no rule for; denied with ENOSYS")
-		if err := t.deny(tid, syscall.ENOSYS); err != nil {
-			return err
-		}
+		// Our filter traps only calls the tables describe; this stop came
+		// from a filter the program installed itself (SECCOMP_RET_TRACE):
+		// nothing for us to check.
 		return t.resume(tid, 0)
 	}
 	c.spec = spec
@@ -105,7 +100,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		return t.resume(tid, 0)
 	}
 	ev := t.newEvent(c, op, d)
-	if t.mode() == policy.Audit && c.limit == nil {
+	if t.audit && c.limit == nil {
 		ev.Decision = report.Audit
 		t.record(ev, true)
 		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
@@ -241,7 +236,12 @@ func (t *tracer) decode(c *call) *policy.Op {
 		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
 	case syscalls.HClone:
 		return t.decodeClone(c)
+	case syscalls.HSetOwn:
+		return t.decodeSetOwn(c)
 	case syscalls.HForbidden:
+		if c.name == "seccomp" {
+			c.flags = "SECCOMP_FILTER_FLAG_NEW_LISTENER"
+		}
 		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 	}
 	return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
@@ -300,14 +300,7 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 		}
 		// The call acts on the dirfd itself (AT_EMPTY_PATH, or a NULL path
 		// for utimensat): check what the fd points to, even a read-only fd.
-		v := int(dirfd)
-		p.Dirfd = &v
-		target, err := t.fdTarget(c.tk.tid, dirfd)
-		if err != nil {
-			c.fail = syscall.EBADF
-			return p, false
-		}
-		return t.resolved(c, p, "/", []byte(target), true)
+		return t.fdPath(c, p, dirfd)
 	}
 	if given[0] == '/' {
 		if pa.Dirfd >= 0 {
@@ -328,26 +321,45 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 
 func (t *tracer) resolved(c *call, p policy.Path, base string, given []byte, follow bool) (policy.Path, bool) {
 	r, err := pathres.Resolve(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, base, given, follow)
+	return t.fill(c, p, r, err)
+}
+
+// fill copies a resolution into p. When the kernel's own walk would fail
+// (a missing or non-directory component, a loop, a too long path) the call
+// is failed with that errno without asking the policy: nothing can happen.
+func (t *tracer) fill(c *call, p policy.Path, r pathres.Result, err error) (policy.Path, bool) {
 	if err != nil {
 		var en syscall.Errno
-		if errors.As(err, &en) && (en == syscall.ELOOP || en == syscall.ENAMETOOLONG || en == syscall.ENOENT) {
+		if errors.As(err, &en) && en != syscall.EINVAL {
 			c.fail = en
 			return p, false
 		}
-		// Unresolvable for another reason: be conservative, keep the
-		// lexical path so the policy decides on something.
-		r = pathres.Result{Path: filepath.Join(base, string(given))}
+		// Unresolvable for another reason: fail closed.
+		t.cfg.Log.Warn().Err(err).Str("path", p.Given).Msg("cannot resolve path; call denied")
+		c.fail = syscall.EACCES
+		return p, false
+	}
+	if r.WalkErr != 0 {
+		c.fail = r.WalkErr
+		return p, false
 	}
 	p.Resolved, p.Exists, p.IsDir, p.Special = r.Path, r.Exists, r.IsDir, r.Special
+	// A pipe or socket reached through /proc/<pid>/fd/N may be reopened
+	// only when that process is in the tree.
+	p.SpecialInTree = r.Special != "" && t.pidInTree(r.ProcPid)
 	return p, true
 }
 
-// fdTarget is what /proc/<tid>/fd/<fd> points to.
-func (t *tracer) fdTarget(tid int, fd int32) (string, error) {
+// fdPath resolves what fd of the stopped thread refers to.
+func (t *tracer) fdPath(c *call, p policy.Path, fd int32) (policy.Path, bool) {
+	v := int(fd)
+	p.Dirfd = &v
 	if fd < 0 {
-		return "", syscall.EBADF
+		c.fail = syscall.EBADF
+		return p, false
 	}
-	return os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", tid, fd))
+	r, err := pathres.ResolveFd(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, int(fd))
+	return t.fill(c, p, r, err)
 }
 
 func errnoOf(err error, def syscall.Errno) syscall.Errno {
@@ -431,32 +443,66 @@ func (t *tracer) decodePaths(c *call) *policy.Op {
 // check does not cover them.
 func (t *tracer) decodeFdMeta(c *call, fdArg int, kind syscalls.Kind) *policy.Op {
 	fd := t.regs.Int32Arg(fdArg)
-	target, err := t.fdTarget(c.tk.tid, fd)
-	if err != nil {
-		c.fail = syscall.EBADF
-		return nil
-	}
-	v := int(fd)
-	p := policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd)), Dirfd: &v}
-	p, ok := t.resolved(c, p, "/", []byte(target), true)
+	p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd)
 	if !ok {
 		return nil
 	}
 	return &policy.Op{Kind: kind, Syscall: c.name, Paths: []policy.Path{p}}
 }
 
-// ioctl requests that change inode flags (chattr): immutable, append-only.
-const (
-	fsIocSetflags   = 0x40086602 // FS_IOC_SETFLAGS (_IOW('f', 2, long))
-	fsIoc32Setflags = 0x40046602 // FS_IOC32_SETFLAGS
-	fsIocFssetxattr = 0x401c5820 // FS_IOC_FSSETXATTR
-)
-
+// decodeIoctl checks the ioctl commands the filter traps (syscalls.Ioctls):
+// inode attribute changes on the fd's file (they work on read-only fds),
+// terminal input injection (forbidden), and SIGIO owner changes.
 func (t *tracer) decodeIoctl(c *call) *policy.Op {
-	switch uint32(t.regs.Arg(1)) { // cmd is an unsigned int: the high half is ignored by the kernel
-	case fsIocSetflags, fsIoc32Setflags, fsIocFssetxattr:
-		c.flags = fmt.Sprintf("%#x", uint32(t.regs.Arg(1)))
-		return t.decodeFdMeta(c, 0, syscalls.KindChmod)
+	cmd := uint32(t.regs.Arg(1)) // an unsigned int: the kernel ignores the high half
+	is, ok := syscalls.LookupIoctl(cmd)
+	if !ok {
+		c.pass = true
+		return nil
+	}
+	c.flags = is.Name
+	switch is.Kind {
+	case syscalls.KindForbidden:
+		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name + "(" + is.Name + ")"}
+	case syscalls.KindSignal:
+		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), 4)
+		if err != nil {
+			c.fail = syscall.EFAULT
+			return nil
+		}
+		return t.ownerOp(c, int(int32(binary.LittleEndian.Uint32(b))))
+	}
+	return t.decodeFdMeta(c, 0, is.Kind)
+}
+
+// ownerOp checks a SIGIO owner: a pid, or -pgid. The kernel would later
+// send it signals on the tree's behalf.
+func (t *tracer) ownerOp(c *call, pid int) *policy.Op {
+	if pid == 0 {
+		c.pass = true // clears the owner
+		return nil
+	}
+	return &policy.Op{Kind: syscalls.KindSignal, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
+}
+
+// decodeSetOwn handles fcntl(F_SETOWN) and fcntl(F_SETOWN_EX).
+func (t *tracer) decodeSetOwn(c *call) *policy.Op {
+	switch uint32(t.regs.Arg(1)) {
+	case syscalls.FcntlSetOwn:
+		c.flags = "F_SETOWN"
+		return t.ownerOp(c, int(t.regs.Int32Arg(2)))
+	case syscalls.FcntlSetOwnEx:
+		c.flags = "F_SETOWN_EX"
+		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), 8)
+		if err != nil {
+			c.fail = syscall.EFAULT
+			return nil
+		}
+		typ, pid := int32(binary.LittleEndian.Uint32(b)), int(int32(binary.LittleEndian.Uint32(b[4:])))
+		if typ == 2 { // F_OWNER_PGRP
+			pid = -pid
+		}
+		return t.ownerOp(c, pid)
 	}
 	c.pass = true
 	return nil
@@ -704,7 +750,10 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int) *p
 	op := &policy.Op{Kind: kind, Syscall: c.name}
 	switch fam {
 	case afUnspec:
-		return nil // connect(AF_UNSPEC) dissolves an association
+		if kind != syscalls.KindBind {
+			return nil // connect(AF_UNSPEC) dissolves an association
+		}
+		op.Family = "unspec" // bind(AF_UNSPEC) binds INADDR_ANY: a public port
 	case afInet:
 		if n < 8 {
 			c.fail = syscall.EINVAL

@@ -190,6 +190,8 @@ type tracer struct {
 	table   *syscalls.Table
 	probeNr int
 
+	audit bool // policy mode audit: denials are recorded, not enforced
+
 	rootPid int
 	tasks   map[int]*task
 	procs   map[int]*proc
@@ -227,6 +229,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
 		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
 		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{},
+		audit: cfg.Policy.Config().Mode == policy.Audit,
 	}
 }
 
@@ -292,7 +295,6 @@ func (t *tracer) run(ctx context.Context, sc *stubConfig) (*Result, error) {
 
 	t.rootPid = cmd.Process.Pid
 	t.addTask(t.rootPid, t.rootPid)
-	t.tasks[t.rootPid].attached = true
 	t.tasks[t.rootPid].initialExec = true
 	t.counts.Processes = 1
 	t.counts.Threads = 1
@@ -513,7 +515,7 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 	tk.attached = true
 	// A signal-delivery stop: pass the signal on. A group-stop (GETSIGINFO
 	// fails with EINVAL) is resumed without a signal.
-	if _, err := unix.PtraceGetsiginfo(tid); err == unix.EINVAL {
+	if err := ptraceGetsiginfo(tid); err == unix.EINVAL {
 		return t.resume(tid, 0)
 	}
 	return t.resume(tid, int(sig))

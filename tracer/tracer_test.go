@@ -205,7 +205,7 @@ print("parent done")
 
 func TestTimeoutKillsTree(t *testing.T) {
 	o := runTraced(t, t.TempDir(), func(_ *policy.Config, c *Config) { c.Timeout = 500 * time.Millisecond },
-		"/bin/sh", "-c", "sleep 30 & sleep 30")
+		"/bin/sh", "-c", "( while :; do :; done ) & while :; do :; done")
 	if o.err != nil {
 		t.Fatal(o.err)
 	}

@@ -48,3 +48,17 @@ func ptraceRegset(req int, tid int, note int, buf []byte) (int, error) {
 	}
 	return int(iov.Len), nil
 }
+
+// ptraceGetsiginfo reports whether tid is in a signal-delivery stop
+// (PTRACE_GETSIGINFO succeeds) rather than a group-stop (EINVAL).
+//
+// Precondition: the calling goroutine is locked to the tracer thread.
+func ptraceGetsiginfo(tid int) error {
+	var si [128]byte // sizeof(siginfo_t)
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(tid), 0,
+		uintptr(unsafe.Pointer(&si[0])), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
