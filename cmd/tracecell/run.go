@@ -234,11 +234,20 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 	plan, err := config.Build(s, argv, os.Environ())
 	if err != nil {
+		status := statusFailed
 		var nf *config.NotFoundError
 		if errors.As(err, &nf) {
-			return &exitError{nf.Status, err}
+			status = nf.Status
 		}
-		return &exitError{statusFailed, err}
+		// The operator asked for a report: say why nothing ran.
+		if s.Report != "" {
+			rep := &report.Report{Version: 1, Tracecell: Version, Command: argv, Started: time.Now().UTC(),
+				Error: err.Error(), Exit: report.Exit{Code: -1, Status: status}, TracerPeakRSSKB: selfMaxRSS()}
+			if werr := rep.WriteFile(s.Report); werr != nil {
+				fmt.Fprintf(stderr, "tracecell: %s\n", werr)
+			}
+		}
+		return &exitError{status, err}
 	}
 	if plan.SandboxCreated && !s.Quiet {
 		fmt.Fprintf(stderr, "tracecell: sandbox %s (kept after the run)\n", plan.Sandbox)
