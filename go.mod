@@ -3,7 +3,6 @@ module github.com/tracecell/tracecell
 go 1.26.8
 
 require (
-	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/rs/zerolog v1.35.1
 	github.com/urfave/cli/v2 v2.27.7
 	golang.org/x/net v0.62.0

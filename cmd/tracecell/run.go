@@ -222,7 +222,23 @@ func newLogger(stderr io.Writer, level, format string) (zerolog.Logger, error) {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Str("component", "tracecell").Logger(), nil
 }
 
+// lockedWriter serialises writes: the notices (tracer thread) and os/exec's
+// copy of the command's stderr share one writer when it is not a file.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
 func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error {
+	if _, ok := stderr.(*os.File); !ok {
+		stderr = &lockedWriter{w: stderr}
+	}
 	argv := c.Args().Slice()
 	s, err := settingsFrom(c)
 	if err != nil {
