@@ -522,6 +522,11 @@ func (t *tracer) decodeExec(c *call) *policy.Op {
 		return nil
 	}
 	p.Role = "program"
+	if !p.Exists {
+		// execvp searching PATH: the kernel answers ENOENT, nothing to report.
+		c.fail = syscall.ENOENT
+		return nil
+	}
 	initial := c.tk.tid == t.rootPid && !t.rootExecDone
 	return &policy.Op{Kind: syscalls.KindExec, Syscall: c.name, Paths: []policy.Path{p}, Initial: initial}
 }
