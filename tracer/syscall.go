@@ -28,6 +28,10 @@ type call struct {
 	name  string
 	spec  *syscalls.Spec
 	flags string // decoded flags, for reports
+	// openFlags are formatted into flags only when an event is recorded
+	// (opens are the hot path).
+	openFlags    uint64
+	hasOpenFlags bool
 	sig   int    // signal number for signal calls
 	// outcome of decoding when the call must fail without a policy
 	// decision (bad pointer, bad fd): the kernel would fail it the same way.
@@ -125,6 +129,9 @@ func (t *tracer) seccompStop(tk *task) error {
 // newEvent builds the report entry of a decision.
 func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Event {
 	exe, argv := t.procInfo(c.tk.tgid)
+	if c.hasOpenFlags {
+		c.flags = syscalls.FormatOpenFlags(c.openFlags)
+	}
 	ev := &report.Event{
 		Time: time.Now().UTC(), Decision: report.Deny, Pid: c.tk.tgid, Tid: c.tk.tid,
 		Exe: exe, Argv: argv, Program: programName(exe, argv),
@@ -381,7 +388,7 @@ func (t *tracer) decodeOpen(c *call) *policy.Op {
 	} else { // creat(2)
 		flags = unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC
 	}
-	c.flags = syscalls.FormatOpenFlags(flags)
+	c.openFlags, c.hasOpenFlags = flags, true
 	tmpfile := flags&unix.O_TMPFILE == unix.O_TMPFILE
 	follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
 	p, ok := t.pathArg(c, pa, follow || tmpfile, false)

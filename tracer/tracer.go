@@ -449,7 +449,14 @@ func (t *tracer) drain() {
 func (t *tracer) loop(rus *unix.Rusage) error {
 	var ws unix.WaitStatus
 	for {
-		tid, err := unix.Wait4(-1, &ws, unix.WALL, rus)
+		// A program that makes checked calls in a row stops again within
+		// microseconds: poll for that stop for a short while instead of
+		// sleeping, because waking a sleeping tracer costs a cross-CPU
+		// interrupt (expensive in virtual machines) on every call.
+		tid, err := pollWait4(&ws, rus, spinPolls)
+		if tid == 0 && err == nil {
+			tid, err = unix.Wait4(-1, &ws, unix.WALL, rus)
+		}
 		if err == unix.EINTR {
 			continue
 		}

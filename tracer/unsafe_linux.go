@@ -62,3 +62,26 @@ func ptraceGetsiginfo(tid int) error {
 	}
 	return nil
 }
+
+// spinPolls is how many non-blocking wait4 calls the tracer makes before it
+// blocks (a few tens of microseconds).
+var spinPolls = 64
+
+// pollWait4 calls wait4(-1, WNOHANG|__WALL) up to n times and returns the
+// first stop; (0, nil) when none came. RawSyscall: wait4 with WNOHANG never
+// blocks, so the scheduler need not be told.
+//
+// Precondition: the calling goroutine is locked to the tracer thread.
+func pollWait4(ws *unix.WaitStatus, rus *unix.Rusage, n int) (int, error) {
+	for i := 0; i < n; i++ {
+		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(ws)),
+			unix.WNOHANG|unix.WALL, uintptr(unsafe.Pointer(rus)), 0, 0)
+		if e != 0 {
+			return 0, e
+		}
+		if r != 0 {
+			return int(r), nil
+		}
+	}
+	return 0, nil
+}
