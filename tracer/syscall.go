@@ -32,7 +32,7 @@ type call struct {
 	// (opens are the hot path).
 	openFlags    uint64
 	hasOpenFlags bool
-	sig   int    // signal number for signal calls
+	sig          int // signal number for signal calls
 	// outcome of decoding when the call must fail without a policy
 	// decision (bad pointer, bad fd): the kernel would fail it the same way.
 	fail syscall.Errno
