@@ -251,7 +251,9 @@ func (t *tracer) run(ctx context.Context, sc *stubConfig) (*Result, error) {
 	}
 	cmd := exec.Command(self, StubArg)
 	cmd.Args[0] = "tracecell-stub"
-	cmd.Env = []string{}
+	// The stub only sets limits, loads the filter and execs: one P is enough,
+	// and fewer runtime threads mean fewer clone stops before the exec.
+	cmd.Env = []string{"GOMAXPROCS=1", "GOGC=off"}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = t.cfg.Stdin, t.cfg.Stdout, t.cfg.Stderr
 	cmd.ExtraFiles = []*os.File{cfgR, errW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
