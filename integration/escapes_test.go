@@ -1,0 +1,800 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// world is one case's outside world: a sandbox (the only writable root) and
+// a host directory standing for everything else, plus whatever outside
+// process or listener the case aims at.
+type world struct {
+	t    *testing.T
+	sbx  string // writable root, symlinks expanded
+	host string // outside directory, symlinks expanded
+
+	// What the report must name.
+	victim  string // a resolved path
+	pid     int    // a target pid
+	port    int    // an inet port
+	program string // a resolved executable
+	sysname string // a forbidden syscall's name
+	needle  string // what the stderr notice must contain (default: victim)
+
+	// escaped is the ground truth beyond the host directory snapshot: it
+	// looks at the outside process, listener, mount table... after the run.
+	escaped func(r result) (bool, string)
+}
+
+// p names an entry in the host directory.
+func (w *world) p(name string) string { return filepath.Join(w.host, name) }
+
+// s names an entry in the sandbox.
+func (w *world) s(name string) string { return filepath.Join(w.sbx, name) }
+
+// standard outside world: a file with known content, a subdirectory, an
+// empty directory.
+func (w *world) populate() {
+	writeFile(w.t, w.p("f"), "original\n", 0o644)
+	mkdir(w.t, w.p("sub"))
+	writeFile(w.t, w.p("sub/g"), "inner\n", 0o600)
+	mkdir(w.t, w.p("emptydir"))
+}
+
+type escapeCase struct {
+	name  string
+	prog  []string                // {"py", CASE} runs testdata/py/escape.py, {"c", CASE} testdata/escapes
+	setup func(w *world) []string // prepares the world, returns the case's arguments
+	flags []string                // extra tracecell flags
+	kinds []string                // acceptable report kinds
+	errno string                  // errno the program and the report must show
+	out   string                  // regexp for the result line (default "errno=<errno>")
+	match func(w *world, e event) bool
+	// killed: the tree must be killed (status 128+SIGSYS or 128+SIGKILL)
+	// instead of getting an errno.
+	killed bool
+	// skip returns a reason to skip on this machine ("" to run).
+	skip func(w *world) string
+	// bareCannot returns a reason why the bare run cannot escape here
+	// (given its result line), or "".
+	bareCannot func(res string) string
+}
+
+func (c escapeCase) argv(args []string) []string {
+	switch c.prog[0] {
+	case "py":
+		return append([]string{python, pyScript("escape.py"), c.prog[1]}, args...)
+	case "c":
+		return append([]string{escapeBin, c.prog[1]}, args...)
+	}
+	panic("unknown program kind " + c.prog[0])
+}
+
+// matchers
+func byPath(w *world, e event) bool    { return e.hasResolved(w.victim) }
+func bySyscall(w *world, e event) bool { return e.Syscall == w.sysname }
+func byPid(w *world, e event) bool     { return e.TargetPid != nil && *e.TargetPid == w.pid }
+func byPort(w *world, e event) bool    { return e.Port == w.port && e.Address == "127.0.0.1" }
+func byProgram(w *world, e event) bool {
+	for _, p := range e.Paths {
+		if p.Resolved == w.program {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	writeKinds  = []string{"write", "create"} // O_CREAT on an existing file: either is fair
+	createKinds = []string{"create", "write"}
+	isRoot      = os.Geteuid() == 0
+)
+
+// cannotWhen makes a bareCannot for results that mean "this kernel or this
+// user cannot do it at all".
+func cannotWhen(errnos ...string) func(string) string {
+	return func(res string) string {
+		for _, e := range errnos {
+			if res == "errno="+e {
+				return "bare run gets " + e + " on this machine"
+			}
+		}
+		return ""
+	}
+}
+
+func needRoot(w *world) string {
+	if !isRoot {
+		return "needs root to escape even bare (chown to another user / mount)"
+	}
+	return ""
+}
+
+// xattrSkip skips when the host file system has no user xattrs.
+func xattrSkip(w *world) string {
+	if err := unix.Setxattr(w.p("f"), "user.tracecell-probe", []byte("1"), 0); err != nil {
+		return fmt.Sprintf("host fs has no user xattrs: %v", err)
+	}
+	if err := unix.Removexattr(w.p("f"), "user.tracecell-probe"); err != nil {
+		w.t.Fatalf("remove probe xattr: %v", err)
+	}
+	return ""
+}
+
+func flagsSkip(w *world) string {
+	if flagsOf(w.p("f")) == "" {
+		return "host fs has no inode flags (FS_IOC_GETFLAGS)"
+	}
+	return ""
+}
+
+// ioUringProbe runs the io_uring case bare once: a kernel without io_uring
+// (4.18, RHEL 8, or the 4.18 surface) or with it disabled cannot be escaped
+// through it, and the case is skipped there.
+var ioUringProbe = sync.OnceValue(func() string {
+	d, err := os.MkdirTemp("", "tracecell-uring-probe-")
+	if err != nil {
+		return "probe: " + err.Error()
+	}
+	defer os.RemoveAll(d)
+	out, _ := exec.Command(escapeBin, "io_uring", filepath.Join(d, "probe")).Output()
+	return resultOf(string(out))
+})
+
+// startSleep starts an outside process (not in the traced tree).
+func startSleep(w *world) *exec.Cmd {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		w.t.Fatalf("start sleep: %v", err)
+	}
+	w.t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	w.pid = cmd.Process.Pid
+	w.needle = "pid " + strconv.Itoa(w.pid)
+	return cmd
+}
+
+// startVictim starts the escape program's victim mode: a process holding a
+// buffer "INTACT" at a printed address. escaped asks it for the buffer.
+func startVictim(w *world) (pid int, addr string) {
+	cmd := exec.Command(escapeBin, "victim")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		w.t.Fatalf("start victim: %v", err)
+	}
+	w.t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	rd := bufio.NewReader(stdout)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		w.t.Fatalf("victim: %v", err)
+	}
+	if _, err := fmt.Sscanf(line, "pid=%d addr=%s", &pid, &addr); err != nil {
+		w.t.Fatalf("victim said %q: %v", line, err)
+	}
+	w.pid = pid
+	w.escaped = func(result) (bool, string) {
+		if _, err := io.WriteString(stdin, "\n"); err != nil {
+			return true, fmt.Sprintf("victim is gone: %v", err)
+		}
+		got := make(chan string, 1)
+		go func() {
+			l, _ := rd.ReadString('\n')
+			got <- strings.TrimSpace(l)
+		}()
+		select {
+		case l := <-got:
+			return l != "buf=INTACT", "victim buffer: " + l
+		case <-time.After(10 * time.Second):
+			return true, "victim did not answer (stopped or traced?), state " + procState(pid)
+		}
+	}
+	return pid, addr
+}
+
+func userns(w *world) []string {
+	w.escaped = func(r result) (bool, string) {
+		return strings.Contains(r.stdout, "userns-changed=yes"), "stdout: " + strings.TrimSpace(r.stdout)
+	}
+	return nil
+}
+
+func escapeCases() []escapeCase {
+	return []escapeCase{
+		// ---- Python file API on an outside path ----
+		{name: "py-open-w", prog: []string{"py", "open-w"}, kinds: writeKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-open-a", prog: []string{"py", "open-a"}, kinds: writeKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-open-x", prog: []string{"py", "open-x"}, kinds: createKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("new"); return []string{w.victim} }},
+		{name: "py-remove", prog: []string{"py", "remove"}, kinds: []string{"delete"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-rename-sandbox-to-outside", prog: []string{"py", "rename"}, kinds: []string{"rename"}, errno: "EACCES",
+			setup: func(w *world) []string {
+				writeFile(w.t, w.s("mine"), "mine\n", 0o644)
+				w.victim = w.p("moved-in")
+				return []string{w.s("mine"), w.victim}
+			}},
+		{name: "py-rename-outside-to-sandbox", prog: []string{"py", "rename"}, kinds: []string{"rename"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim, w.s("stolen")} }},
+		{name: "py-replace-outside-file", prog: []string{"py", "replace"}, kinds: []string{"rename"}, errno: "EACCES",
+			setup: func(w *world) []string {
+				writeFile(w.t, w.s("mine"), "mine\n", 0o644)
+				w.victim = w.p("f")
+				return []string{w.s("mine"), w.victim}
+			}},
+		{name: "c-rename-exchange", prog: []string{"c", "exchange"}, kinds: []string{"rename"}, errno: "EACCES",
+			setup: func(w *world) []string {
+				writeFile(w.t, w.s("mine"), "mine\n", 0o644)
+				w.victim = w.p("f")
+				return []string{w.s("mine"), w.victim}
+			}},
+		{name: "py-hardlink-outside-into-sandbox", prog: []string{"py", "link"}, kinds: []string{"link"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim, w.s("hl")} }},
+		{name: "py-symlink-in-sandbox-write-through", prog: []string{"py", "symlink-write"}, kinds: writeKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.s("lnk"), w.victim} }},
+		{name: "py-creat-through-dangling-symlink", prog: []string{"py", "dangling-creat"}, kinds: createKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("made-by-link"); return []string{w.s("dangling"), w.victim} }},
+		{name: "py-dotdot-from-cwd", prog: []string{"py", "relative"}, kinds: writeKinds, errno: "EACCES",
+			setup: func(w *world) []string {
+				w.victim = w.p("f")
+				rel, err := filepath.Rel(w.sbx, w.victim)
+				if err != nil || !strings.HasPrefix(rel, "..") {
+					w.t.Fatalf("relative path from %s to %s: %q %v", w.sbx, w.victim, rel, err)
+				}
+				return []string{rel}
+			}},
+		{name: "py-chdir-outside-relative-write", prog: []string{"py", "chdir-write"}, kinds: createKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("cw"); return []string{w.host, "cw"} }},
+		{name: "py-proc-self-root", prog: []string{"py", "proc-root"}, kinds: writeKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-proc-thread-self-cwd", prog: []string{"py", "thread-self-cwd"}, kinds: createKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("tsc"); return []string{w.host, "tsc"} }},
+		{name: "py-chmod", prog: []string{"py", "chmod"}, kinds: []string{"chmod"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-chown", prog: []string{"py", "chown"}, kinds: []string{"chown"}, errno: "EACCES", skip: needRoot,
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-utime", prog: []string{"py", "utime"}, kinds: []string{"write"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-truncate", prog: []string{"py", "truncate"}, kinds: []string{"write"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-setxattr", prog: []string{"py", "setxattr"}, kinds: []string{"xattr"}, errno: "EACCES", skip: xattrSkip,
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-mkdir", prog: []string{"py", "mkdir"}, kinds: []string{"create"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("newdir"); return []string{w.victim} }},
+		{name: "py-rmdir", prog: []string{"py", "rmdir"}, kinds: []string{"delete"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("emptydir"); return []string{w.victim} }},
+		{name: "py-mkfifo", prog: []string{"py", "mkfifo"}, kinds: []string{"create"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("fifo"); return []string{w.victim} }},
+		{name: "py-symlink-outside", prog: []string{"py", "symlink"}, kinds: []string{"create"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("sl"); return []string{w.victim} }},
+		{name: "py-ctypes-libc-open", prog: []string{"py", "ctypes-open"}, kinds: writeKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-ctypes-raw-syscall", prog: []string{"py", "ctypes-syscall"}, kinds: createKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("ct"); return []string{w.victim} }},
+
+		// ---- C: below libc, fds, odd flags ----
+		{name: "c-rdonly-otrunc", prog: []string{"c", "otrunc"}, kinds: []string{"write"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "c-fchmod-readonly-fd", prog: []string{"c", "fchmod"}, kinds: []string{"chmod"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "c-fchown-readonly-fd", prog: []string{"c", "fchown"}, kinds: []string{"chown"}, errno: "EACCES", skip: needRoot,
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "c-fsetxattr-readonly-fd", prog: []string{"c", "fsetxattr"}, kinds: []string{"xattr"}, errno: "EACCES", skip: xattrSkip,
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "c-utimensat-null-readonly-fd", prog: []string{"c", "futimens"}, kinds: []string{"write"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "c-fs-ioc-setflags-readonly-fd", prog: []string{"c", "setflags"}, kinds: []string{"chmod"}, errno: "EACCES", skip: flagsSkip,
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "c-o-tmpfile-outside-dir", prog: []string{"c", "tmpfile"}, kinds: createKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("sub"); return []string{w.victim, "named"} }},
+		{name: "c-raw-syscall-openat", prog: []string{"c", "syscall"}, kinds: createKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("raw"); return []string{w.victim} }},
+		{name: "c-openat-outside-dirfd", prog: []string{"c", "openat"}, kinds: createKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("sub/oa"); return []string{w.p("sub"), "oa"} }},
+		{name: "c-proc-self-fd-dir-path", prog: []string{"c", "procfd"}, kinds: createKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("sub/pf"); return []string{w.p("sub"), "pf"} }},
+		{name: "c-reopen-readonly-fd-for-write", prog: []string{"c", "reopen"}, kinds: []string{"write"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "c-vfork-child-write", prog: []string{"c", "vfork"}, kinds: []string{"write"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "c-int80-32bit-open", prog: []string{"c", "int80"}, killed: true,
+			skip: func(w *world) string {
+				if !isAMD64() {
+					return "int 0x80 exists only on x86_64"
+				}
+				return ""
+			},
+			bareCannot: cannotWhen("ENOSYS"),
+			setup:      func(w *world) []string { w.victim = w.p("i80"); return []string{w.victim} }},
+		{name: "c-x32-abi-open", prog: []string{"c", "x32"}, killed: true,
+			skip: func(w *world) string {
+				if !isAMD64() {
+					return "x32 exists only on x86_64"
+				}
+				return ""
+			},
+			// Most kernels are built without CONFIG_X86_X32_ABI: bare gets ENOSYS.
+			bareCannot: cannotWhen("ENOSYS"),
+			setup:      func(w *world) []string { w.victim = w.p("x32"); return []string{w.victim} }},
+
+		// ---- other processes and threads of the tree ----
+		{name: "py-fork-child-write", prog: []string{"py", "fork-write"}, kinds: writeKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-thread-write", prog: []string{"py", "thread-write"}, kinds: writeKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-multiprocessing-child-write", prog: []string{"py", "multiprocessing-write"}, kinds: writeKinds, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("f"); return []string{w.victim} }},
+		{name: "py-subprocess-touch", prog: []string{"py", "subprocess-touch"}, kinds: []string{"exec"}, errno: "EACCES", match: byProgram,
+			setup: func(w *world) []string {
+				w.program = mustReal(w.t, "/usr/bin/touch")
+				w.needle = w.program
+				return []string{w.p("touched")}
+			}},
+		{name: "py-os-system", prog: []string{"py", "os-system"}, kinds: []string{"exec"}, errno: "EACCES", match: byProgram,
+			out: `status=127`,
+			setup: func(w *world) []string {
+				w.program = mustReal(w.t, "/bin/sh")
+				w.needle = w.program
+				return []string{w.p("touched")}
+			}},
+		{name: "py-os-execv", prog: []string{"py", "os-execv"}, kinds: []string{"exec"}, errno: "EACCES", match: byProgram,
+			setup: func(w *world) []string {
+				w.program = mustReal(w.t, "/usr/bin/touch")
+				w.needle = w.program
+				return []string{w.p("touched")}
+			}},
+
+		// ---- processes outside the tree ----
+		{name: "py-proc-pid-oom-score-adj", prog: []string{"py", "oom-score-adj"}, kinds: []string{"write"}, errno: "EACCES",
+			setup: func(w *world) []string {
+				startSleep(w)
+				w.victim = fmt.Sprintf("/proc/%d/oom_score_adj", w.pid)
+				w.needle = w.victim
+				before := readTrim(w.victim)
+				w.escaped = func(result) (bool, string) {
+					now := readTrim(w.victim)
+					return now != before, "oom_score_adj " + before + " -> " + now
+				}
+				return []string{strconv.Itoa(w.pid)}
+			}},
+		{name: "c-proc-pid-mem-write", prog: []string{"c", "procmem"}, kinds: []string{"write", "process"}, errno: "EACCES",
+			setup: func(w *world) []string {
+				pid, addr := startVictim(w)
+				w.victim = fmt.Sprintf("/proc/%d/mem", pid)
+				w.needle = w.victim
+				return []string{strconv.Itoa(pid), addr}
+			}},
+		{name: "c-ptrace-attach", prog: []string{"c", "ptrace"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
+			setup: func(w *world) []string {
+				pid, addr := startVictim(w)
+				w.sysname, w.needle = "ptrace", "ptrace("
+				return []string{strconv.Itoa(pid), addr}
+			}},
+		{name: "c-process-vm-writev", prog: []string{"c", "vmwrite"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
+			setup: func(w *world) []string {
+				pid, addr := startVictim(w)
+				w.sysname, w.needle = "process_vm_writev", "process_vm_writev("
+				return []string{strconv.Itoa(pid), addr}
+			}},
+		{name: "py-kill-outside", prog: []string{"py", "kill"}, kinds: []string{"signal"}, errno: "EPERM", match: byPid,
+			setup: func(w *world) []string { sleepGone(w, startSleep(w)); return []string{strconv.Itoa(w.pid)} }},
+		{name: "c-kill-outside", prog: []string{"c", "kill"}, kinds: []string{"signal"}, errno: "EPERM", match: byPid,
+			setup: func(w *world) []string { sleepGone(w, startSleep(w)); return []string{strconv.Itoa(w.pid)} }},
+		{name: "c-tgkill-outside", prog: []string{"c", "tgkill"}, kinds: []string{"signal"}, errno: "EPERM", match: byPid,
+			setup: func(w *world) []string { sleepGone(w, startSleep(w)); return []string{strconv.Itoa(w.pid)} }},
+		{name: "py-setpriority-outside", prog: []string{"py", "setpriority"}, kinds: []string{"process"}, errno: "EPERM", match: byPid,
+			setup: func(w *world) []string {
+				startSleep(w)
+				before := procStatField(w.pid, 19)
+				w.escaped = func(result) (bool, string) {
+					now := procStatField(w.pid, 19)
+					return now != before, "nice " + before + " -> " + now
+				}
+				return []string{strconv.Itoa(w.pid)}
+			}},
+		{name: "py-prlimit-outside", prog: []string{"py", "prlimit"}, kinds: []string{"process"}, errno: "EPERM", match: byPid,
+			setup: func(w *world) []string {
+				startSleep(w)
+				lim := fmt.Sprintf("/proc/%d/limits", w.pid)
+				before := readTrim(lim)
+				w.escaped = func(result) (bool, string) {
+					now := readTrim(lim)
+					return now != before, "limits changed: " + strconv.FormatBool(now != before)
+				}
+				return []string{strconv.Itoa(w.pid)}
+			}},
+		{name: "c-prlimit-outside", prog: []string{"c", "prlimit"}, kinds: []string{"process"}, errno: "EPERM", match: byPid,
+			setup: func(w *world) []string {
+				startSleep(w)
+				lim := fmt.Sprintf("/proc/%d/limits", w.pid)
+				before := readTrim(lim)
+				w.escaped = func(result) (bool, string) {
+					now := readTrim(lim)
+					return now != before, "limits changed: " + strconv.FormatBool(now != before)
+				}
+				return []string{strconv.Itoa(w.pid)}
+			}},
+
+		// ---- network ----
+		{name: "py-tcp-connect-loopback", prog: []string{"py", "tcp-connect"}, kinds: []string{"connect"}, errno: "EACCES", match: byPort,
+			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(tcpListener(w))} }},
+		{name: "py-udp-sendto-loopback", prog: []string{"py", "udp-sendto"}, kinds: []string{"connect"}, errno: "EACCES", match: byPort,
+			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(udpListener(w))} }},
+		{name: "py-unix-connect-host-socket", prog: []string{"py", "unix-connect"}, kinds: []string{"connect"}, errno: "EACCES",
+			setup: func(w *world) []string {
+				w.victim = w.p("daemon.sock")
+				unixListener(w, w.victim)
+				return []string{w.victim}
+			}},
+		{name: "py-unix-connect-abstract", prog: []string{"py", "unix-connect"}, kinds: []string{"connect"}, errno: "EACCES",
+			match: func(w *world, e event) bool {
+				return e.Family == "unix" && e.Abstract && strings.Contains(e.Address+fmt.Sprint(e.Paths), w.needle)
+			},
+			setup: func(w *world) []string {
+				name := fmt.Sprintf("tracecell-it-%d-%d", os.Getpid(), time.Now().UnixNano())
+				unixListener(w, "@"+name)
+				w.needle = name
+				return []string{"@" + name}
+			}},
+		{name: "py-unix-bind-outside", prog: []string{"py", "unix-bind"}, kinds: []string{"bind", "create"}, errno: "EACCES",
+			setup: func(w *world) []string { w.victim = w.p("bound.sock"); return []string{w.victim} }},
+
+		// ---- forbidden system calls ----
+		{name: "c-io-uring-setup", prog: []string{"c", "io_uring"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
+			skip: func(w *world) string {
+				if r := ioUringProbe(); r != "ok" {
+					return "io_uring unavailable bare (" + r + "): nothing to escape through"
+				}
+				return ""
+			},
+			setup: func(w *world) []string {
+				w.sysname, w.needle = "io_uring_setup", "io_uring_setup("
+				return []string{w.p("uring")}
+			}},
+		{name: "c-unshare-newuser", prog: []string{"c", "unshare"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
+			bareCannot: cannotWhen("EPERM", "EINVAL", "ENOSPC"),
+			setup: func(w *world) []string {
+				w.sysname, w.needle = "unshare", "unshare("
+				return userns(w)
+			}},
+		{name: "c-raw-clone-newuser", prog: []string{"c", "clone-newuser"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
+			bareCannot: cannotWhen("EPERM", "EINVAL", "ENOSPC"),
+			setup: func(w *world) []string {
+				w.sysname, w.needle = "clone", "clone("
+				return userns(w)
+			}},
+		{name: "c-mount-tmpfs", prog: []string{"c", "mount"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall, skip: needRoot,
+			setup: func(w *world) []string {
+				w.sysname, w.needle = "mount", "mount("
+				target := w.p("emptydir")
+				w.t.Cleanup(func() {
+					if mounted(target) {
+						if err := unix.Unmount(target, unix.MNT_DETACH); err != nil {
+							w.t.Errorf("unmount escaped mount %s: %v", target, err)
+						}
+					}
+				})
+				w.escaped = func(result) (bool, string) {
+					return mounted(target), "mounted: " + strconv.FormatBool(mounted(target))
+				}
+				return []string{target}
+			}},
+
+		// ---- /dev/shm: create-only scratch ----
+		{name: "py-dev-shm-delete-foreign", prog: []string{"py", "remove"}, kinds: []string{"delete"}, errno: "EACCES",
+			skip: func(w *world) string {
+				if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
+					return "no /dev/shm"
+				}
+				return ""
+			},
+			setup: func(w *world) []string {
+				w.victim = fmt.Sprintf("/dev/shm/tracecell-it-%d-%d", os.Getpid(), time.Now().UnixNano())
+				writeFile(w.t, w.victim, "not yours\n", 0o644)
+				w.t.Cleanup(func() { os.Remove(w.victim) })
+				w.escaped = func(result) (bool, string) {
+					_, err := os.Stat(w.victim)
+					return err != nil, fmt.Sprintf("stat after: %v", err)
+				}
+				return []string{w.victim}
+			}},
+	}
+}
+
+// sleepGone makes escaped report whether the outside sleep was killed.
+// kill(2) returns before the target has died, so give it a moment.
+func sleepGone(w *world, cmd *exec.Cmd) {
+	w.escaped = func(result) (bool, string) {
+		deadline := time.Now().Add(time.Second)
+		for {
+			st := procState(cmd.Process.Pid)
+			if st == "" || st == "Z" || time.Now().After(deadline) {
+				return st == "" || st == "Z", "state " + strconv.Quote(st)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+func tcpListener(w *world) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		w.t.Fatalf("listen tcp: %v", err)
+	}
+	w.t.Cleanup(func() { l.Close() })
+	w.port = l.Addr().(*net.TCPAddr).Port
+	w.needle = "port " + strconv.Itoa(w.port)
+	w.escaped = func(result) (bool, string) { return accepted(l.(*net.TCPListener)) }
+	return w.port
+}
+
+func udpListener(w *world) int {
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		w.t.Fatalf("listen udp: %v", err)
+	}
+	w.t.Cleanup(func() { c.Close() })
+	w.port = c.LocalAddr().(*net.UDPAddr).Port
+	w.needle = "port " + strconv.Itoa(w.port)
+	w.escaped = func(result) (bool, string) {
+		// sendto to a local socket queues the datagram before it returns,
+		// so it is there by now if it was sent at all.
+		c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		buf := make([]byte, 64)
+		n, _, err := c.ReadFrom(buf)
+		if err != nil {
+			return false, "no datagram: " + err.Error()
+		}
+		return true, fmt.Sprintf("datagram %q", buf[:n])
+	}
+	return w.port
+}
+
+func unixListener(w *world, addr string) {
+	l, err := net.Listen("unix", addr)
+	if err != nil {
+		w.t.Fatalf("listen unix %s: %v", addr, err)
+	}
+	w.t.Cleanup(func() { l.Close() })
+	w.escaped = func(result) (bool, string) { return accepted(l.(*net.UnixListener)) }
+}
+
+// accepted reports whether a connection is waiting: the kernel completes a
+// local connect before connect(2) returns, so a connection made during the
+// run is in the backlog now.
+func accepted(l interface {
+	SetDeadline(time.Time) error
+	Accept() (net.Conn, error)
+}) (bool, string) {
+	l.SetDeadline(time.Now().Add(300 * time.Millisecond))
+	c, err := l.Accept()
+	if err != nil {
+		return false, "no connection: " + err.Error()
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(time.Second))
+	b, _ := io.ReadAll(c)
+	return true, fmt.Sprintf("connection received %q", b)
+}
+
+// mounted reports whether dir is a mount point in our mount namespace.
+func mounted(dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 && f[4] == dir {
+			return true
+		}
+	}
+	return false
+}
+
+func mustReal(t *testing.T, p string) string {
+	t.Helper()
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		t.Skipf("%s: %v", p, err)
+	}
+	return r
+}
+
+func isAMD64() bool {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return false
+	}
+	return strings.HasPrefix(string(u.Machine[:]), "x86_64")
+}
+
+// prepare builds the world of case c; it skips the test if the case cannot
+// run on this machine.
+func prepare(t *testing.T, c escapeCase) (*world, []string) {
+	w := &world{t: t, sbx: realDir(t), host: realDir(t)}
+	w.populate()
+	if c.skip != nil {
+		if why := c.skip(w); why != "" {
+			t.Skip(why)
+		}
+	}
+	args := c.setup(w)
+	if w.needle == "" {
+		w.needle = w.victim
+	}
+	return w, args
+}
+
+// groundTruth says whether the case escaped: the host directory changed,
+// or the case's own check (process, listener, mount) says so.
+func groundTruth(w *world, before map[string]entry, r result) (bool, []string) {
+	d := diffSnap(before, snapshot(w.t, w.host))
+	escaped := len(d) > 0
+	if w.escaped != nil {
+		e, why := w.escaped(r)
+		if e {
+			escaped = true
+		}
+		d = append(d, why)
+	}
+	return escaped, d
+}
+
+// TestEscapes runs every way out under tracecell and checks that the outside
+// world is untouched and that the report and the notice name the target.
+func TestEscapes(t *testing.T) {
+	cases := escapeCases()
+	if len(cases) < 45 {
+		t.Fatalf("only %d escape cases", len(cases))
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w, args := prepare(t, c)
+			before := snapshot(t, w.host)
+			env := runEnv(t, w.sbx)
+			r := runTraced(t, w.sbx, env, nil, c.argv(args)...)
+			escaped, detail := groundTruth(w, before, r)
+			if escaped {
+				t.Errorf("ESCAPED: the outside world changed: %s\nstdout:\n%s", strings.Join(detail, "; "), r.stdout)
+			}
+			checkOutcome(t, w, c, r)
+		})
+	}
+}
+
+// checkOutcome checks the program's view, the exit status, the report and
+// the notice of a traced escape attempt.
+func checkOutcome(t *testing.T, w *world, c escapeCase, r result) {
+	t.Helper()
+	rep := r.report
+	if c.killed {
+		if r.status != 128+int(syscall.SIGSYS) && r.status != 128+int(syscall.SIGKILL) {
+			t.Errorf("status %d, want the tree killed (%d SIGSYS or %d SIGKILL); result %q\nstderr:\n%s",
+				r.status, 128+int(syscall.SIGSYS), 128+int(syscall.SIGKILL), resultOf(r.stdout), r.stderr)
+		}
+		if rep.Exit.Signal == "" || rep.Exit.Status != r.status {
+			t.Errorf("report exit %+v, want a signal and status %d", rep.Exit, r.status)
+		}
+		return
+	}
+	want := c.out
+	if want == "" {
+		want = "^errno=" + c.errno + "$"
+	}
+	if res := resultOf(r.stdout); !regexp.MustCompile(want).MatchString(res) {
+		t.Errorf("program saw %q, want %q\nstdout:\n%s\nstderr:\n%s", res, want, r.stdout, r.stderr)
+	}
+	if r.status != 0 || rep.Exit.Status != 0 {
+		t.Errorf("status %d (report %+v), want 0: the program continues after a denial\nstderr:\n%s", r.status, rep.Exit, r.stderr)
+	}
+	if rep.Error != "" {
+		t.Errorf("report error: %s", rep.Error)
+	}
+	match := c.match
+	if match == nil {
+		match = byPath
+	}
+	found := false
+	for _, e := range rep.Denials {
+		if e.Decision == "deny" && contains(c.kinds, e.Kind) && e.Errno == c.errno && match(w, e) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		t.Errorf("no denial with kind in %v, errno %s naming %s in the report; denials:\n%s",
+			c.kinds, c.errno, w.describeTarget(), rep.denialList())
+	}
+	if rep.Counts.Denied < 1 {
+		t.Errorf("counts.denied = %d, want >= 1", rep.Counts.Denied)
+	}
+	ok := false
+	for _, l := range noticeLines(r.stderr) {
+		if strings.HasPrefix(l, "tracecell: blocked ") && strings.Contains(l, w.needle) {
+			ok = true
+		}
+	}
+	if !ok {
+		t.Errorf("no stderr notice mentioning %q; stderr:\n%s", w.needle, r.stderr)
+	}
+}
+
+func (w *world) describeTarget() string {
+	switch {
+	case w.program != "":
+		return "program " + w.program
+	case w.victim != "":
+		return "path " + w.victim
+	case w.sysname != "":
+		return "syscall " + w.sysname
+	case w.port != 0:
+		return "127.0.0.1 port " + strconv.Itoa(w.port)
+	case w.pid != 0:
+		return "pid " + strconv.Itoa(w.pid)
+	}
+	return w.needle
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEscapesBare runs every case without tracecell and checks that it
+// really escapes: this proves each program works and that each ground-truth
+// check can fail.
+func TestEscapesBare(t *testing.T) {
+	for _, c := range escapeCases() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			w, args := prepare(t, c)
+			before := snapshot(t, w.host)
+			r := runBare(t, w.sbx, runEnv(t, w.sbx), c.argv(args)...)
+			res := resultOf(r.stdout)
+			escaped, detail := groundTruth(w, before, r)
+			if escaped {
+				return
+			}
+			if c.bareCannot != nil {
+				if why := c.bareCannot(res); why != "" {
+					t.Skip(why)
+				}
+			}
+			t.Errorf("bare run did not escape (result %q, status %d): %s\nstdout:\n%s\nstderr:\n%s",
+				res, r.status, strings.Join(detail, "; "), r.stdout, r.stderr)
+		})
+	}
+}

@@ -1,0 +1,555 @@
+// Package integration runs the tracecell binary against real programs and
+// checks the outside world, not only what tracecell says about it.
+//
+//	go test ./integration/ -v
+//
+// Environment:
+//
+//	TRACECELL_BIN        tracecell binary to test (default: built from ../cmd/tracecell)
+//	TRACECELL_PYTHON     Python interpreter (default /usr/bin/python3, Debian's, with numpy/pandas/matplotlib)
+//	TRACECELL_SURFACE418 set to 1 when the suite runs under testdata/surface418
+//	                     (every syscall newer than Linux 4.18 fails with ENOSYS)
+//
+// The C escape programs are compiled with gcc at start-up.
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+var (
+	tcBin     string // tracecell under test
+	escapeBin string // testdata/escapes/escape.c, compiled
+	python    string // interpreter for testdata/py and testdata/compat
+	repoRoot  string // the module root (parent of integration/)
+)
+
+// runTimeout bounds every single run: a hung tracer fails its test instead
+// of the whole suite.
+const runTimeout = 90 * time.Second
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	wd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: getwd: %v\n", err)
+		return 1
+	}
+	repoRoot = filepath.Dir(wd)
+	tmp, err := os.MkdirTemp("", "tracecell-integration-")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: temp dir: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+
+	tcBin = os.Getenv("TRACECELL_BIN")
+	if tcBin == "" {
+		tcBin = filepath.Join(tmp, "tracecell")
+		cmd := exec.Command("go", "build", "-o", tcBin, "./cmd/tracecell")
+		cmd.Dir = repoRoot
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: go build ./cmd/tracecell: %v\n%s", err, out)
+			return 1
+		}
+	} else if tcBin, err = filepath.Abs(tcBin); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: TRACECELL_BIN: %v\n", err)
+		return 1
+	}
+
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: gcc is required to build testdata/escapes (make test installs it): %v\n", err)
+		return 1
+	}
+	escapeBin = filepath.Join(tmp, "escape")
+	src := filepath.Join(repoRoot, "testdata", "escapes", "escape.c")
+	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", escapeBin, src).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: gcc %s: %v\n%s", src, err, out)
+		return 1
+	}
+
+	python = os.Getenv("TRACECELL_PYTHON")
+	if python == "" {
+		python = "/usr/bin/python3"
+	}
+	if _, err := os.Stat(python); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: python interpreter: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// pyScript is the path of a script under testdata/py.
+func pyScript(name string) string { return filepath.Join(repoRoot, "testdata", "py", name) }
+
+// realDir makes a fresh temp dir and returns it with symlinks expanded, the
+// form the report's resolved paths use.
+func realDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatalf("resolve temp dir: %v", err)
+	}
+	return d
+}
+
+// runEnv is the environment of both the bare and the traced run: everything
+// a program may write to by default points inside the sandbox, and Python
+// writes no bytecode next to the system's modules.
+func runEnv(t *testing.T, sbx string) []string {
+	t.Helper()
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin",
+		"LANG=C.UTF-8",
+		"PYTHONDONTWRITEBYTECODE=1",
+		"PYTHONHASHSEED=0",
+		"HOME=" + sbx,
+	}
+	for _, kv := range [][2]string{{"TMPDIR", ".tmp"}, {"XDG_CACHE_HOME", ".cache"}, {"XDG_CONFIG_HOME", ".config"}, {"MPLCONFIGDIR", ".mpl"}} {
+		d := filepath.Join(sbx, kv[1])
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatalf("create %s: %v", d, err)
+		}
+		env = append(env, kv[0]+"="+d)
+	}
+	return env
+}
+
+// result of one run, bare or traced.
+type result struct {
+	status int // exit status: code, or 128+signal
+	stdout string
+	stderr string
+	report *reportDoc // nil for bare runs
+	wall   time.Duration
+}
+
+// runBare runs argv in dir with env, without tracecell.
+func runBare(t *testing.T, dir string, env []string, argv ...string) result {
+	t.Helper()
+	return execute(t, dir, env, argv)
+}
+
+// runTraced runs argv under tracecell with sbx as the only writable root and
+// the given extra flags; the report is read back.
+func runTraced(t *testing.T, sbx string, env []string, flags []string, argv ...string) result {
+	t.Helper()
+	rp := filepath.Join(t.TempDir(), "report.json")
+	args := []string{"run", "--write", sbx, "--report", rp}
+	for _, kv := range env {
+		args = append(args, "--env", kv)
+	}
+	args = append(args, flags...)
+	args = append(args, "--")
+	args = append(args, argv...)
+	r := execute(t, "", os.Environ(), append([]string{tcBin}, args...))
+	b, err := os.ReadFile(rp)
+	if err != nil {
+		t.Fatalf("tracecell wrote no report (status %d): %v\nstderr:\n%s", r.status, err, r.stderr)
+	}
+	r.report = &reportDoc{}
+	if err := json.Unmarshal(b, r.report); err != nil {
+		t.Fatalf("decode report %s: %v\n%s", rp, err, b)
+	}
+	return r
+}
+
+func execute(t *testing.T, dir string, env []string, argv []string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = env
+	var so, se bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &so, &se
+	cmd.WaitDelay = 5 * time.Second
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: so.String(), stderr: se.String(), wall: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		ws := ee.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			r.status = 128 + int(ws.Signal())
+		} else {
+			r.status = ws.ExitStatus()
+		}
+	default:
+		t.Fatalf("run %q: %v\nstderr:\n%s", argv, err, r.stderr)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("run %q: still running after %v\nstdout:\n%s\nstderr:\n%s", argv, runTimeout, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// reportDoc and event mirror the report JSON contract. They are defined here
+// rather than imported so the suite tests the format, not the Go types.
+type reportDoc struct {
+	Version int      `json:"version"`
+	Command []string `json:"command"`
+	Cwd     string   `json:"cwd"`
+	Sandbox string   `json:"sandbox"`
+	Exit    struct {
+		Code     int    `json:"code"`
+		Signal   string `json:"signal"`
+		TimedOut bool   `json:"timed_out"`
+		Status   int    `json:"status"`
+	} `json:"exit"`
+	Counts struct {
+		Processes    int `json:"processes"`
+		Threads      int `json:"threads"`
+		Execs        int `json:"execs"`
+		Checked      int `json:"checked"`
+		Allowed      int `json:"allowed"`
+		Denied       int `json:"denied"`
+		KilledAtExit int `json:"killed_at_exit"`
+	} `json:"counts"`
+	Denials     []event  `json:"denials"`
+	ScratchLeft []string `json:"scratch_left"`
+	Error       string   `json:"error"`
+}
+
+type event struct {
+	Decision     string   `json:"decision"`
+	Pid          int      `json:"pid"`
+	Tid          int      `json:"tid"`
+	Exe          string   `json:"exe"`
+	Argv         []string `json:"argv"`
+	Program      string   `json:"program"`
+	Syscall      string   `json:"syscall"`
+	ABI          string   `json:"abi"`
+	Nr           int      `json:"nr"`
+	Flags        string   `json:"flags"`
+	Kind         string   `json:"kind"`
+	Paths        []path   `json:"paths"`
+	Family       string   `json:"family"`
+	Address      string   `json:"address"`
+	Port         int      `json:"port"`
+	Abstract     bool     `json:"abstract"`
+	TargetPid    *int     `json:"target_pid"`
+	TargetInTree bool     `json:"target_in_tree"`
+	Rule         string   `json:"rule"`
+	Reason       string   `json:"reason"`
+	Errno        string   `json:"errno"`
+}
+
+type path struct {
+	Role     string `json:"role"`
+	Given    string `json:"given"`
+	Dirfd    *int   `json:"dirfd"`
+	Base     string `json:"relative_to"`
+	Resolved string `json:"resolved"`
+	Exists   bool   `json:"exists"`
+	Special  string `json:"special"`
+}
+
+func (e event) String() string {
+	var ps []string
+	for _, p := range e.Paths {
+		ps = append(ps, fmt.Sprintf("%s:%q->%q", p.Role, p.Given, p.Resolved))
+	}
+	tp := ""
+	if e.TargetPid != nil {
+		tp = fmt.Sprintf(" target_pid=%d", *e.TargetPid)
+	}
+	return fmt.Sprintf("{%s %s %s(%s) paths=[%s] net=%s/%s:%d abstract=%v%s errno=%s prog=%s reason=%q}",
+		e.Decision, e.Kind, e.Syscall, e.Flags, strings.Join(ps, " "), e.Family, e.Address, e.Port, e.Abstract, tp, e.Errno, e.Program, e.Reason)
+}
+
+func (r *reportDoc) denialList() string {
+	if len(r.Denials) == 0 {
+		return "  (no denials)"
+	}
+	var b strings.Builder
+	for _, e := range r.Denials {
+		b.WriteString("  " + e.String() + "\n")
+	}
+	return b.String()
+}
+
+// hasResolved reports whether one of the event's paths resolved to p.
+func (e event) hasResolved(p string) bool {
+	for _, x := range e.Paths {
+		if x.Resolved == p {
+			return true
+		}
+	}
+	return false
+}
+
+// noticeLines are tracecell's one-line notices on stderr.
+func noticeLines(stderr string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(stderr))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, "tracecell: blocked ") || strings.HasPrefix(l, "tracecell: would block ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// resultLine finds the "result: ..." line the escape programs print.
+var resultRE = regexp.MustCompile(`(?m)^result: (.*)$`)
+
+func resultOf(stdout string) string {
+	m := resultRE.FindStringSubmatch(stdout)
+	if m == nil {
+		return "(no result line)"
+	}
+	return m[1]
+}
+
+// entry is what the ground truth checks of one file system entry: anything
+// a write, chmod, chown, utime, xattr, link or flags change would alter.
+// atime is left out: reading is allowed.
+type entry struct {
+	Mode   fs.FileMode
+	UID    uint32
+	GID    uint32
+	Size   int64
+	Nlink  uint64
+	Mtime  int64
+	Ctime  int64
+	SHA    string
+	Link   string
+	Xattrs string
+	Flags  string
+}
+
+// snapshot walks root (root included, as ".") without following symlinks.
+func snapshot(t *testing.T, root string) map[string]entry {
+	t.Helper()
+	snap := map[string]entry{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return fmt.Errorf("lstat %s: %w", p, err)
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		e := entry{
+			Mode: fi.Mode(), UID: st.Uid, GID: st.Gid, Size: st.Size, Nlink: uint64(st.Nlink),
+			Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Xattrs: xattrsOf(p),
+		}
+		switch {
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", p, err)
+			}
+			s := sha256.Sum256(b)
+			e.SHA = hex.EncodeToString(s[:])
+			e.Flags = flagsOf(p)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			e.Link, _ = os.Readlink(p)
+		case fi.IsDir():
+			e.Flags = flagsOf(p)
+		}
+		snap[rel] = e
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("snapshot %s: %v", root, err)
+	}
+	return snap
+}
+
+func xattrsOf(p string) string {
+	sz, err := unix.Llistxattr(p, nil)
+	if err != nil || sz == 0 {
+		return ""
+	}
+	buf := make([]byte, sz)
+	sz, err = unix.Llistxattr(p, buf)
+	if err != nil {
+		return ""
+	}
+	var kv []string
+	for _, name := range strings.Split(strings.TrimRight(string(buf[:sz]), "\x00"), "\x00") {
+		v := make([]byte, 256)
+		n, _ := unix.Lgetxattr(p, name, v)
+		if n < 0 {
+			n = 0
+		}
+		kv = append(kv, name+"="+string(v[:n]))
+	}
+	sort.Strings(kv)
+	return strings.Join(kv, ",")
+}
+
+// flagsOf reads the inode flags (chattr); "" where the fs has none.
+func flagsOf(p string) string {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%#x", f)
+}
+
+// diffSnap lists what changed between two snapshots.
+func diffSnap(before, after map[string]entry) []string {
+	var d []string
+	for k, a := range before {
+		b, ok := after[k]
+		switch {
+		case !ok:
+			d = append(d, "removed "+k)
+		case a != b:
+			d = append(d, fmt.Sprintf("changed %s: %+v -> %+v", k, a, b))
+		}
+	}
+	for k := range after {
+		if _, ok := before[k]; !ok {
+			d = append(d, "new entry "+k)
+		}
+	}
+	sort.Strings(d)
+	return d
+}
+
+// treeFiles maps every entry under root to a comparable description:
+// sha256 for files, the target for symlinks, "dir" for directories.
+func treeFiles(t *testing.T, root string) map[string]string {
+	t.Helper()
+	m := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch {
+		case d.Type()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			m[rel] = "-> " + l
+		case d.IsDir():
+			m[rel] = "dir"
+		case d.Type().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			s := sha256.Sum256(b)
+			m[rel] = hex.EncodeToString(s[:])
+		default:
+			m[rel] = d.Type().String()
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %s: %v", root, err)
+	}
+	return m
+}
+
+func diffTrees(a, b map[string]string) []string {
+	var d []string
+	for k, va := range a {
+		vb, ok := b[k]
+		switch {
+		case !ok:
+			d = append(d, "only in bare run: "+k)
+		case va != vb:
+			d = append(d, fmt.Sprintf("differs: %s (%s vs %s)", k, va, vb))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			d = append(d, "only in traced run: "+k)
+		}
+	}
+	sort.Strings(d)
+	return d
+}
+
+// procState is the state letter of /proc/PID/stat ("" when gone).
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
+}
+
+// procStatField returns field n (1-based, as in proc(5)) of /proc/PID/stat.
+func procStatField(pid, n int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	f := strings.Fields(s[i+1:])
+	if n-3 < 0 || n-3 >= len(f) {
+		return ""
+	}
+	return f[n-3]
+}
+
+func readTrim(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func writeFile(t *testing.T, p, content string, mode fs.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		t.Fatalf("write %s: %v", p, err)
+	}
+}
+
+func mkdir(t *testing.T, p string) {
+	t.Helper()
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		t.Fatalf("mkdir %s: %v", p, err)
+	}
+}

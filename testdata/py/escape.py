@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""escape.py: one way out of a write sandbox per subcommand, in Python.
+
+    python3 escape.py CASE ARGS...
+
+Each case attempts one escape against the targets named in ARGS, prints one
+line "result: ok" or "result: errno=NAME" (plus "info: ..." lines) and exits
+0 either way. Run bare, every case really escapes; under tracecell the
+integration suite checks that the outside world is untouched and that the
+report names the exact target.
+"""
+
+import ctypes
+import ctypes.util
+import errno
+import multiprocessing
+import os
+import resource
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+PAYLOAD = b"ESCAPED\n"
+
+
+def result(fn):
+    """Run fn and print how it ended: ok, or the errno of the OSError."""
+    try:
+        fn()
+    except OSError as e:
+        name = errno.errorcode.get(e.errno, str(e.errno))
+        print(f"result: errno={name}", flush=True)
+        return
+    print("result: ok", flush=True)
+
+
+def write_file(path, mode="w"):
+    with open(path, mode) as f:
+        f.write("ESCAPED\n")
+
+
+def errno_of(fn):
+    """Run fn in this thread or process and return the errno name or 'ok'."""
+    try:
+        fn()
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+    return "ok"
+
+
+def report_name(name):
+    """Turn an errno name (or 'ok') from a child into a result line."""
+    if name == "ok":
+        print("result: ok", flush=True)
+    else:
+        print(f"result: errno={name}", flush=True)
+
+
+def libc():
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def ctypes_call(fn):
+    """Raise OSError from a ctypes call that returned -1."""
+    def run():
+        r = fn()
+        if r < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        return r
+    return run
+
+
+O_WRONLY_CREAT_TRUNC = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+SYS_OPENAT = {"x86_64": 257, "aarch64": 56}[os.uname().machine]
+AT_FDCWD = -100
+
+
+def _mp_child(path, q):
+    q.put(errno_of(lambda: write_file(path)))
+
+
+def main():
+    case, args = sys.argv[1], sys.argv[2:]
+
+    # --- plain file system calls on an outside path ---
+    if case == "open-w":
+        result(lambda: write_file(args[0], "w"))
+    elif case == "open-a":
+        result(lambda: write_file(args[0], "a"))
+    elif case == "open-x":
+        result(lambda: write_file(args[0], "x"))
+    elif case == "remove":
+        result(lambda: os.remove(args[0]))
+    elif case == "rename":  # rename SRC DST: either side may be outside
+        result(lambda: os.rename(args[0], args[1]))
+    elif case == "replace":
+        result(lambda: os.replace(args[0], args[1]))
+    elif case == "link":  # hard link an outside file into the sandbox
+        result(lambda: os.link(args[0], args[1]))
+    elif case == "symlink-write":  # LINK (in the sandbox) -> TARGET (outside), write through it
+        os.symlink(args[1], args[0])
+        result(lambda: write_file(args[0], "w"))
+    elif case == "dangling-creat":  # O_CREAT through a dangling symlink creates the target
+        os.symlink(args[1], args[0])
+        result(lambda: write_file(args[0], "w"))
+    elif case == "relative":  # a ../ path relative to the current directory
+        result(lambda: write_file(args[0], "w"))
+    elif case == "chdir-write":  # cwd is read at check time, not cached
+        os.chdir(args[0])
+        result(lambda: write_file(args[1], "w"))
+    elif case == "proc-root":  # /proc/self/root/<absolute path>
+        result(lambda: write_file("/proc/self/root" + args[0], "w"))
+    elif case == "thread-self-cwd":  # /proc/thread-self/cwd/NAME after chdir outside
+        os.chdir(args[0])
+        result(lambda: write_file("/proc/thread-self/cwd/" + args[1], "w"))
+    elif case == "chmod":
+        result(lambda: os.chmod(args[0], 0o777))
+    elif case == "chown":
+        result(lambda: os.chown(args[0], 65534, 65534))
+    elif case == "utime":
+        result(lambda: os.utime(args[0], (1000000, 1000000)))
+    elif case == "truncate":
+        result(lambda: os.truncate(args[0], 0))
+    elif case == "setxattr":
+        result(lambda: os.setxattr(args[0], "user.escape", b"1"))
+    elif case == "mkdir":
+        result(lambda: os.mkdir(args[0]))
+    elif case == "rmdir":
+        result(lambda: os.rmdir(args[0]))
+    elif case == "mkfifo":
+        result(lambda: os.mkfifo(args[0]))
+    elif case == "symlink":  # create a symlink outside
+        result(lambda: os.symlink("/etc/passwd", args[0]))
+
+    # --- below Python's file API ---
+    elif case == "ctypes-open":
+        def run():
+            fd = ctypes_call(lambda: libc().open(args[0].encode(), O_WRONLY_CREAT_TRUNC, 0o644))()
+            os.write(fd, PAYLOAD)
+            os.close(fd)
+        result(run)
+    elif case == "ctypes-syscall":
+        def run():
+            c = libc()
+            c.syscall.restype = ctypes.c_long
+            fd = ctypes_call(lambda: c.syscall(ctypes.c_long(SYS_OPENAT), ctypes.c_long(AT_FDCWD),
+                                               ctypes.c_char_p(args[0].encode()),
+                                               ctypes.c_long(O_WRONLY_CREAT_TRUNC), ctypes.c_long(0o644)))()
+            os.write(fd, PAYLOAD)
+            os.close(fd)
+        result(run)
+
+    # --- other processes and threads of the tree ---
+    elif case == "fork-write":
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.write(w, errno_of(lambda: write_file(args[0])).encode())
+            os._exit(0)
+        os.close(w)
+        name = os.read(r, 64).decode()
+        os.waitpid(pid, 0)
+        report_name(name)
+    elif case == "thread-write":
+        out = []
+        t = threading.Thread(target=lambda: out.append(errno_of(lambda: write_file(args[0]))))
+        t.start()
+        t.join()
+        report_name(out[0])
+    elif case == "multiprocessing-write":
+        ctx = multiprocessing.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_mp_child, args=(args[0], q))
+        p.start()
+        name = q.get(timeout=30)
+        p.join()
+        report_name(name)
+    elif case == "subprocess-touch":  # exec of another program
+        result(lambda: subprocess.run(["touch", args[0]], check=False))
+    elif case == "os-system":
+        # system(3) reports a failed exec of the shell only as exit status
+        # 127; the report and the untouched target tell the rest.
+        status = os.system("touch " + args[0])
+        print(f"result: status={os.waitstatus_to_exitcode(status)}", flush=True)
+    elif case == "os-execv":
+        result(lambda: os.execv("/usr/bin/touch", ["touch", args[0]]))
+
+    # --- other processes outside the tree ---
+    elif case == "kill":
+        result(lambda: os.kill(int(args[0]), signal.SIGTERM))
+    elif case == "setpriority":
+        result(lambda: os.setpriority(os.PRIO_PROCESS, int(args[0]), 19))
+    elif case == "prlimit":
+        result(lambda: resource.prlimit(int(args[0]), resource.RLIMIT_NOFILE, (17, 17)))
+    elif case == "oom-score-adj":  # make the kernel kill that process first
+        def run():
+            with open(f"/proc/{args[0]}/oom_score_adj", "w") as f:
+                f.write("1000\n")
+        result(run)
+
+    # --- network ---
+    elif case == "tcp-connect":
+        def run():
+            with socket.create_connection((args[0], int(args[1])), timeout=5) as s:
+                s.sendall(PAYLOAD)
+        result(run)
+    elif case == "udp-sendto":
+        def run():
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                s.sendto(PAYLOAD, (args[0], int(args[1])))
+        result(run)
+    elif case == "unix-connect":  # a host daemon's socket, or "@name" for abstract
+        def run():
+            addr = args[0]
+            if addr.startswith("@"):
+                addr = "\0" + addr[1:]
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.connect(addr)
+                s.sendall(PAYLOAD)
+        result(run)
+    elif case == "unix-bind":
+        def run():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.bind(args[0])
+        result(run)
+
+    # --- /dev/shm scratch ---
+    elif case == "shm-create-delete":  # positive: create and delete our own entry
+        def run():
+            write_file(args[0])
+            os.remove(args[0])
+        result(run)
+    else:
+        print(f"escape.py: unknown case {case}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()
