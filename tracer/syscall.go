@@ -369,6 +369,15 @@ func (t *tracer) fdPath(c *call, p policy.Path, fd int32) (policy.Path, bool) {
 	return t.fill(c, p, r, err)
 }
 
+// flagsArg is the call's int flags argument (low 32 bits, as the kernel
+// reads it), 0 when the call has none.
+func (t *tracer) flagsArg(c *call) uint64 {
+	if c.spec.FlagsArg < 0 {
+		return 0
+	}
+	return uint64(uint32(t.regs.Arg(c.spec.FlagsArg)))
+}
+
 func errnoOf(err error, def syscall.Errno) syscall.Errno {
 	var en syscall.Errno
 	if errors.As(err, &en) {
@@ -382,10 +391,8 @@ func errnoOf(err error, def syscall.Errno) syscall.Errno {
 // (O_RDONLY|O_TRUNC truncates!); a create when the file does not exist yet.
 func (t *tracer) decodeOpen(c *call) *policy.Op {
 	pa := c.spec.Paths[0]
-	var flags uint64
-	if c.spec.FlagsArg >= 0 {
-		flags = uint64(uint32(t.regs.Arg(c.spec.FlagsArg)))
-	} else { // creat(2)
+	flags := t.flagsArg(c)
+	if c.spec.FlagsArg < 0 { // creat(2)
 		flags = unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC
 	}
 	c.openFlags, c.hasOpenFlags = flags, true
@@ -414,9 +421,8 @@ func (t *tracer) decodeOpen(c *call) *policy.Op {
 // decodePaths handles the calls whose arguments are paths (mkdir, unlink,
 // rename, link, chmod, utimensat, setxattr, ...).
 func (t *tracer) decodePaths(c *call) *policy.Op {
-	var flags uint64
+	flags := t.flagsArg(c)
 	if c.spec.FlagsArg >= 0 {
-		flags = uint64(uint32(t.regs.Arg(c.spec.FlagsArg)))
 		c.flags = syscalls.FormatAtFlags(flags)
 		if strings.HasPrefix(c.name, "renameat") {
 			c.flags = syscalls.FormatRenameFlags(flags)
@@ -518,9 +524,8 @@ func (t *tracer) decodeSetOwn(c *call) *policy.Op {
 // decodeExec handles execve and execveat.
 func (t *tracer) decodeExec(c *call) *policy.Op {
 	pa := c.spec.Paths[0]
-	var flags uint64
+	flags := t.flagsArg(c)
 	if c.spec.FlagsArg >= 0 {
-		flags = uint64(uint32(t.regs.Arg(c.spec.FlagsArg)))
 		c.flags = syscalls.FormatAtFlags(flags)
 	}
 	follow := flags&unix.AT_SYMLINK_NOFOLLOW == 0
