@@ -194,7 +194,7 @@ print("parent done")
 	}
 	found := false
 	for _, d := range o.res.Denials {
-		if d.Kind.String() == "exec" && len(d.Paths) > 0 && d.Paths[0].Resolved == "/usr/bin/echo" || d.Paths[0].Resolved == "/bin/echo" {
+		if d.Kind.String() == "exec" && len(d.Paths) > 0 && (d.Paths[0].Resolved == "/usr/bin/echo" || d.Paths[0].Resolved == "/bin/echo") {
 			found = true
 		}
 	}
