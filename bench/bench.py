@@ -1,0 +1,641 @@
+#!/usr/bin/env python3
+"""tracecell benchmark: wall time against the bare program and strace.
+
+    python3 bench/bench.py --tracecell bin/tracecell [--runs 7] [--quick]
+
+For every workload (bench/workloads/*.py, plus `python3 -c pass`) the same
+command runs bare, under `tracecell run`, and under
+`strace -f --seccomp-bpf -e trace=%file,%process,%network -o /dev/null`,
+interleaved (bare, tracecell, strace, bare, ...) so that drift on the machine
+hits all three alike.  Times are medians of wall time; speed is reported as a
+ratio to the bare run measured in the same invocation, never as an absolute
+target.  Every run's stdout must hash the same as the bare run's, so a run
+that a tracer broke is an error, never a timing.
+
+Results go to stdout and to bench/results/latest.md and latest.json (with
+--quick: quick.md and quick.json).  Targets are printed as PASS or MISS; a
+MISS never fails the run, an error (non-zero exit, different output,
+tracecell failure) does (exit status 1).
+
+Standard library only.
+"""
+
+import argparse
+import datetime
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOADS = os.path.join(HERE, "workloads")
+STRACE = ["strace", "-f", "--seccomp-bpf", "-e", "trace=%file,%process,%network",
+          "-o", "/dev/null"]
+MODES = ("bare", "tracecell", "strace")
+
+# Variables tracecell passes through from its own environment (config.KeptEnv
+# plus LC_*); the bare and strace runs get exactly the same environment.
+KEPT_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR",
+            "COLUMNS", "LINES")
+
+# Targets (DESIGN.md §6 and the project brief).
+FREE_RATIO = 1.05      # workloads with no checked calls beyond start-up
+PER_CALL_US = 15.0     # cost of one checked call
+GEOMEAN_RATIO = 1.10   # geometric mean of tracecell/bare over all workloads
+
+
+class Workload:
+    """One benchmarked command.
+
+    args: the python3 arguments; "{wd}" and "{scale}" are substituted.
+    fs: where its sandbox lives ("tmpfs" or "disk").
+    free: True for workloads that make no checked calls beyond start-up
+    (the ≤1.05x target).  per_call: the workload that prices one checked call.
+    """
+
+    def __init__(self, name, label, args, fs="tmpfs", free=False,
+                 per_call=False, setup=None, factor=1.0, allow_exec=()):
+        self.name, self.template, self.args, self.fs = name, label, args, fs
+        self.free, self.per_call, self.setup = free, per_call, setup
+        self.factor = factor  # size relative to the others at the same --scale
+        self.allow_exec = list(allow_exec)
+        self.label = label
+        self.scale = factor
+
+    def scaled(self, scale):
+        """Fix the size factor; "{n:3000}" in the label becomes the count."""
+        self.scale = scale * self.factor
+        self.label = re.sub(r"\{n:(\d+)\}",
+                            lambda m: str(max(1, int(int(m.group(1)) * self.scale))),
+                            self.template)
+
+    def argv(self, python, wd):
+        return [python] + [a.format(wd=wd, scale=f"{self.scale:g}") for a in self.args]
+
+
+def script(name):
+    return os.path.join(WORKLOADS, name)
+
+
+# Debian's pandas/__init__.py calls platform.uname(), which runs `uname -p`
+# in a subprocess.  The bare run does that work, so the traced run is allowed
+# to do it too rather than be timed with the exec refused.
+PANDAS_EXEC = ("uname",)
+
+
+def csv_setup(python, wd, scale):
+    subprocess.run([python, script("pandas_csv.py"), "--setup", wd, str(scale)],
+                   check=True, stdin=subprocess.DEVNULL)
+
+
+ALL_WORKLOADS = [
+    Workload("startup", "python start-up (-c pass)", ["-c", "pass"], free=True),
+    Workload("imports", "import numpy, pandas, matplotlib",
+             [script("imports.py"), "{wd}", "{scale}"], free=True,
+             allow_exec=PANDAS_EXEC),
+    Workload("pandas-csv", "pandas CSV groupby ({n:200000} rows, tmpfs)",
+             [script("pandas_csv.py"), "{wd}", "{scale}"], setup=csv_setup,
+             allow_exec=PANDAS_EXEC),
+    Workload("files-tmpfs", "{n:3000} files create/write/read/delete (tmpfs)",
+             [script("files.py"), "{wd}", "{scale}"], per_call=True),
+    # The disk variants are a third of the size: creating and unlinking on
+    # ext4 costs ten times what it does on tmpfs here, and `make bench` must
+    # stay within a few minutes.
+    Workload("files-disk", "{n:3000} files create/write/read/delete (disk)",
+             [script("files.py"), "{wd}", "{scale}"], fs="disk", factor=1 / 3),
+    Workload("walk", "walk + lstat /usr/lib/python3",
+             [script("walk.py"), "{wd}", "{scale}"], free=True),
+    Workload("mp-pool", "multiprocessing Pool(4, fork), {n:2000} tasks",
+             [script("mp_pool.py"), "{wd}", "{scale}"]),
+    Workload("threads-tmpfs", "8 threads x {n:300} files (tmpfs)",
+             [script("threads.py"), "{wd}", "{scale}"]),
+    Workload("threads-disk", "8 threads x {n:300} files (disk)",
+             [script("threads.py"), "{wd}", "{scale}"], fs="disk", factor=1 / 3),
+    Workload("cpu", "pure-CPU loop ({n:2000000} iterations)",
+             [script("cpu.py"), "{wd}", "{scale}"], free=True),
+]
+
+
+class RunError(Exception):
+    pass
+
+
+def fstype(path):
+    """File system type of the mount holding path (longest mount point)."""
+    best, typ = "", "?"
+    path = os.path.realpath(path)
+    try:
+        with open("/proc/self/mounts") as f:
+            for line in f:
+                parts = line.split()
+                mnt = parts[1].replace("\\040", " ")
+                if (path == mnt or path.startswith(mnt.rstrip("/") + "/")) \
+                        and len(mnt) >= len(best):
+                    best, typ = mnt, parts[2]
+    except OSError:
+        pass
+    return typ
+
+
+def clean_env(wd):
+    """The environment tracecell gives its tree, for a sandbox at wd."""
+    env = {k: v for k, v in os.environ.items()
+           if k in KEPT_ENV or k.startswith("LC_")}
+    # A fixed PATH: the caller's may hold a dozen directories, and a PATH
+    # search (uname, above) costs one failed execve per entry.
+    env["PATH"] = "/usr/local/bin:/usr/bin:/bin"
+    env.update(HOME=wd, TMPDIR=os.path.join(wd, ".tmp"),
+               XDG_CACHE_HOME=os.path.join(wd, ".cache"),
+               XDG_CONFIG_HOME=os.path.join(wd, ".config"),
+               MPLCONFIGDIR=os.path.join(wd, ".config", "matplotlib"),
+               # The harness runs as whoever calls it, maybe root: a bare
+               # run must not byte-compile into /usr/lib.  Set for all modes.
+               PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+class HWMPoller(threading.Thread):
+    """Fallback for tracecell's peak RSS: poll VmHWM of the tracecell process.
+
+    VmHWM only grows, so the last reading before the process exits is its peak
+    (less whatever it allocated in its last few milliseconds).  wait4's
+    ru_maxrss cannot be used: for a reaped child it is the maximum over the
+    child and its descendants, i.e. the Python program's.
+    """
+
+    def __init__(self, pid):
+        super().__init__(daemon=True)
+        self.path, self.kb, self.done = f"/proc/{pid}/status", 0, threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                with open(self.path) as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            self.kb = max(self.kb, int(line.split()[1]))
+            except (OSError, ValueError):
+                return
+            self.done.wait(0.005)
+
+
+class Bench:
+    def __init__(self, args):
+        self.a = args
+        self.python = args.python
+        self.tc = os.path.abspath(args.tracecell) if args.tracecell else None
+        self.modes = args.modes
+        self.base = {}
+        self.reports = None
+        self.rss_source = None  # "report" or "VmHWM polling"
+        self.errors = []
+
+    # -- running ---------------------------------------------------------
+
+    def command(self, mode, wl, wd, report):
+        argv = wl.argv(self.python, wd)
+        if mode == "bare":
+            return argv
+        if mode == "strace":
+            return STRACE + argv
+        cmd = [self.tc, "run", "--quiet", "--write", wd, "--report", report,
+               "--env", "PYTHONDONTWRITEBYTECODE=1"]
+        for prog in wl.allow_exec:
+            cmd += ["--allow-exec", prog]
+        return cmd + ["--"] + argv
+
+    def run_once(self, mode, wl, wd, tag):
+        report = os.path.join(self.reports, f"{wl.name}-{tag}.json")
+        if os.path.exists(report):
+            os.unlink(report)
+        cmd = self.command(mode, wl, wd, report)
+        poll = mode == "tracecell" and self.rss_source == "VmHWM polling"
+        t0 = time.perf_counter()
+        p = subprocess.Popen(cmd, cwd=wd, env=clean_env(wd),
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        poller = None
+        if poll:
+            poller = HWMPoller(p.pid)
+            poller.start()
+        out, err = p.communicate()
+        elapsed = time.perf_counter() - t0
+        if poller:
+            poller.done.set()
+            poller.join()
+        res = {"ms": elapsed * 1000, "hash": hashlib.sha256(out).hexdigest(),
+               "rc": p.returncode}
+        if p.returncode != 0:
+            raise RunError(f"{wl.name} [{mode}] exited {p.returncode}: "
+                           f"{' '.join(cmd)}\n{tail(err)}{report_exit(report)}")
+        if mode == "tracecell":
+            try:
+                with open(report) as f:
+                    rep = json.load(f)
+            except (OSError, ValueError) as e:
+                raise RunError(f"{wl.name} [tracecell] report {report}: {e}")
+            if rep.get("error"):
+                raise RunError(f"{wl.name} [tracecell] report error: {rep['error']}")
+            counts = rep.get("counts", {})
+            res["checked"] = counts.get("checked", 0)
+            res["denied"] = counts.get("denied", 0)
+            if res["denied"]:
+                d = (rep.get("denials") or [{}])[0]
+                res["first_denial"] = {k: d.get(k) for k in
+                                       ("syscall", "paths", "program", "reason")}
+            kb = rep.get("tracer_peak_rss_kb") or 0
+            if self.rss_source is None:
+                self.rss_source = "report" if kb else "VmHWM polling"
+            if self.rss_source == "report":
+                res["tracer_rss_kb"] = kb
+            elif poller:
+                res["tracer_rss_kb"] = poller.kb
+        return res
+
+    def workdir(self, wl, mode):
+        wd = os.path.join(self.base[wl.fs], wl.name, mode)
+        os.makedirs(os.path.join(wd, ".tmp"), exist_ok=True)
+        return wd
+
+    def bench_workload(self, wl):
+        wds = {m: self.workdir(wl, m) for m in self.modes}
+        if wl.setup:
+            first = wds[self.modes[0]]
+            wl.setup(self.python, first, wl.scale)
+            for m in self.modes[1:]:
+                for name in os.listdir(first):
+                    src = os.path.join(first, name)
+                    if os.path.isfile(src):
+                        shutil.copy(src, wds[m])
+        runs = {m: [] for m in self.modes}
+        ref = None
+        # Warm-up (untimed) for bare and tracecell: page cache, the sandbox's
+        # config dirs, and the reference output every later run must
+        # reproduce.  strace, only a point of comparison and the slowest by
+        # far, skips it to keep `make bench` short.
+        rounds = ([("warm", False)] if self.a.warmup else []) + \
+                 [(str(i), True) for i in range(self.a.runs)]
+        for tag, timed in rounds:
+            for m in self.modes:
+                if not timed and m == "strace":
+                    continue
+                r = self.run_once(m, wl, wds[m], f"{m}-{tag}")
+                if ref is None:
+                    ref = r["hash"]
+                elif r["hash"] != ref:
+                    raise RunError(f"{wl.name} [{m}] output differs from the "
+                                   f"first run ({self.modes[0]}): {r['hash'][:12]} "
+                                   f"!= {ref[:12]}")
+                if timed:
+                    runs[m].append(r)
+            if timed:
+                progress(f"  {wl.name:14s} run {int(tag) + 1}/{self.a.runs}: " +
+                         "  ".join(f"{m} {runs[m][-1]['ms']:8.1f} ms" for m in self.modes))
+        return summarize(wl, runs, self.modes)
+
+    def run(self):
+        self.base["tmpfs"] = tempfile.mkdtemp(prefix="tracecell-bench-", dir=self.a.tmpfs_dir)
+        self.base["disk"] = tempfile.mkdtemp(prefix="tracecell-bench-", dir=self.a.disk_dir)
+        self.reports = tempfile.mkdtemp(prefix="tracecell-bench-reports-", dir=self.a.disk_dir)
+        results = []
+        t0 = time.time()
+        try:
+            for wl in self.selected():
+                wl.scaled(self.a.scale)
+                progress(f"{wl.name}: {wl.label}")
+                try:
+                    results.append(self.bench_workload(wl))
+                except RunError as e:
+                    self.errors.append(str(e))
+                    progress(f"ERROR: {e}")
+                    results.append({"name": wl.name, "label": wl.label, "error": str(e)})
+        finally:
+            if not self.a.keep:
+                for d in list(self.base.values()) + [self.reports]:
+                    shutil.rmtree(d, ignore_errors=True)
+        return results, time.time() - t0
+
+    def selected(self):
+        if not self.a.only:
+            return ALL_WORKLOADS
+        names = {w.name for w in ALL_WORKLOADS}
+        bad = [n for n in self.a.only if n not in names]
+        if bad:
+            sys.exit(f"bench: unknown workload(s) {bad}; have {sorted(names)}")
+        return [w for w in ALL_WORKLOADS if w.name in self.a.only]
+
+
+def report_exit(path):
+    """What a tracecell report (if written) says about how the run ended."""
+    try:
+        with open(path) as f:
+            rep = json.load(f)
+    except (OSError, ValueError):
+        return ""
+    return (f"report: exit {json.dumps(rep.get('exit'))}, counts "
+            f"{json.dumps(rep.get('counts'))}, error {rep.get('error')!r}")
+
+
+def tail(b, n=1500):
+    s = b.decode(errors="replace")
+    return s[-n:]
+
+
+def progress(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def summarize(wl, runs, modes):
+    s = {"name": wl.name, "label": wl.label, "scale": wl.scale, "fs": wl.fs, "free": wl.free,
+         "per_call": wl.per_call}
+    for m in modes:
+        ms = [r["ms"] for r in runs[m]]
+        s[m] = {"median_ms": statistics.median(ms), "runs_ms": [round(x, 2) for x in ms]}
+    bare = s["bare"]["median_ms"] if "bare" in modes else None
+    for m in modes:
+        if m != "bare" and bare:
+            s[m]["ratio"] = s[m]["median_ms"] / bare
+    if "tracecell" in modes:
+        t = s["tracecell"]
+        rs = runs["tracecell"]
+        t["checked"] = int(statistics.median(r["checked"] for r in rs))
+        t["denied"] = max(r["denied"] for r in rs)
+        for r in rs:
+            if "first_denial" in r:
+                t["first_denial"] = r["first_denial"]
+                break
+        rss = [r["tracer_rss_kb"] for r in rs if r.get("tracer_rss_kb")]
+        t["tracer_peak_rss_kb"] = max(rss) if rss else None
+        if wl.per_call and bare and t["checked"]:
+            t["per_call_us"] = (t["median_ms"] - bare) * 1000 / t["checked"]
+    return s
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def run_text(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=10,
+                              stdin=subprocess.DEVNULL).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def loadavg():
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def machine_info(a, bench):
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "Model", "CPU part")):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    py = run_text([a.python, "-c", "import sys; print(sys.version.split()[0])"])
+    # Every trace stop is a hand-off between two tasks; in a virtual machine
+    # its cost depends on how an idle vCPU waits (haltpoll, acpi_idle, ...).
+    try:
+        with open("/sys/devices/system/cpu/cpuidle/current_driver") as f:
+            cpuidle = f.read().strip()
+    except OSError:
+        cpuidle = ""
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "kernel": platform.release(), "machine": platform.machine(),
+        "nproc": os.cpu_count(), "cpu": cpu, "cpuidle": cpuidle,
+        "python": f"{a.python} {py}",
+        "strace": run_text(["strace", "-V"]).splitlines()[0] if "strace" in a.modes else "",
+        "tracecell": (run_text([bench.tc, "--version"]).replace("tracecell version ", "")
+                      or "?") if bench.tc else "",
+        "runs": a.runs, "scale": a.scale, "loadavg_start": loadavg(),
+        "tmpfs_dir": f"{a.tmpfs_dir} ({fstype(a.tmpfs_dir)})",
+        "disk_dir": f"{a.disk_dir} ({fstype(a.disk_dir)})",
+    }
+
+
+def evaluate(results, modes):
+    """Targets as (name, verdict, detail); verdict is PASS, MISS or n/a."""
+    ok = [r for r in results if "error" not in r]
+    if "tracecell" not in modes or "bare" not in modes:
+        return [("tracecell targets", "n/a", "tracecell or bare not measured")]
+    if not ok:
+        return [("tracecell targets", "n/a", "no workload ran without error")]
+    targets = []
+    free = [r for r in ok if r["free"]]
+    bad = [r for r in free if r["tracecell"]["ratio"] > FREE_RATIO]
+    targets.append((f"<= {FREE_RATIO:.2f}x on workloads without checked calls",
+                    "MISS" if bad or not free else "PASS",
+                    ", ".join(f"{r['name']} {r['tracecell']['ratio']:.3f}x" for r in free)))
+    pc = [r for r in ok if r["per_call"] and "per_call_us" in r["tracecell"]]
+    if pc:
+        us = pc[0]["tracecell"]["per_call_us"]
+        targets.append((f"per checked call < {PER_CALL_US:g} us",
+                        "PASS" if us < PER_CALL_US else "MISS",
+                        f"{us:.2f} us ({pc[0]['name']}, {pc[0]['tracecell']['checked']} checked calls)"))
+    else:
+        targets.append((f"per checked call < {PER_CALL_US:g} us", "n/a",
+                        "files-tmpfs not measured"))
+    g = geomean([r["tracecell"]["ratio"] for r in ok])
+    targets.append((f"geomean < {GEOMEAN_RATIO:.2f}x",
+                    "n/a" if g is None else ("PASS" if g < GEOMEAN_RATIO else "MISS"),
+                    "" if g is None else f"{g:.3f}x over {len(ok)} workloads"))
+    if "strace" in modes:
+        slower = [r["name"] for r in ok
+                  if r["tracecell"]["median_ms"] >= r["strace"]["median_ms"]]
+        targets.append(("faster than strace on every workload",
+                        "MISS" if slower or not ok else "PASS",
+                        ("not faster on: " + ", ".join(slower)) if slower else
+                        f"all {len(ok)} workloads"))
+    return targets
+
+
+def fmt_cell(r, m):
+    if m not in r:
+        return "-"
+    c = r[m]
+    if "ratio" in c:
+        return f"{c['median_ms']:.1f} ({c['ratio']:.2f}x)"
+    return f"{c['median_ms']:.1f}"
+
+
+def markdown(results, info, targets, modes, elapsed, rss_source):
+    ok = [r for r in results if "error" not in r]
+    L = []
+    L.append(f"# tracecell benchmark — {info['date']}")
+    L.append("")
+    L.append(f"Machine: Linux {info['kernel']} {info['machine']}, {info['nproc']} CPUs"
+             f" ({info['cpu'] or '?'}"
+             + (f", cpuidle {info['cpuidle']}" if info.get("cpuidle") else "")
+             + f"), Python {info['python']}"
+             + (f", {info['strace']}" if info['strace'] else "")
+             + (f", tracecell {info['tracecell']}" if info['tracecell'] else "") + ".")
+    L.append(f"Median wall time of {info['runs']} interleaved runs per mode"
+             f" (scale {info['scale']:g}); sandboxes: tmpfs {info['tmpfs_dir']},"
+             f" disk {info['disk_dir']}. strace: `{' '.join(STRACE)} CMD`."
+             f" Benchmark took {elapsed:.0f} s.")
+    busy = [x for x in (info.get("loadavg_start"), info.get("loadavg_end"))
+            if x is not None and x > 0.5 * (info["nproc"] or 1)]
+    if busy:
+        L.append("")
+        L.append(f"**Warning:** 1-minute load average {info.get('loadavg_start')} at the start, "
+                 f"{info.get('loadavg_end')} at the end, on {info['nproc']} CPUs: other work "
+                 f"was running and the ratios below are noisy.")
+    L.append("")
+    head = ["workload"]
+    if "tracecell" in modes:
+        head.append("checked calls")
+    head += [f"{m} ms" + (" (ratio)" if m != "bare" else "") for m in modes]
+    if "tracecell" in modes:
+        head.append("tracer RSS MB")
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+    for r in results:
+        if "error" in r:
+            L.append(f"| {r['label']} | " + " | ".join(["ERROR"] * (len(head) - 1)) + " |")
+            continue
+        row = [r["label"]]
+        if "tracecell" in modes:
+            row.append(str(r["tracecell"]["checked"]) +
+                       (f" ({r['tracecell']['denied']} denied)" if r["tracecell"]["denied"] else ""))
+        row += [fmt_cell(r, m) for m in modes]
+        if "tracecell" in modes:
+            kb = r["tracecell"].get("tracer_peak_rss_kb")
+            row.append(f"{kb / 1024:.1f}" if kb else "?")
+        L.append("| " + " | ".join(row) + " |")
+    if "bare" in modes and ok:
+        row = ["**geometric mean**"] + ([""] if "tracecell" in modes else [])
+        for m in modes:
+            g = geomean([r[m].get("ratio") for r in ok]) if m != "bare" else None
+            row.append(f"**{g:.3f}x**" if g else "")
+        if "tracecell" in modes:
+            row.append("")
+        L.append("| " + " | ".join(row) + " |")
+    L.append("")
+    if "tracecell" in modes and ok:
+        pc = [r for r in ok if r["per_call"] and "per_call_us" in r["tracecell"]]
+        if pc:
+            t = pc[0]["tracecell"]
+            L.append(f"Per checked call: **{t['per_call_us']:.2f} µs** "
+                     f"((tracecell − bare) / counts.checked on {pc[0]['name']}: "
+                     f"({t['median_ms']:.1f} − {pc[0]['bare']['median_ms']:.1f}) ms / {t['checked']}).")
+        kbs = [r["tracecell"].get("tracer_peak_rss_kb") or 0 for r in ok]
+        if max(kbs):
+            L.append(f"Tracer peak RSS: **{max(kbs) / 1024:.1f} MB** (largest over workloads; "
+                     f"source: {'report tracer_peak_rss_kb' if rss_source == 'report' else 'VmHWM of the tracecell process, polled every 5 ms'}).")
+        den = [r for r in ok if r["tracecell"]["denied"]]
+        for r in den:
+            L.append(f"Note: {r['name']} had {r['tracecell']['denied']} denial(s) under tracecell; "
+                     f"first: `{json.dumps(r['tracecell'].get('first_denial'))}`.")
+        L.append("")
+    L.append("Targets (a MISS is reported, never fatal):")
+    L.append("")
+    for name, verdict, detail in targets:
+        L.append(f"- **{verdict}** {name}" + (f" — {detail}" if detail else ""))
+    errs = [r for r in results if "error" in r]
+    if errs:
+        L.append("")
+        L.append("Errors:")
+        L.append("")
+        for r in errs:
+            L.append("```")
+            L.append(r["error"].strip())
+            L.append("```")
+    return "\n".join(L) + "\n"
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tracecell", help="tracecell binary (required unless --modes leaves it out)")
+    p.add_argument("--runs", type=int, default=7, help="timed runs per mode (default 7)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: 1 run, no warm-up, scale 0.2, results to quick.md")
+    p.add_argument("--scale", type=float, default=None,
+                   help="workload size factor (default 1; 0.2 with --quick)")
+    p.add_argument("--modes", default="bare,tracecell,strace",
+                   help="comma-separated subset of bare,tracecell,strace (bare first)")
+    p.add_argument("--only", default="", help="comma-separated workload names")
+    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--tmpfs-dir", default="/dev/shm")
+    p.add_argument("--disk-dir", default="/var/tmp",
+                   help="directory on a disk file system (default /var/tmp)")
+    p.add_argument("--results", default=os.path.join(HERE, "results"),
+                   help="where latest.md/latest.json go")
+    p.add_argument("--keep", action="store_true", help="keep sandboxes and reports")
+    a = p.parse_args(argv)
+    a.modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    if not a.modes or any(m not in MODES for m in a.modes) or len(set(a.modes)) != len(a.modes):
+        p.error(f"--modes: want a subset of {','.join(MODES)}")
+    if "bare" in a.modes:
+        a.modes.remove("bare")
+        a.modes.insert(0, "bare")
+    a.only = [n.strip() for n in a.only.split(",") if n.strip()]
+    if a.quick:
+        a.runs = 1
+    if a.scale is None:
+        a.scale = 0.2 if a.quick else 1.0
+    a.warmup = not a.quick
+    if a.runs < 1:
+        p.error("--runs must be at least 1")
+    if "tracecell" in a.modes:
+        if not a.tracecell:
+            p.error("--tracecell BIN is required (or leave tracecell out of --modes)")
+        if not os.access(a.tracecell, os.X_OK):
+            p.error(f"--tracecell {a.tracecell}: not an executable file")
+    if "strace" in a.modes and not shutil.which("strace"):
+        p.error("strace not found in PATH (or leave it out of --modes)")
+    a.disk_dir = os.path.abspath(a.disk_dir)
+    os.makedirs(a.disk_dir, exist_ok=True)
+    for d, want in ((a.tmpfs_dir, True), (a.disk_dir, False)):
+        if (fstype(d) == "tmpfs") != want:
+            progress(f"bench: warning: {d} is {fstype(d)}, expected "
+                     f"{'tmpfs' if want else 'a disk file system'}")
+    return a
+
+
+def main(argv):
+    a = parse_args(argv)
+    bench = Bench(a)
+    info = machine_info(a, bench)
+    progress(f"bench: modes {','.join(a.modes)}, {a.runs} run(s), scale {a.scale:g}")
+    results, elapsed = bench.run()
+    info["loadavg_end"] = loadavg()
+    targets = evaluate(results, a.modes)
+    md = markdown(results, info, targets, a.modes, elapsed, bench.rss_source)
+    sys.stdout.write(md)
+    os.makedirs(a.results, exist_ok=True)
+    stem = "quick" if a.quick else "latest"
+    with open(os.path.join(a.results, stem + ".md"), "w") as f:
+        f.write(md)
+    with open(os.path.join(a.results, stem + ".json"), "w") as f:
+        json.dump({"machine": info, "elapsed_seconds": round(elapsed, 1),
+                   "modes": a.modes, "tracer_rss_source": bench.rss_source,
+                   "workloads": results,
+                   "targets": [{"target": n, "verdict": v, "detail": d}
+                               for n, v, d in targets],
+                   "errors": bench.errors}, f, indent=1)
+        f.write("\n")
+    return 1 if bench.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
