@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -559,7 +560,26 @@ func (t *tracer) pidInTree(pid int) bool {
 	if t.tasks[pid] != nil || t.procs[pid] != nil {
 		return true
 	}
+	// An exited tree process its parent has not reaped yet (a zombie):
+	// signalling it does nothing, and multiprocessing does exactly that
+	// when it terminates a pool. The parent must be in the tree.
+	if t.ever[pid] {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil &&
+			bytes.Contains(b, []byte("\nState:\tZ")) && t.procs[parseStatusInt(b, "PPid:", -1)] != nil {
+			return true
+		}
+	}
 	return false
+}
+
+// pidGone reports whether no process or thread pid exists: the kernel
+// answers ESRCH, and there is nothing to report.
+func pidGone(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return errors.Is(err, os.ErrNotExist)
 }
 
 func (t *tracer) decodeSignal(c *call) *policy.Op {
@@ -603,6 +623,10 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 	}
 	c.sig = sig
 	op := &policy.Op{Kind: syscalls.KindSignal, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
+	if !op.TargetInTree && pidGone(pid) {
+		c.fail = syscall.ESRCH
+		return nil
+	}
 	if sig == 0 && c.name != "pidfd_open" && pid != -1 {
 		// Signal 0 only asks whether the process exists.
 		c.pass = true
@@ -621,6 +645,15 @@ func (t *tracer) pidfdPid(tid int, fd int32) (int, bool) {
 }
 
 func (t *tracer) decodeProcess(c *call) *policy.Op {
+	op := t.processOp(c)
+	if op != nil && !op.TargetInTree && pidGone(op.TargetPid) {
+		c.fail = syscall.ESRCH
+		return nil
+	}
+	return op
+}
+
+func (t *tracer) processOp(c *call) *policy.Op {
 	op := &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name}
 	switch c.name {
 	case "setpriority", "ioprio_set":

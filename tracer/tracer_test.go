@@ -213,3 +213,31 @@ func TestTimeoutKillsTree(t *testing.T) {
 		t.Fatalf("timed out %v signal %v", o.res.TimedOut, o.res.Signal)
 	}
 }
+
+// Signalling a tree process that exited but is not reaped yet (what
+// multiprocessing does when it terminates a pool) is allowed, and a pid
+// that does not exist gets ESRCH, not a denial.
+func TestSignalZombieAndGone(t *testing.T) {
+	needPython(t)
+	script := `
+import os, time, signal
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+time.sleep(0.3)
+os.kill(pid, signal.SIGTERM)
+print("zombie ok")
+os.waitpid(pid, 0)
+try:
+    os.kill(pid, signal.SIGTERM)
+except ProcessLookupError:
+    print("gone ESRCH")
+`
+	o := runTraced(t, t.TempDir(), nil, python, "-c", script)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.stdout != "zombie ok\ngone ESRCH\n" || len(o.res.Denials) != 0 {
+		t.Fatalf("stdout %q stderr %q denials %+v", o.stdout, o.stderr, o.res.Denials)
+	}
+}
