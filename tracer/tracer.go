@@ -455,7 +455,7 @@ func (t *tracer) loop(rus *unix.Rusage) error {
 		// microseconds: poll for that stop for a short while instead of
 		// sleeping, because waking a sleeping tracer costs a cross-CPU
 		// interrupt (expensive in virtual machines) on every call.
-		tid, err := pollWait4(&ws, rus, spinPolls)
+		tid, err := pollWait4(&ws, rus, spinFor)
 		if tid == 0 && err == nil {
 			tid, err = unix.Wait4(-1, &ws, unix.WALL, rus)
 		}

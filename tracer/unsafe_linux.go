@@ -4,6 +4,7 @@ package tracer
 
 import (
 	"fmt"
+	"time"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
@@ -63,17 +64,19 @@ func ptraceGetsiginfo(tid int) error {
 	return nil
 }
 
-// spinPolls is how many non-blocking wait4 calls the tracer makes before it
-// blocks (a few tens of microseconds).
-var spinPolls = 64
+// spinFor is how long the tracer polls for the next stop before it blocks.
+// It bounds the CPU the tracer burns per stop; measured on a 2-core VM,
+// 3000-file create/delete: 0 µs 1.13 s, 50 µs 0.92 s, 200 µs 0.85 s (bare 0.19 s).
+var spinFor = 100 * time.Microsecond
 
-// pollWait4 calls wait4(-1, WNOHANG|__WALL) up to n times and returns the
-// first stop; (0, nil) when none came. RawSyscall: wait4 with WNOHANG never
+// pollWait4 calls wait4(-1, WNOHANG|__WALL) until a stop comes or d has
+// passed; (0, nil) when none came. RawSyscall: wait4 with WNOHANG never
 // blocks, so the scheduler need not be told.
 //
 // Precondition: the calling goroutine is locked to the tracer thread.
-func pollWait4(ws *unix.WaitStatus, rus *unix.Rusage, n int) (int, error) {
-	for i := 0; i < n; i++ {
+func pollWait4(ws *unix.WaitStatus, rus *unix.Rusage, d time.Duration) (int, error) {
+	start := time.Now()
+	for i := 0; ; i++ {
 		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(ws)),
 			unix.WNOHANG|unix.WALL, uintptr(unsafe.Pointer(rus)), 0, 0)
 		if e != 0 {
@@ -82,6 +85,8 @@ func pollWait4(ws *unix.WaitStatus, rus *unix.Rusage, n int) (int, error) {
 		if r != 0 {
 			return int(r), nil
 		}
+		if i&7 == 7 && time.Since(start) > d {
+			return 0, nil
+		}
 	}
-	return 0, nil
 }
