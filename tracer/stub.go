@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/net/bpf"
@@ -23,6 +24,10 @@ const StubArg = "__tracecell_stub"
 const (
 	stubConfigFD = 3 // JSON stubConfig, read to EOF
 	stubErrorFD  = 4 // close-on-exec: a stubError is written here if exec never happens
+	stubExtraFD  = 5 // Config.ExtraFiles, moved to fd 3, 4, ... before the exec
+	// stubErrorHigh is where the error pipe moves when extra files take
+	// its place.
+	stubErrorHigh = 100
 )
 
 // Probe constants: the stub makes the probe call twice after the filter is
@@ -48,6 +53,9 @@ type stubConfig struct {
 	Rlimits []rlimit             `json:"rlimits"`
 	Filter  []bpf.RawInstruction `json:"filter"`
 	ProbeNr int                  `json:"probe_nr"`
+	// Extra is the number of Config.ExtraFiles, passed to the stub from fd
+	// stubExtraFD on and moved down to fd 3 on before the exec.
+	Extra int `json:"extra,omitempty"`
 }
 
 // stubError is a failure in the stub, sent back to the tracer as a
@@ -83,7 +91,7 @@ func init() {
 func stubMain() {
 	// The probe must be made twice from the same thread.
 	runtime.LockOSThread()
-	errFile := os.NewFile(stubErrorFD, "tracecell-stub-errors")
+	errFD := stubErrorFD
 	fail := func(stage string, err error, msg string) {
 		se := &stubError{Stage: stage, Msg: msg}
 		var en syscall.Errno
@@ -93,7 +101,7 @@ func stubMain() {
 			se.Msg += ": " + err.Error()
 		}
 		b, _ := json.Marshal(se)
-		errFile.Write(b)
+		unix.Write(errFD, b)
 		os.Exit(125)
 	}
 	if _, err := unix.FcntlInt(stubErrorFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
@@ -108,6 +116,14 @@ func stubMain() {
 	var c stubConfig
 	if err := json.Unmarshal(raw, &c); err != nil {
 		fail("config", err, "decode configuration")
+	}
+	if c.Extra > 0 {
+		if err := moveExtraFiles(c.Extra, &errFD); err != nil {
+			fail("config", err, "move the extra files to fd 3 on")
+		}
+	}
+	if err := cloexecRest(3 + c.Extra); err != nil {
+		fail("config", err, "mark inherited files close-on-exec")
 	}
 	for _, r := range c.Rlimits {
 		lim := unix.Rlimit{Cur: r.Cur, Max: r.Max}
@@ -137,4 +153,56 @@ func stubMain() {
 	}
 	err = unix.Exec(c.Path, c.Argv, c.Env)
 	fail("exec", err, c.Path)
+}
+
+// moveExtraFiles moves n inherited files from fd stubExtraFD on down to fd 3
+// on, where the command expects them (as os/exec's ExtraFiles would), and the
+// error pipe out of their way. The moved files are not close-on-exec.
+func moveExtraFiles(n int, errFD *int) error {
+	hi, err := unix.FcntlInt(uintptr(*errFD), unix.F_DUPFD_CLOEXEC, stubErrorHigh)
+	if err != nil {
+		return os.NewSyscallError("fcntl(F_DUPFD_CLOEXEC)", err)
+	}
+	unix.Close(*errFD)
+	*errFD = hi
+	// Ascending order is safe: each source (5+i) is above its target (3+i)
+	// and above every earlier target.
+	for i := 0; i < n; i++ {
+		if err := unix.Dup3(stubExtraFD+i, 3+i, 0); err != nil {
+			return os.NewSyscallError(fmt.Sprintf("dup3(%d, %d)", stubExtraFD+i, 3+i), err)
+		}
+	}
+	// The two highest sources are now duplicates nobody expects.
+	for fd := 3 + n; fd < stubExtraFD+n; fd++ {
+		unix.Close(fd)
+	}
+	return nil
+}
+
+// cloexecRest marks every open fd from first on close-on-exec, so that files
+// tracecell itself inherited (from a shell, a service manager, a parent
+// holding host files open for writing) do not reach the command: a write
+// through an inherited fd is never checked. Marking instead of closing keeps
+// the Go runtime's own fds working until the exec (close_range needs 5.9+).
+func cloexecRest(first int) error {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		fd, err := strconv.Atoi(name)
+		if err != nil || fd < first {
+			continue
+		}
+		// EBADF: the directory's own fd, closed above.
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, unix.FD_CLOEXEC); err != nil && err != unix.EBADF {
+			return os.NewSyscallError(fmt.Sprintf("fcntl(%d, F_SETFD)", fd), err)
+		}
+	}
+	return nil
 }

@@ -58,7 +58,10 @@ type Config struct {
 	Stdin  io.Reader
 	Stdout io.Writer
 	Stderr io.Writer
-	Log    zerolog.Logger
+	// ExtraFiles are open files the command inherits at fd 3, 4, ... (as
+	// with os/exec). The tracer does not close them.
+	ExtraFiles []*os.File
+	Log        zerolog.Logger
 
 	// MaxDenials caps Result.Denials (0: 10000). Counts stay exact.
 	MaxDenials int
@@ -124,7 +127,7 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	if !ok {
 		return nil, &StartError{125, errors.New("no mkdirat in the syscall table")}
 	}
-	sc := stubConfig{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Filter: prog, ProbeNr: probeNr}
+	sc := stubConfig{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Filter: prog, ProbeNr: probeNr, Extra: len(cfg.ExtraFiles)}
 	for _, r := range cfg.Rlimits {
 		sc.Rlimits = append(sc.Rlimits, rlimit{r.Resource, r.Cur, r.Max})
 	}
@@ -255,7 +258,7 @@ func (t *tracer) run(ctx context.Context, sc *stubConfig) (*Result, error) {
 	// and fewer runtime threads mean fewer clone stops before the exec.
 	cmd.Env = []string{"GOMAXPROCS=1", "GOGC=off"}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = t.cfg.Stdin, t.cfg.Stdout, t.cfg.Stderr
-	cmd.ExtraFiles = []*os.File{cfgR, errW}
+	cmd.ExtraFiles = append([]*os.File{cfgR, errW}, t.cfg.ExtraFiles...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Ptrace:    true,            // PTRACE_TRACEME: the stub stops at its exec
 		Pdeathsig: syscall.SIGKILL, // and dies with the tracer thread

@@ -241,3 +241,58 @@ except ProcessLookupError:
 		t.Fatalf("stdout %q stderr %q denials %+v", o.stdout, o.stderr, o.res.Denials)
 	}
 }
+
+// TestExtraFiles: Config.ExtraFiles reach the command at fd 3, 4, ... and
+// nothing of the stub's own (config pipe, error pipe) leaks past them, nor
+// a file tracecell itself inherited without close-on-exec (a write through
+// an inherited fd would never be checked).
+func TestExtraFiles(t *testing.T) {
+	needPython(t)
+	outside := filepath.Join(t.TempDir(), "host-file")
+	leak, err := syscall.Open(outside, syscall.O_WRONLY|syscall.O_CREAT, 0o600) // no O_CLOEXEC
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(leak)
+	for _, n := range []int{1, 2, 3} {
+		t.Run(strings.Repeat("f", n), func(t *testing.T) {
+			var readers []*os.File
+			var writers []*os.File
+			for i := 0; i < n; i++ {
+				r, w, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				readers = append(readers, r)
+				writers = append(writers, w)
+			}
+			// Each fd 3..3+n-1 gets its own number; then list the open fds.
+			script := "import os\n"
+			for i := 0; i < n; i++ {
+				script += "os.write(" + string(rune('3'+i)) + ", b'fd" + string(rune('3'+i)) + "\\n')\n"
+			}
+			script += "print(' '.join(sorted(os.listdir('/proc/self/fd'))))"
+			o := runTraced(t, t.TempDir(), func(_ *policy.Config, c *Config) { c.ExtraFiles = writers },
+				python, "-S", "-c", script)
+			for _, w := range writers {
+				w.Close()
+			}
+			if o.err != nil || o.res.ExitCode != 0 {
+				t.Fatalf("err %v res %+v stderr %s", o.err, o.res, o.stderr)
+			}
+			for i, r := range readers {
+				b := make([]byte, 64)
+				k, _ := r.Read(b)
+				if want := "fd" + string(rune('3'+i)) + "\n"; string(b[:k]) != want {
+					t.Errorf("fd %d carried %q, want %q", 3+i, b[:k], want)
+				}
+				r.Close()
+			}
+			// listdir's own directory fd is the one past ours; nothing else.
+			fds := strings.Fields(o.stdout)
+			if len(fds) != 3+n+1 {
+				t.Errorf("open fds in the command: %v, want 0..%d plus listdir's own", fds, 2+n)
+			}
+		})
+	}
+}

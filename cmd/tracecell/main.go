@@ -5,5 +5,8 @@ package main
 import "os"
 
 func main() {
-	os.Exit(run(os.Stdin, os.Stdout, os.Stderr, os.Args))
+	stop := startProfile(os.Stderr)
+	status := run(os.Stdin, os.Stdout, os.Stderr, os.Args)
+	stop()
+	os.Exit(status)
 }
