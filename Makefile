@@ -1,7 +1,7 @@
 # tracecell — see README.md.
 #   make demo    build, then run the bundled agent-style script under tracecell
 #   make test    every test: unit, filter VM, integration (native and on the 4.18 surface)
-#   make bench   speed against the bare program and strace
+#   make bench   speed against the bare program and strace; sessions against jupyter_client
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.Version=$(VERSION)
@@ -53,7 +53,9 @@ test: unit build-arm64 integration integration-418
 	@echo "make test: all suites passed"
 
 bench: build
+	@scripts/deps.sh bench
 	$(PY) bench/bench.py --tracecell $(BIN)
+	$(PY) bench/sessions.py --tracecell $(BIN) --python $(PY)
 
 clean:
 	rm -rf bin

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what `make demo`, `make test` and `make bench` need on a fresh
+# Installs what `make demo`, `make test` and (with the argument bench) `make bench` need on a fresh
 # Debian/Ubuntu machine: Debian packages through apt-get (only the missing
 # ones), then the Go modules. Go itself must be installed (go.mod names the
 # version; with GOTOOLCHAIN=auto the go command fetches it from the module proxy).
@@ -7,6 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want=(gcc libc6-dev make strace python3 python3-numpy python3-pandas python3-matplotlib)
+# `deps.sh bench`: also what the session benchmark compares against.
+if [ "${1:-}" = "bench" ]; then
+  want+=(python3-jupyter-client python3-ipykernel)
+fi
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
   for p in "${want[@]}"; do
