@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -402,6 +403,25 @@ func escapeCases() []escapeCase {
 				pid, addr := startVictim(w)
 				w.sysname, w.needle = "process_vm_writev", "process_vm_writev("
 				return []string{strconv.Itoa(pid), addr}
+			}},
+		{name: "c-sysv-shm-attach", prog: []string{"c", "shm"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
+			setup: func(w *world) []string {
+				id := outsideShm(w)
+				w.sysname, w.needle = "shmat", "shmat("
+				return []string{strconv.Itoa(id)}
+			}},
+		{name: "c-posix-mq-create", prog: []string{"c", "mq"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
+			setup: func(w *world) []string {
+				name := fmt.Sprintf("tracecell-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+				w.sysname, w.needle = "mq_open", "mq_open("
+				w.escaped = func(result) (bool, string) {
+					if mqExists(name) {
+						return true, "message queue /" + name + " created on the host"
+					}
+					return false, ""
+				}
+				w.t.Cleanup(func() { mqUnlink(name) })
+				return []string{name}
 			}},
 		{name: "py-kill-outside", prog: []string{"py", "kill"}, kinds: []string{"signal"}, errno: "EPERM", match: byPid,
 			setup: func(w *world) []string { sleepGone(w, startSleep(w)); return []string{strconv.Itoa(w.pid)} }},
@@ -797,4 +817,51 @@ func TestEscapesBare(t *testing.T) {
 				res, r.status, strings.Join(detail, "; "), r.stdout, r.stderr)
 		})
 	}
+}
+
+// outsideShm makes a System V shared memory segment owned by the test (an
+// outside process's memory), holding "INTACT"; the ground truth is its
+// content after the run.
+func outsideShm(w *world) int {
+	id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+	if err != nil {
+		w.t.Skipf("System V shared memory unavailable: %v", err)
+	}
+	mem, err := unix.SysvShmAttach(id, 0, 0)
+	if err != nil {
+		unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+		w.t.Fatalf("shmat: %v", err)
+	}
+	copy(mem, "INTACT\x00")
+	w.t.Cleanup(func() {
+		unix.SysvShmDetach(mem)
+		unix.SysvShmCtl(id, unix.IPC_RMID, nil)
+	})
+	w.escaped = func(result) (bool, string) {
+		got := string(mem[:6])
+		return got != "INTACT", "shared memory segment " + strconv.Itoa(id) + " now holds " + strconv.Quote(got)
+	}
+	return id
+}
+
+// mqExists reports whether the POSIX message queue /name exists.
+func mqExists(name string) bool {
+	p, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return false
+	}
+	fd, _, e := unix.Syscall6(unix.SYS_MQ_OPEN, uintptr(unsafe.Pointer(p)), uintptr(unix.O_RDONLY), 0, 0, 0, 0)
+	if e != 0 {
+		return false
+	}
+	unix.Close(int(fd))
+	return true
+}
+
+func mqUnlink(name string) {
+	p, err := unix.BytePtrFromString(name)
+	if err != nil {
+		return
+	}
+	unix.Syscall(unix.SYS_MQ_UNLINK, uintptr(unsafe.Pointer(p)), 0, 0)
 }

@@ -172,6 +172,16 @@ var forbidden = []string{
 	"open_tree", "open_tree_attr", "mount_setattr",
 	"userfaultfd", "quotactl", "quotactl_fd", "lookup_dcookie", "syslog", "_sysctl",
 	"iopl", "ioperm", "settimeofday", "clock_settime", "sethostname", "setdomainname", "vhangup",
+	// System V IPC objects are host-wide and named by guessable keys and
+	// ids: attaching to another program's shared memory segment, semaphore
+	// set or message queue is touching another process, and creating one
+	// leaves state behind on the host. Python (multiprocessing included)
+	// uses POSIX shared memory in /dev/shm instead, which is checked.
+	"shmget", "shmat", "shmctl", "semget", "semop", "semtimedop", "semctl",
+	"msgget", "msgsnd", "msgrcv", "msgctl",
+	// POSIX message queues live in the host's mqueue file system, outside
+	// any sandbox; descriptors for the other mq_* calls come from mq_open.
+	"mq_open", "mq_unlink",
 }
 
 func buildSpecs() map[string]*Spec {

@@ -25,6 +25,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/shm.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -371,6 +372,19 @@ int main(int argc, char **argv) {
 		char src[] = "PWNED";
 		struct iovec l = {src, sizeof src}, r = {(void *)strtoul(argv[3], NULL, 10), sizeof src};
 		return result(process_vm_writev(atoi(argv[2]), &l, 1, &r, 1, 0));
+	}
+	if (!strcmp(c, "shm")) { // attach to an outside System V segment by its id, overwrite it
+		need(argc, 3, "shm ID");
+		void *m = shmat(atoi(argv[2]), NULL, 0);
+		if (m == (void *)-1)
+			return result(-1);
+		memcpy(m, payload, sizeof payload);
+		shmdt(m);
+		return result(0);
+	}
+	if (!strcmp(c, "mq")) { // create a POSIX message queue: an entry in the host's mqueue fs
+		need(argc, 3, "mq NAME");
+		return result(syscall(SYS_mq_open, argv[2], O_CREAT | O_RDWR, 0600, NULL));
 	}
 	if (!strcmp(c, "procmem")) { // /proc/PID/mem opened for writing
 		need(argc, 4, "procmem PID ADDR");
