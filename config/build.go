@@ -53,6 +53,14 @@ type Plan struct {
 	Timeout        time.Duration
 	MaxProcs       int
 	Rlimits        []Rlimit
+	// InitialChain are programs the command itself must exec once to
+	// start: the NAME of a "#!/usr/bin/env NAME" script, looked up in the
+	// tree's PATH. The tracer lets the root process exec one of them right
+	// after the initial exec, as part of starting the command.
+	InitialChain []string
+	// Warnings are one-line hints for the operator (a pyenv shim as the
+	// command, say); the CLI prints them unless --quiet.
+	Warnings []string
 }
 
 // Rlimit is one resource limit for the tree.
@@ -162,6 +170,7 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 		return nil, err
 	}
 	p.Path = exe
+	p.InitialChain, p.Warnings = startChain(exe, argv[0], pathVar, p.Cwd)
 	if real, err := filepath.EvalSymlinks(exe); err == nil {
 		if prefix := filepath.Dir(filepath.Dir(real)); prefix != "/" && prefix != "/usr" {
 			pc.RuntimeRoots = append(pc.RuntimeRoots, prefix)
@@ -374,4 +383,50 @@ func checkExec(p, name string) (string, error) {
 		return "", &NotFoundError{126, fmt.Sprintf("%s: permission denied (not executable)", p)}
 	}
 	return p, nil
+}
+
+// startChain looks at the command's "#!" line. A "#!/usr/bin/env NAME" script
+// makes env exec NAME, a second exec the exec policy would deny: NAME,
+// looked up in the tree's PATH as env will, is returned as the chain the
+// command may exec once to start. A pyenv or asdf shim (a shell script that
+// runs more programs before the interpreter) gets a warning with the fix.
+func startChain(exe, name, pathVar, dir string) (chain, warnings []string) {
+	f, err := os.Open(exe)
+	if err != nil {
+		return nil, nil
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := f.Read(buf)
+	line := string(buf[:n])
+	if !strings.HasPrefix(line, "#!") {
+		return nil, nil
+	}
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	fields := strings.Fields(line[2:])
+	if strings.Contains(exe, "/.pyenv/shims/") || strings.Contains(exe, "/.asdf/shims/") || strings.Contains(exe, "/shims/") {
+		warnings = append(warnings, fmt.Sprintf("%s is a version-manager shim (%s), a script that runs other programs before the interpreter, which the exec policy blocks: run the interpreter itself, e.g. tracecell run -- $(pyenv which %s) ...", name, exe, filepath.Base(exe)))
+		return nil, warnings
+	}
+	if len(fields) < 2 || filepath.Base(fields[0]) != "env" {
+		return nil, nil
+	}
+	// env [-S] [-i] [VAR=value ...] NAME: the first operand is the program.
+	for _, a := range fields[1:] {
+		if strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
+			continue
+		}
+		x, err := lookPath(a, pathVar, dir)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("%s starts with #!%s, but %s is not in the tree's PATH (%s): the script will fail to start", exe, strings.Join(fields, " "), a, pathVar))
+			return nil, warnings
+		}
+		if r, err := filepath.EvalSymlinks(x); err == nil {
+			x = r
+		}
+		return []string{x}, nil
+	}
+	return nil, nil
 }

@@ -161,3 +161,47 @@ func TestBuild(t *testing.T) {
 		})
 	}
 }
+
+func TestStartChain(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "bin")
+	shims := filepath.Join(dir, ".pyenv", "shims")
+	for _, d := range []string{bin, shims} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(p, body string) string {
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	interp := mk(filepath.Join(bin, "myinterp"), "\x7fELF not really")
+	pathVar := bin
+	for _, tc := range []struct {
+		name      string
+		file      string
+		wantChain []string
+		wantWarn  string
+	}{
+		{"env-name", mk(filepath.Join(dir, "a"), "#!/usr/bin/env myinterp\ncode\n"), []string{interp}, ""},
+		{"env-options-and-vars", mk(filepath.Join(dir, "b"), "#!/usr/bin/env -S FOO=1 myinterp -u\n"), []string{interp}, ""},
+		{"env-missing", mk(filepath.Join(dir, "c"), "#!/usr/bin/env nosuchinterp\n"), nil, "not in the tree's PATH"},
+		{"direct-interpreter", mk(filepath.Join(dir, "d"), "#!/usr/bin/python3\n"), nil, ""},
+		{"binary", interp, nil, ""},
+		{"shim", mk(filepath.Join(shims, "python3"), "#!/usr/bin/env bash\nexec pyenv exec python3\n"), nil, "version-manager shim"},
+		{"env-alone", mk(filepath.Join(dir, "e"), "#!/usr/bin/env\n"), nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			chain, warns := startChain(tc.file, filepath.Base(tc.file), pathVar, dir)
+			if strings.Join(chain, ",") != strings.Join(tc.wantChain, ",") {
+				t.Errorf("chain %v, want %v", chain, tc.wantChain)
+			}
+			got := strings.Join(warns, "\n")
+			if (tc.wantWarn == "") != (got == "") || !strings.Contains(got, tc.wantWarn) {
+				t.Errorf("warnings %q, want one containing %q", got, tc.wantWarn)
+			}
+		})
+	}
+}

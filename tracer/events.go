@@ -51,11 +51,11 @@ func (t *tracer) event(tk *task, cause int) error {
 // the program gave, this checks what the kernel actually loaded.
 func (t *tracer) execEvent(tk *task) error {
 	tid := tk.tid
-	approved, initial := tk.approvedExec, tk.initialExec
+	approved, initial, chain := tk.approvedExec, tk.initialExec, tk.chainExec
 	if msg, err := unix.PtraceGetEventMsg(tid); err == nil && int(msg) != tid {
 		// A non-leader thread exec'd: it now carries the leader's tid.
 		if old := t.tasks[int(msg)]; old != nil {
-			approved, initial = old.approvedExec, old.initialExec
+			approved, initial, chain = old.approvedExec, old.initialExec, old.chainExec
 			t.removeTask(int(msg))
 		}
 	}
@@ -65,7 +65,7 @@ func (t *tracer) execEvent(tk *task) error {
 			t.removeTask(x)
 		}
 	}
-	tk.approvedExec, tk.initialExec = "", false
+	tk.approvedExec, tk.initialExec, tk.chainExec = "", false, false
 	p := t.procs[tk.tgid]
 	if p == nil {
 		p = &proc{tgid: tk.tgid, threads: 1}
@@ -79,6 +79,9 @@ func (t *tracer) execEvent(tk *task) error {
 	if initial && tid == t.rootPid && !t.rootExecDone {
 		t.rootExecDone = true
 		return t.resume(tid, 0)
+	}
+	if initial && chain && tk.tgid == t.rootPid && approved == exe {
+		return t.resume(tid, 0) // the start chain's one exec, loaded as approved
 	}
 	op := &policy.Op{Kind: syscalls.KindExec, Syscall: "execve", Paths: []policy.Path{{Role: "program", Given: exe, Resolved: exe, Exists: true}}}
 	d := t.pol.Decide(op, t.ledger)

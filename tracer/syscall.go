@@ -541,6 +541,17 @@ func (t *tracer) decodeExec(c *call) *policy.Op {
 		return nil
 	}
 	initial := c.tk.tid == t.rootPid && !t.rootExecDone
+	if c.tk.tgid == t.rootPid && t.rootExecDone && t.chainLeft {
+		// The root's first exec after the initial one is the start chain's
+		// or nothing: one chance, whatever it execs.
+		t.chainLeft = false
+		for _, x := range t.cfg.InitialChain {
+			if x == p.Resolved {
+				initial = true
+				c.tk.chainExec = true
+			}
+		}
+	}
 	return &policy.Op{Kind: syscalls.KindExec, Syscall: c.name, Paths: []policy.Path{p}, Initial: initial}
 }
 

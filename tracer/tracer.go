@@ -49,6 +49,11 @@ type Config struct {
 	Timeout  time.Duration // 0: none
 	MaxProcs int           // 0: unlimited; live processes of the tree, threads excluded
 
+	// InitialChain are programs the root process may exec once, right
+	// after the initial exec, as part of starting the command (the NAME of
+	// a "#!/usr/bin/env NAME" script). Such an exec is reported as initial.
+	InitialChain []string
+
 	// TraceAll traps read-only opens too, so that OnEvent sees every open.
 	TraceAll bool
 	// OnEvent is called (on the tracer thread) for every recorded event:
@@ -175,6 +180,7 @@ type task struct {
 	// enforced again at the exec event.
 	approvedExec string
 	initialExec  bool
+	chainExec    bool // the approved exec is the start chain's (Config.InitialChain)
 }
 
 // proc is one traced process (thread group).
@@ -219,6 +225,8 @@ type tracer struct {
 	probeState   int
 	probeEntry   bool // syscall-entry stop of the second probe seen
 	rootExecDone bool
+	// chainLeft: the root process may still make its one InitialChain exec.
+	chainLeft bool
 
 	mainStatus  *unix.WaitStatus
 	timedOut    bool
@@ -232,7 +240,8 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
 		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
 		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{},
-		audit: cfg.Policy.Config().Mode == policy.Audit,
+		audit:     cfg.Policy.Config().Mode == policy.Audit,
+		chainLeft: len(cfg.InitialChain) > 0,
 	}
 }
 

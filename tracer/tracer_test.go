@@ -296,3 +296,53 @@ func TestExtraFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestInitialChain: a "#!/usr/bin/env python3" script starts when python3 is
+// its start chain; without the chain env's exec is denied; the chain is
+// one exec, not a standing permission.
+func TestInitialChain(t *testing.T) {
+	needPython(t)
+	real, err := filepath.EvalSymlinks(python)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sbx := t.TempDir()
+	script := filepath.Join(sbx, "s.py")
+	body := "#!/usr/bin/env python3\nimport subprocess\nprint('started')\n" +
+		"try:\n    subprocess.run(['" + python + "', '-c', 'pass'])\n    print('second exec ran')\n" +
+		"except PermissionError:\n    print('second exec denied')\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		chain []string
+		want  string
+	}{
+		{"with-chain", []string{real}, "started\nsecond exec denied\n"},
+		{"without-chain", nil, ""},
+		{"other-chain", []string{"/usr/bin/perl"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.InitialChain = tc.chain }, script)
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			if o.stdout != tc.want {
+				t.Errorf("stdout %q, want %q (stderr %q)", o.stdout, tc.want, o.stderr)
+			}
+			if tc.want == "" && o.res.ExitCode == 0 {
+				t.Errorf("the script started without its chain: exit 0")
+			}
+			denied := 0
+			for _, e := range o.events {
+				if e.Decision == report.Deny && e.Syscall == "execve" {
+					denied++
+				}
+			}
+			if denied == 0 {
+				t.Errorf("no exec denial recorded: %+v", o.events)
+			}
+		})
+	}
+}

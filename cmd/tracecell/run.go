@@ -265,6 +265,11 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 		return &exitError{status, err}
 	}
+	if !s.Quiet {
+		for _, w := range plan.Warnings {
+			fmt.Fprintf(stderr, "tracecell: warning: %s\n", w)
+		}
+	}
 	if plan.SandboxCreated && !s.Quiet {
 		fmt.Fprintf(stderr, "tracecell: sandbox %s (kept after the run)\n", plan.Sandbox)
 	}
@@ -331,7 +336,7 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 
 	tcfg := &tracer.Config{
 		Path: plan.Path, Argv: plan.Argv, Env: plan.Env, Dir: plan.Cwd, Policy: pol,
-		Timeout: plan.Timeout, MaxProcs: plan.MaxProcs, TraceAll: s.Trace != "",
+		Timeout: plan.Timeout, MaxProcs: plan.MaxProcs, TraceAll: s.Trace != "", InitialChain: plan.InitialChain,
 		OnEvent: onEvent, Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: log,
 	}
 	for _, r := range plan.Rlimits {
