@@ -9,7 +9,7 @@ import (
 
 // startProfile writes a CPU profile of tracecell itself to the file named by
 // TRACECELL_CPUPROFILE (a developer aid for the tracer's per-call cost; see
-// bench/README). It returns the function that stops it.
+// "Speed" in README.md). It returns the function that stops it.
 func startProfile(stderr io.Writer) func() {
 	path := os.Getenv("TRACECELL_CPUPROFILE")
 	if path == "" {
