@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -344,5 +345,26 @@ func TestInitialChain(t *testing.T) {
 				t.Errorf("no exec denial recorded: %+v", o.events)
 			}
 		})
+	}
+}
+
+// TestNoForcedSSBD: the tree runs with the same Speculative Store Bypass
+// state as the same program run bare. On kernels whose default is
+// spec_store_bypass_disable=seccomp (before 5.16, RHEL 8) a filter loaded
+// without SECCOMP_FILTER_FLAG_SPEC_ALLOW forces the mitigation on
+// ("thread force mitigated") and slows every traced program down.
+func TestNoForcedSSBD(t *testing.T) {
+	needPython(t)
+	code := "print([l.split(':',1)[1].strip() for l in open('/proc/self/status') if l.startswith('Speculation_Store_Bypass')])"
+	bare, err := exec.Command(python, "-S", "-c", code).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := runTraced(t, t.TempDir(), nil, python, "-S", "-c", code)
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("err %v res %+v stderr %s", o.err, o.res, o.stderr)
+	}
+	if o.stdout != string(bare) {
+		t.Errorf("traced: %s bare: %s", strings.TrimSpace(o.stdout), strings.TrimSpace(string(bare)))
 	}
 }
