@@ -1,0 +1,585 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// Sandbox file access by the server (copy in, list, download).
+//
+// Every path inside a sandbox is walked one component at a time from a
+// descriptor of the sandbox directory, each component opened with
+// O_NOFOLLOW relative to its parent's descriptor, and ".." refused before
+// anything is opened. A symlink the code made inside the sandbox is
+// therefore never followed by the server, whatever it points to and however
+// it is swapped in concurrently; this works on Linux 4.18 (openat2 with
+// RESOLVE_BENEATH, 5.6, would do the same in one call). Files are written
+// under a temporary name and renamed into place, so an existing entry (even
+// a symlink or a hard link) is replaced, never written through.
+
+// apiError is an error with its HTTP status and stable code.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+func errf(status int, code, format string, a ...any) *apiError {
+	return &apiError{status, code, fmt.Sprintf(format, a...)}
+}
+
+const maxCopyEntries = 100000
+const maxListEntries = 10000
+
+// sandboxRel turns a client path into components below the sandbox. An
+// absolute path is accepted only when it is lexically inside the sandbox
+// (the code sees the sandbox's absolute path as its cwd). "..", NUL bytes
+// and empty paths are refused.
+func sandboxRel(sandbox, p, what string) ([]string, error) {
+	if strings.IndexByte(p, 0) >= 0 {
+		return nil, errf(400, "invalid_path", "%s %q contains a NUL byte", what, p)
+	}
+	if strings.HasPrefix(p, "/") {
+		if !policy.Under(path.Clean(p), sandbox) || hasDotDot(p) {
+			return nil, errf(400, "path_outside_sandbox", "%s %q is outside the session's sandbox %s: give a path relative to the sandbox", what, p, sandbox)
+		}
+		p = strings.TrimPrefix(path.Clean(p), sandbox)
+	}
+	if hasDotDot(p) {
+		return nil, errf(400, "path_outside_sandbox", "%s %q contains '..': give a path inside the sandbox, relative to it", what, p)
+	}
+	var comps []string
+	for _, c := range strings.Split(p, "/") {
+		if c == "" || c == "." {
+			continue
+		}
+		comps = append(comps, c)
+	}
+	return comps, nil
+}
+
+func hasDotDot(p string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if c == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// openRoot opens the sandbox directory itself.
+func openRoot(sandbox string) (int, error) {
+	fd, err := unix.Open(sandbox, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, errf(500, "sandbox_unavailable", "open the sandbox %s: %v", sandbox, err)
+	}
+	return fd, nil
+}
+
+// openDirs walks comps from dirfd, each a directory opened with O_NOFOLLOW
+// (created 0755 first when mkdir). It returns a new descriptor; dirfd is
+// not closed.
+func openDirs(dirfd int, comps []string, mkdir bool, shown string) (int, error) {
+	fd, err := unix.Dup(dirfd)
+	if err != nil {
+		return -1, errf(500, "internal", "dup: %v", err)
+	}
+	unix.CloseOnExec(fd)
+	for i, c := range comps {
+		if mkdir {
+			if err := unix.Mkdirat(fd, c, 0o755); err != nil && err != unix.EEXIST {
+				unix.Close(fd)
+				return -1, errf(500, "copy_failed", "create directory %s in the sandbox: %v", strings.Join(comps[:i+1], "/"), err)
+			}
+		}
+		next, err := unix.Openat(fd, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			err = symlinkOr(fd, c, err)
+			unix.Close(fd)
+			return -1, componentError(strings.Join(comps[:i+1], "/"), shown, err)
+		}
+		unix.Close(fd)
+		fd = next
+	}
+	return fd, nil
+}
+
+// symlinkOr turns the ENOTDIR of O_DIRECTORY|O_NOFOLLOW on a symlink into
+// ELOOP, so that the error says "symbolic link".
+func symlinkOr(dirfd int, name string, err error) error {
+	if err == unix.ENOTDIR {
+		var st unix.Stat_t
+		if unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			return unix.ELOOP
+		}
+	}
+	return err
+}
+
+// componentError explains why a sandbox path component could not be opened.
+func componentError(sofar, shown string, err error) error {
+	switch err {
+	case unix.ELOOP:
+		return errf(403, "symlink_refused", "%s: %s in the sandbox is a symbolic link; the server never follows symlinks inside a sandbox", shown, sofar)
+	case unix.ENOTDIR:
+		return errf(400, "not_a_directory", "%s: %s in the sandbox is not a directory", shown, sofar)
+	case unix.ENOENT:
+		return errf(404, "file_not_found", "%s: %s does not exist in the sandbox (list files with GET /v1/sessions/{id}/files)", shown, sofar)
+	}
+	return errf(500, "file_error", "%s: open %s in the sandbox: %v", shown, sofar, err)
+}
+
+// fileEntry is one entry of GET /v1/sessions/{id}/files.
+type fileEntry struct {
+	Path  string `json:"path"` // relative to the sandbox, '/'-separated
+	Type  string `json:"type"` // "file", "dir", "symlink" or "other"
+	Size  int64  `json:"size"`
+	Mode  string `json:"mode"`
+	MTime string `json:"mtime"`
+	// Target is a symlink's target as stored (never followed).
+	Target string `json:"target,omitempty"`
+}
+
+type fileList struct {
+	Sandbox   string      `json:"sandbox"`
+	Files     []fileEntry `json:"files"`
+	Truncated bool        `json:"truncated"`
+}
+
+// listSandbox lists every entry of the sandbox (hidden ones too), depth
+// first, sorted by path, descending only into real directories.
+func listSandbox(sandbox string) (*fileList, error) {
+	root, err := openRoot(sandbox)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(root)
+	out := &fileList{Sandbox: sandbox, Files: []fileEntry{}}
+	var walk func(dirfd int, prefix string) error
+	walk = func(dirfd int, prefix string) error {
+		names, err := readNames(dirfd)
+		if err != nil {
+			return errf(500, "file_error", "list %s in the sandbox: %v", orDot(prefix), err)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if len(out.Files) >= maxListEntries {
+				out.Truncated = true
+				return nil
+			}
+			var st unix.Stat_t
+			if err := unix.Fstatat(dirfd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				continue // removed meanwhile
+			}
+			rel := prefix + n
+			e := fileEntry{Path: rel, Size: st.Size, Mode: fmt.Sprintf("%04o", st.Mode&0o7777),
+				MTime: timespecUTC(st.Mtim)}
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFREG:
+				e.Type = "file"
+			case unix.S_IFDIR:
+				e.Type = "dir"
+			case unix.S_IFLNK:
+				e.Type = "symlink"
+				buf := make([]byte, 4096)
+				if k, err := unix.Readlinkat(dirfd, n, buf); err == nil {
+					e.Target = string(buf[:k])
+				}
+			default:
+				e.Type = "other"
+			}
+			out.Files = append(out.Files, e)
+			if e.Type == "dir" {
+				sub, err := unix.Openat(dirfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					continue // swapped for a symlink, or unreadable: not descended
+				}
+				err = walk(sub, rel+"/")
+				unix.Close(sub)
+				if err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := walk(root, ""); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func orDot(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+// readNames lists a directory through a duplicate of dirfd.
+func readNames(dirfd int) ([]string, error) {
+	fd, err := unix.Dup(dirfd)
+	if err != nil {
+		return nil, err
+	}
+	unix.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), "dir")
+	defer f.Close()
+	return f.Readdirnames(-1)
+}
+
+// openSandboxFile opens a regular file of the sandbox for reading, never
+// through a symlink.
+func openSandboxFile(sandbox, rel string) (*os.File, os.FileInfo, error) {
+	comps, err := sandboxRel(sandbox, rel, "path")
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(comps) == 0 {
+		return nil, nil, errf(400, "is_a_directory", "path %q is the sandbox itself: list it with GET /v1/sessions/{id}/files", rel)
+	}
+	root, err := openRoot(sandbox)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unix.Close(root)
+	dir, err := openDirs(root, comps[:len(comps)-1], false, "path "+rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer unix.Close(dir)
+	fd, err := unix.Openat(dir, comps[len(comps)-1], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, componentError(strings.Join(comps, "/"), "path "+rel, err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(sandbox, filepath.Join(comps...)))
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, errf(500, "file_error", "stat %s in the sandbox: %v", rel, err)
+	}
+	if st.IsDir() {
+		f.Close()
+		return nil, nil, errf(400, "is_a_directory", "path %q is a directory: list it with GET /v1/sessions/{id}/files", rel)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, errf(400, "not_a_regular_file", "path %q is not a regular file (%s)", rel, st.Mode().Type())
+	}
+	return f, st, nil
+}
+
+// copyRequest is the body of POST /v1/sessions/{id}/copy.
+type copyRequest struct {
+	// Source is an absolute host path (or ~/...), a file or a directory.
+	Source string `json:"source"`
+	// Destination is where it lands, relative to the sandbox (or absolute
+	// inside it); default: the source's base name at the sandbox's top.
+	Destination string `json:"destination,omitempty"`
+}
+
+// copyReport says what a copy did.
+type copyReport struct {
+	Source      string    `json:"source"`      // resolved
+	Destination string    `json:"destination"` // relative to the sandbox
+	Path        string    `json:"path"`        // absolute path in the sandbox
+	Files       int       `json:"files"`
+	Directories int       `json:"directories"`
+	Bytes       int64     `json:"bytes"`
+	Skipped     []skipped `json:"skipped"`
+}
+
+type skipped struct {
+	Path   string `json:"path"` // relative to the source
+	Reason string `json:"reason"`
+}
+
+type copyItem struct {
+	rel  string // relative to the source, '/'-separated; "" for the source itself
+	dir  bool
+	size int64
+	mode os.FileMode
+}
+
+// decideRead asks the policy whether the worker could read the resolved path.
+func (s *Server) decideRead(resolved string) policy.Decision {
+	return s.readPol.Decide(&policy.Op{Kind: syscalls.KindRead, Syscall: "copy",
+		Paths: []policy.Path{{Role: "path", Given: resolved, Resolved: resolved, Exists: true}}}, nil)
+}
+
+// copyIn copies a host file or tree into the sandbox.
+func (s *Server) copyIn(sandbox string, req copyRequest) (*copyReport, error) {
+	if req.Source == "" {
+		return nil, errf(400, "invalid_field", "source is required: an absolute host path to copy into the sandbox")
+	}
+	if strings.IndexByte(req.Source, 0) >= 0 {
+		return nil, errf(400, "invalid_field", "source contains a NUL byte")
+	}
+	if !strings.HasPrefix(req.Source, "/") && req.Source != "~" && !strings.HasPrefix(req.Source, "~/") {
+		return nil, errf(400, "invalid_field", "source %q must be an absolute host path (or start with ~/)", req.Source)
+	}
+	abs, err := config.Abs(req.Source)
+	if err != nil {
+		return nil, errf(400, "invalid_field", "source %q: %v", req.Source, err)
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, errf(404, "source_not_found", "source %s does not exist on the host", abs)
+		}
+		return nil, errf(403, "source_unreadable", "source %s: %v", abs, err)
+	}
+	if d := s.decideRead(real); !d.Allow {
+		return nil, errf(403, "read_denied", "source %s may not be read under the server's policy: %s", showResolved(abs, real), d.Reason)
+	}
+	if policy.Under(real, sandbox) {
+		return nil, errf(400, "invalid_field", "source %s is inside the session's sandbox already", real)
+	}
+	st, err := os.Lstat(real)
+	if err != nil {
+		return nil, errf(403, "source_unreadable", "source %s: %v", real, err)
+	}
+	dst := req.Destination
+	if dst == "" {
+		dst = filepath.Base(abs)
+		if dst == "/" || dst == "." {
+			return nil, errf(400, "invalid_field", "copying / needs an explicit destination (and is almost surely too large)")
+		}
+	}
+	comps, err := sandboxRel(sandbox, dst, "destination")
+	if err != nil {
+		return nil, err
+	}
+	if len(comps) == 0 {
+		return nil, errf(400, "invalid_field", "destination %q is the sandbox itself: name a file or directory inside it", dst)
+	}
+	rep := &copyReport{Source: real, Destination: strings.Join(comps, "/"),
+		Path: filepath.Join(append([]string{sandbox}, comps...)...), Skipped: []skipped{}}
+
+	// Plan: walk the source without following symlinks, apply the policy
+	// to every entry, and check the size before writing anything.
+	var items []copyItem
+	var total int64
+	switch {
+	case st.Mode().IsRegular():
+		items = append(items, copyItem{size: st.Size(), mode: st.Mode().Perm()})
+		total = st.Size()
+	case st.IsDir():
+		err := filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
+			rel := strings.TrimPrefix(strings.TrimPrefix(p, real), "/")
+			if err != nil {
+				rep.Skipped = append(rep.Skipped, skipped{orDot(rel), "unreadable: " + errText(err)})
+				if d != nil && d.IsDir() && p != real {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if p != real {
+				if dec := s.decideRead(p); !dec.Allow {
+					rep.Skipped = append(rep.Skipped, skipped{rel, "denied by policy: " + dec.Reason})
+					if d.IsDir() {
+						return fs.SkipDir
+					}
+					return nil
+				}
+			}
+			switch t := d.Type(); {
+			case t&fs.ModeSymlink != 0:
+				rep.Skipped = append(rep.Skipped, skipped{rel, "symbolic link (not followed)"})
+			case d.IsDir():
+				fi, err := d.Info()
+				mode := os.FileMode(0o755)
+				if err == nil {
+					mode = fi.Mode().Perm() | 0o700
+				}
+				items = append(items, copyItem{rel: rel, dir: true, mode: mode})
+			case t.IsRegular():
+				fi, err := d.Info()
+				if err != nil {
+					rep.Skipped = append(rep.Skipped, skipped{rel, "unreadable: " + errText(err)})
+					return nil
+				}
+				items = append(items, copyItem{rel: rel, size: fi.Size(), mode: fi.Mode().Perm()})
+				total += fi.Size()
+			default:
+				rep.Skipped = append(rep.Skipped, skipped{rel, "not a regular file (" + t.String() + ")"})
+			}
+			if len(items) > maxCopyEntries {
+				return errf(413, "copy_too_large", "source %s has more than %d entries; copy a smaller tree", real, maxCopyEntries)
+			}
+			if total > s.opts.MaxCopySize {
+				return errf(413, "copy_too_large", "source %s is more than %d bytes, the server's copy limit (--max-copy-size); nothing was copied", real, s.opts.MaxCopySize)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errf(400, "invalid_field", "source %s is not a regular file or a directory (%s)", real, st.Mode().Type())
+	}
+	if total > s.opts.MaxCopySize {
+		return nil, errf(413, "copy_too_large", "source %s is %d bytes, more than the server's copy limit of %d bytes (--max-copy-size); nothing was copied", real, total, s.opts.MaxCopySize)
+	}
+
+	// Write.
+	root, err := openRoot(sandbox)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(root)
+	parent, err := openDirs(root, comps[:len(comps)-1], true, "destination "+dst)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(parent)
+	name := comps[len(comps)-1]
+	budget := s.opts.MaxCopySize
+	if !st.IsDir() {
+		n, err := copyFile(real, parent, name, items[0].mode, budget, rep.Destination)
+		if err != nil {
+			return nil, err
+		}
+		rep.Files, rep.Bytes = 1, n
+		return rep, nil
+	}
+	for _, it := range items {
+		var dcomps []string
+		dcomps = append(dcomps, name)
+		if it.rel != "" {
+			dcomps = append(dcomps, strings.Split(it.rel, "/")...)
+		}
+		shown := "destination " + path.Join(rep.Destination, it.rel)
+		if it.dir {
+			fd, err := openDirs(parent, dcomps, true, shown)
+			if err != nil {
+				return nil, partial(err, rep)
+			}
+			unix.Fchmod(fd, uint32(it.mode))
+			unix.Close(fd)
+			rep.Directories++
+			continue
+		}
+		dir, err := openDirs(parent, dcomps[:len(dcomps)-1], false, shown)
+		if err != nil {
+			return nil, partial(err, rep)
+		}
+		n, err := copyFile(filepath.Join(real, filepath.FromSlash(it.rel)), dir, dcomps[len(dcomps)-1], it.mode, budget, path.Join(rep.Destination, it.rel))
+		unix.Close(dir)
+		if err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) && ae.code == "source_changed" {
+				rep.Skipped = append(rep.Skipped, skipped{it.rel, ae.msg})
+				continue
+			}
+			return nil, partial(err, rep)
+		}
+		budget -= n
+		rep.Files++
+		rep.Bytes += n
+	}
+	return rep, nil
+}
+
+func showResolved(abs, real string) string {
+	if abs == real {
+		return abs
+	}
+	return abs + " (" + real + ")"
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// partial adds what was already copied to a failure in the middle of a copy.
+func partial(err error, rep *copyReport) error {
+	var ae *apiError
+	if errors.As(err, &ae) && (rep.Files > 0 || rep.Directories > 0) {
+		return &apiError{ae.status, ae.code, fmt.Sprintf("%s (%d files, %d bytes were copied before this)", ae.msg, rep.Files, rep.Bytes)}
+	}
+	return err
+}
+
+// copyFile copies the regular file src (not followed if it became a
+// symlink) to name in dirfd via a temporary file and a rename, writing at
+// most budget bytes.
+func copyFile(src string, dirfd int, name string, mode os.FileMode, budget int64, shown string) (int64, error) {
+	sfd, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if err == unix.ELOOP {
+			return 0, errf(409, "source_changed", "source %s became a symbolic link; not followed", src)
+		}
+		return 0, errf(403, "source_unreadable", "open source %s: %v", src, err)
+	}
+	in := os.NewFile(uintptr(sfd), src)
+	defer in.Close()
+	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return 0, errf(409, "source_changed", "source %s is no longer a regular file; not copied", src)
+	}
+	tmp := fmt.Sprintf(".tracecell-copy-%s", randomID(""))
+	perm := uint32(mode.Perm()&^0o022) | 0o600
+	ofd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
+	if err != nil {
+		return 0, errf(500, "copy_failed", "create %s in the sandbox: %v", shown, err)
+	}
+	out := os.NewFile(uintptr(ofd), tmp)
+	n, err := io.Copy(out, io.LimitReader(in, budget+1))
+	if err == nil && n > budget {
+		err = errf(413, "copy_too_large", "source %s grew past the server's copy limit (--max-copy-size) while copying; not copied", src)
+	}
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil {
+		unix.Fchmodat(dirfd, tmp, perm, 0)
+		if rerr := unix.Renameat(dirfd, tmp, dirfd, name); rerr != nil {
+			if rerr == unix.EISDIR || rerr == unix.ENOTEMPTY || rerr == unix.EEXIST {
+				err = errf(409, "destination_is_directory", "destination %s is a directory in the sandbox; name the file inside it", shown)
+			} else {
+				err = rerr
+			}
+		}
+	}
+	if err != nil {
+		unix.Unlinkat(dirfd, tmp, 0)
+		var ae *apiError
+		if errors.As(err, &ae) {
+			return 0, ae
+		}
+		if errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+			return 0, errf(507, "no_space", "write %s in the sandbox: %v", shown, err)
+		}
+		return 0, errf(500, "copy_failed", "write %s in the sandbox: %v", shown, err)
+	}
+	return n, nil
+}
+
+// serveFile sends a sandbox file.
+func serveFile(w http.ResponseWriter, r *http.Request, f *os.File, st os.FileInfo) {
+	ct := mimeByExt(st.Name())
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, st.Name(), st.ModTime(), f)
+}

@@ -1,0 +1,633 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecell/tracecell/config"
+)
+
+type testEnv struct {
+	t       *testing.T
+	s       *Server
+	hs      *httptest.Server
+	fs      *fakeStarter
+	state   string
+	outside string // a canary directory outside every sandbox
+	token   string
+}
+
+func newEnv(t *testing.T, mut func(*Options)) *testEnv {
+	t.Helper()
+	base := t.TempDir()
+	e := &testEnv{t: t, fs: &fakeStarter{}, state: filepath.Join(base, "state"), outside: filepath.Join(base, "outside")}
+	if err := os.MkdirAll(e.outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(e.outside, "canary.txt"), []byte("canary"), 0o644)
+	o := Options{StateDir: e.state, Starter: e.fs.start, PoolSize: 1, IdleTimeout: -1, Log: zerolog.Nop(),
+		ExecTimeout: 10 * time.Second}
+	if mut != nil {
+		mut(&o)
+	}
+	e.token = o.Token
+	s, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.s = s
+	e.hs = httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		e.hs.Close()
+		s.Close()
+		if n := e.fs.alive(); n != 0 {
+			t.Errorf("%d fake workers still alive after Close", n)
+		}
+	})
+	return e
+}
+
+// do sends a request and returns the status and the body.
+func (e *testEnv) do(method, path, body string) (int, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.hs.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func (e *testEnv) create(id string) sessionInfo {
+	e.t.Helper()
+	st, b := e.do("POST", "/v1/sessions", fmt.Sprintf(`{"id":%q}`, id))
+	if st != 201 {
+		e.t.Fatalf("create %s: %d %s", id, st, b)
+	}
+	var in sessionInfo
+	if err := json.Unmarshal(b, &in); err != nil {
+		e.t.Fatal(err)
+	}
+	return in
+}
+
+func (e *testEnv) exec(id, code string) map[string]any {
+	e.t.Helper()
+	st, b := e.do("POST", "/v1/sessions/"+id+"/execute", fmt.Sprintf(`{"code":%q}`, code))
+	if st != 200 {
+		e.t.Fatalf("execute %q in %s: %d %s", code, id, st, b)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		e.t.Fatal(err)
+	}
+	return m
+}
+
+func errCode(t *testing.T, b []byte) (string, string) {
+	t.Helper()
+	var eb errorBody
+	if err := json.Unmarshal(b, &eb); err != nil || eb.Error.Code == "" {
+		t.Fatalf("not a JSON error body: %s", b)
+	}
+	return eb.Error.Code, eb.Error.Message
+}
+
+func TestErrors(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.MaxSessions = 3; o.MaxBody = 1 << 20 })
+	e.create("a")
+	if err := os.Symlink(e.outside, filepath.Join(e.sandboxOf("a"), "out")); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(e.sandboxOf("a"), "sub"), 0o755)
+	huge := `{"code":"` + strings.Repeat("x", 1<<20+10) + `"}`
+	cases := []struct {
+		name, method, path, body string
+		status                   int
+		code, msg                string
+	}{
+		{"bad id chars", "POST", "/v1/sessions", `{"id":"a/b"}`, 400, "invalid_id", "session id"},
+		{"id too long", "POST", "/v1/sessions", `{"id":"` + strings.Repeat("a", 129) + `"}`, 400, "invalid_id", "1 to 128"},
+		{"id dotdot", "POST", "/v1/sessions", `{"id":".."}`, 400, "invalid_id", ""},
+		{"id exists", "POST", "/v1/sessions", `{"id":"a"}`, 409, "session_exists", "exists already"},
+		{"id wrong type", "POST", "/v1/sessions", `{"id":5}`, 400, "invalid_field", `"id"`},
+		{"unknown field", "POST", "/v1/sessions", `{"name":"x"}`, 400, "invalid_field", `"name"`},
+		{"malformed json", "POST", "/v1/sessions", `{"id":`, 400, "invalid_json", "not valid JSON"},
+		{"trailing data", "POST", "/v1/sessions/a/execute", `{"code":"1"} {}`, 400, "invalid_json", "after the JSON"},
+		{"empty execute body", "POST", "/v1/sessions/a/execute", ``, 400, "invalid_json", "empty"},
+		{"huge body", "POST", "/v1/sessions/a/execute", huge, 413, "body_too_large", "larger than 1048576"},
+		{"timeout above max", "POST", "/v1/sessions/a/execute", `{"code":"1","timeout":600}`, 400, "invalid_field", "maximum of 10s"},
+		{"timeout negative", "POST", "/v1/sessions/a/execute", `{"code":"1","timeout":-1}`, 400, "invalid_field", "above 0"},
+		{"timeout string", "POST", "/v1/sessions/a/execute", `{"code":"1","timeout":"5"}`, 400, "invalid_field", "timeout"},
+		{"unknown session execute", "POST", "/v1/sessions/nope/execute", `{"code":"1"}`, 404, "session_not_found", `"nope"`},
+		{"unknown session get", "GET", "/v1/sessions/nope", ``, 404, "session_not_found", ""},
+		{"unknown session delete", "DELETE", "/v1/sessions/nope", ``, 404, "session_not_found", ""},
+		{"unknown session reset", "POST", "/v1/sessions/nope/reset", ``, 404, "session_not_found", ""},
+		{"unknown session files", "GET", "/v1/sessions/nope/files", ``, 404, "session_not_found", ""},
+		{"invalid id in path", "GET", "/v1/sessions/a%20b", ``, 400, "invalid_id", ""},
+		{"no such endpoint", "GET", "/v2/x", ``, 404, "no_such_endpoint", "GET /v2/x"},
+		{"oneshot malformed", "POST", "/v1/execute", `[1,2`, 400, "invalid_json", ""},
+		// downloads
+		{"download dotdot", "GET", "/v1/sessions/a/files/..%2f..%2fetc%2fpasswd", ``, 400, "path_outside_sandbox", "'..'"},
+		{"download absolute outside", "GET", "/v1/sessions/a/files/%2Fetc%2Fpasswd", ``, 400, "path_outside_sandbox", "outside"},
+		{"download through symlink", "GET", "/v1/sessions/a/files/out/canary.txt", ``, 403, "symlink_refused", "symbolic link"},
+		{"download symlink itself", "GET", "/v1/sessions/a/files/out", ``, 403, "symlink_refused", ""},
+		{"download missing", "GET", "/v1/sessions/a/files/nothing.txt", ``, 404, "file_not_found", ""},
+		{"download directory", "GET", "/v1/sessions/a/files/sub", ``, 400, "is_a_directory", ""},
+		// copies
+		{"copy no source", "POST", "/v1/sessions/a/copy", `{}`, 400, "invalid_field", "source is required"},
+		{"copy relative source", "POST", "/v1/sessions/a/copy", `{"source":"etc/hosts"}`, 400, "invalid_field", "absolute"},
+		{"copy missing source", "POST", "/v1/sessions/a/copy", `{"source":"/nonexistent/x"}`, 404, "source_not_found", ""},
+		{"copy dest dotdot", "POST", "/v1/sessions/a/copy", jsonf(`{"source":%q,"destination":"../x"}`, e.outside+"/canary.txt"), 400, "path_outside_sandbox", ""},
+		{"copy dest deep dotdot", "POST", "/v1/sessions/a/copy", jsonf(`{"source":%q,"destination":"sub/../../x"}`, e.outside+"/canary.txt"), 400, "path_outside_sandbox", ""},
+		{"copy dest absolute outside", "POST", "/v1/sessions/a/copy", jsonf(`{"source":%q,"destination":"/etc/passwd"}`, e.outside+"/canary.txt"), 400, "path_outside_sandbox", ""},
+		{"copy dest through symlink", "POST", "/v1/sessions/a/copy", jsonf(`{"source":%q,"destination":"out/canary.txt"}`, "/etc/hostname"), 403, "symlink_refused", ""},
+		{"copy dest into symlink dir", "POST", "/v1/sessions/a/copy", jsonf(`{"source":%q,"destination":"out/new/x"}`, "/etc/hostname"), 403, "symlink_refused", ""},
+		{"copy dest sandbox itself", "POST", "/v1/sessions/a/copy", jsonf(`{"source":%q,"destination":"."}`, "/etc/hostname"), 400, "invalid_field", ""},
+		{"copy of /", "POST", "/v1/sessions/a/copy", `{"source":"/"}`, 400, "invalid_field", "explicit destination"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st, b := e.do(c.method, c.path, c.body)
+			if st != c.status {
+				t.Fatalf("status %d, want %d: %s", st, c.status, b)
+			}
+			code, msg := errCode(t, b)
+			if code != c.code || !strings.Contains(msg, c.msg) {
+				t.Fatalf("error %s %q, want %s containing %q", code, msg, c.code, c.msg)
+			}
+		})
+	}
+	e.checkCanary()
+	// Max sessions: "a" plus two more, then 429.
+	e.create("b")
+	e.create("c")
+	st, b := e.do("POST", "/v1/sessions", `{}`)
+	if code, _ := errCode(t, b); st != 429 || code != "too_many_sessions" {
+		t.Fatalf("over max sessions: %d %s", st, b)
+	}
+	st, b = e.do("POST", "/v1/execute", `{"code":"1"}`)
+	if code, _ := errCode(t, b); st != 429 || code != "too_many_sessions" {
+		t.Fatalf("one-shot over max sessions: %d %s", st, b)
+	}
+}
+
+func jsonf(f string, a ...any) string { return fmt.Sprintf(f, a...) }
+
+func (e *testEnv) sandboxOf(id string) string {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	return e.s.sessions[id].sandbox
+}
+
+// checkCanary proves nothing outside the sandboxes changed.
+func (e *testEnv) checkCanary() {
+	e.t.Helper()
+	ents, err := os.ReadDir(e.outside)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if len(ents) != 1 || ents[0].Name() != "canary.txt" {
+		var names []string
+		for _, d := range ents {
+			names = append(names, d.Name())
+		}
+		e.t.Fatalf("the canary directory outside the sandbox changed: %v", names)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.outside, "canary.txt")); string(b) != "canary" {
+		e.t.Fatalf("the canary file outside the sandbox changed: %q", b)
+	}
+}
+
+func TestSessionLifecycle(t *testing.T) {
+	e := newEnv(t, nil)
+	in := e.create("agent-1.x_Y")
+	if in.ID != "agent-1.x_Y" || in.Worker == nil || in.Worker.Sandbox != in.Sandbox {
+		t.Fatalf("create: %+v", in)
+	}
+	if st, err := os.Stat(in.Sandbox); err != nil || st.Mode().Perm() != 0o700 || filepath.Dir(in.Sandbox) != e.s.opts.StateDir {
+		t.Fatalf("sandbox %s: %v %v", in.Sandbox, st.Mode(), err)
+	}
+	e.exec(in.ID, "set:x=41")
+	if r := e.exec(in.ID, "get:x"); r["result"] != "41" {
+		t.Fatalf("state not kept: %v", r)
+	}
+	// Generated id.
+	st, b := e.do("POST", "/v1/sessions", "")
+	if st != 201 || !strings.Contains(string(b), `"id":"s-`) {
+		t.Fatalf("create without body: %d %s", st, b)
+	}
+	// List and describe.
+	st, b = e.do("GET", "/v1/sessions", "")
+	var list struct{ Sessions []sessionInfo }
+	json.Unmarshal(b, &list)
+	if st != 200 || len(list.Sessions) != 2 || list.Sessions[0].ID != in.ID {
+		t.Fatalf("list: %d %s", st, b)
+	}
+	st, b = e.do("GET", "/v1/sessions/"+in.ID, "")
+	var d sessionInfo
+	json.Unmarshal(b, &d)
+	if st != 200 || d.Executions != 2 || d.Busy || !d.Alive || d.Worker.WorkerPid == 0 {
+		t.Fatalf("describe: %d %s", st, b)
+	}
+	// Denials flow through with the result shape.
+	r := e.exec(in.ID, "deny:/etc/hosts")
+	if den, _ := r["denials"].([]any); len(den) != 1 || r["error"].(map[string]any)["name"] != "PermissionError" {
+		t.Fatalf("denial result: %v", r)
+	}
+	for _, k := range []string{"stdout", "stderr", "result", "error", "denials", "artifacts", "duration_ms", "timed_out", "session_lost", "truncated"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("result lacks %q: %v", k, r)
+		}
+	}
+	// Delete removes the sandbox and kills the worker.
+	if st, b := e.do("DELETE", "/v1/sessions/"+in.ID, ""); st != 204 {
+		t.Fatalf("delete: %d %s", st, b)
+	}
+	if _, err := os.Stat(in.Sandbox); !os.IsNotExist(err) {
+		t.Fatalf("sandbox %s left after delete: %v", in.Sandbox, err)
+	}
+	if st, _ := e.do("GET", "/v1/sessions/"+in.ID, ""); st != 404 {
+		t.Fatalf("deleted session still there: %d", st)
+	}
+	// Metrics.
+	_, b = e.do("GET", "/metrics", "")
+	for _, want := range []string{
+		"tracecell_sessions_active 1\n", "tracecell_sessions_created_total 2\n",
+		`tracecell_executions_total{kind="session"} 3`, "tracecell_denials_total 1\n",
+		"tracecell_execution_duration_seconds_count 3\n", `tracecell_execution_duration_seconds_bucket{le="+Inf"} 3`,
+		"tracecell_pool_size 1\n",
+	} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("metrics lack %q:\n%s", want, b)
+		}
+	}
+	if st, b := e.do("GET", "/healthz", ""); st != 200 || !strings.Contains(string(b), `"status":"ok"`) {
+		t.Fatalf("healthz: %d %s", st, b)
+	}
+}
+
+func TestBusyRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("b")
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		e.exec("b", "sleep:400")
+	}()
+	deadline := time.Now().Add(2 * time.Second)
+	for !e.s.sessions["b"].describe().Busy && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	st, b := e.do("POST", "/v1/sessions/b/execute", `{"code":"1"}`)
+	if code, msg := errCode(t, b); st != 409 || code != "session_busy" || !strings.Contains(msg, "not queued") {
+		t.Fatalf("second execute: %d %s", st, b)
+	}
+	st, b = e.do("POST", "/v1/sessions/b/reset", ``)
+	if code, _ := errCode(t, b); st != 409 || code != "session_busy" {
+		t.Fatalf("reset while busy: %d %s", st, b)
+	}
+	// Reads are not refused while busy.
+	if st, _ := e.do("GET", "/v1/sessions/b/files", ""); st != 200 {
+		t.Fatalf("files while busy: %d", st)
+	}
+	wg.Wait()
+	if r := e.exec("b", "1"); r["result"] != "1" {
+		t.Fatalf("after busy: %v", r)
+	}
+	// Other sessions run in parallel with a busy one.
+	e.create("c")
+	start := time.Now()
+	var wg2 sync.WaitGroup
+	for _, id := range []string{"b", "c"} {
+		wg2.Add(1)
+		go func() { defer wg2.Done(); e.exec(id, "sleep:300") }()
+	}
+	wg2.Wait()
+	if el := time.Since(start); el > 550*time.Millisecond {
+		t.Fatalf("two sessions did not run in parallel: %v", el)
+	}
+}
+
+func TestLostWorkerRestarts(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("l")
+	e.exec("l", "set:x=1")
+	r := e.exec("l", "die")
+	if r["session_lost"] != true || !strings.Contains(r["lost_reason"].(string), "SIGKILL; a fresh worker was started") {
+		t.Fatalf("lost result: %v", r)
+	}
+	r = e.exec("l", "get:x")
+	if r["session_lost"] != false || r["error"].(map[string]any)["name"] != "NameError" {
+		t.Fatalf("after restart the namespace must be empty and execution work: %v", r)
+	}
+	if d := e.s.sessions["l"].describe(); d.Restarts != 1 || !d.Alive {
+		t.Fatalf("describe after restart: %+v", d)
+	}
+	// A worker that dies while idle: the code is not run, a fresh worker starts.
+	e.s.sessions["l"].w.(*fakeWorker).kill()
+	r = e.exec("l", "set:y=2")
+	if r["session_lost"] != true || !strings.Contains(r["lost_reason"].(string), "NOT run") {
+		t.Fatalf("idle death: %v", r)
+	}
+	if r := e.exec("l", "7"); r["result"] != "7" {
+		t.Fatalf("after idle death: %v", r)
+	}
+	_, b := e.do("GET", "/metrics", "")
+	if !strings.Contains(string(b), "tracecell_worker_restarts_total 2\n") || !strings.Contains(string(b), "tracecell_executions_session_lost_total 2\n") {
+		t.Fatalf("metrics: %s", b)
+	}
+	// A failing restart is reported, and reset recovers.
+	e.fs.fail.Store(true)
+	e.exec("l", "die")
+	st, b := e.do("POST", "/v1/sessions/l/execute", `{"code":"1"}`)
+	if code, _ := errCode(t, b); st != 503 || code != "worker_start_failed" {
+		t.Fatalf("execute with a failed restart: %d %s", st, b)
+	}
+	e.fs.fail.Store(false)
+	time.Sleep(20 * time.Millisecond)
+	if st, b := e.do("POST", "/v1/sessions/l/reset", ``); st != 200 {
+		t.Fatalf("reset: %d %s", st, b)
+	}
+	if r := e.exec("l", "8"); r["result"] != "8" {
+		t.Fatalf("after reset: %v", r)
+	}
+}
+
+func TestTimeoutLowered(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("t")
+	st, b := e.do("POST", "/v1/sessions/t/execute", `{"code":"sleep:5000","timeout":0.1}`)
+	if st != 200 || !strings.Contains(string(b), `"timed_out":true`) {
+		t.Fatalf("timeout: %d %s", st, b)
+	}
+}
+
+func TestResetKeepsOrClearsFiles(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("r")
+	sbx := e.sandboxOf("r")
+	os.WriteFile(filepath.Join(sbx, "data.csv"), []byte("1,2"), 0o644)
+	e.exec("r", "set:x=1")
+	old := e.s.sessions["r"].w
+	if st, b := e.do("POST", "/v1/sessions/r/reset", ""); st != 200 {
+		t.Fatalf("reset: %d %s", st, b)
+	}
+	if !old.(*fakeWorker).closed.Load() {
+		t.Fatal("reset did not close the old worker")
+	}
+	if r := e.exec("r", "get:x"); r["error"] == nil {
+		t.Fatalf("namespace survived a reset: %v", r)
+	}
+	if _, err := os.Stat(filepath.Join(sbx, "data.csv")); err != nil {
+		t.Fatalf("reset lost the sandbox files: %v", err)
+	}
+	os.Symlink(e.outside, filepath.Join(sbx, "out"))
+	if st, b := e.do("POST", "/v1/sessions/r/reset", `{"clear_sandbox":true}`); st != 200 {
+		t.Fatalf("reset clear: %d %s", st, b)
+	}
+	if ents, _ := os.ReadDir(sbx); len(ents) != 0 {
+		t.Fatalf("clear_sandbox left %d entries", len(ents))
+	}
+	e.checkCanary() // the symlink was removed, not followed
+}
+
+func TestOneshot(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.PoolSize = 2 })
+	st, b := e.do("POST", "/v1/execute", `{"code":"hello"}`)
+	if st != 200 || !strings.Contains(string(b), `"result":"hello"`) {
+		t.Fatalf("one-shot: %d %s", st, b)
+	}
+	waitFor(t, "the pool to refill and the one-shot worker to be closed", func() bool {
+		return e.fs.alive() == 2 && e.s.metrics.poolReady.Load() == 2
+	})
+	waitFor(t, "the one-shot sandbox to be removed (only the two pool sandboxes left)", func() bool {
+		ents, _ := os.ReadDir(e.s.opts.StateDir)
+		if len(ents) != 2 {
+			for _, d := range ents {
+				t.Log(d.Name())
+			}
+		}
+		return len(ents) == 2
+	})
+}
+
+func TestKeepSandboxes(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.KeepSandboxes = true })
+	in := e.create("k")
+	e.do("DELETE", "/v1/sessions/k", "")
+	if _, err := os.Stat(in.Sandbox); err != nil {
+		t.Fatalf("retention: sandbox removed: %v", err)
+	}
+}
+
+func TestIdleReaping(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.IdleTimeout = 80 * time.Millisecond })
+	in := e.create("idle")
+	e.create("busy")
+	go e.exec("busy", "sleep:400")
+	waitFor(t, "the idle session to be reaped", func() bool {
+		st, _ := e.do("GET", "/v1/sessions/idle", "")
+		return st == 404
+	})
+	if _, err := os.Stat(in.Sandbox); !os.IsNotExist(err) {
+		t.Fatalf("reaped session's sandbox left: %v", err)
+	}
+	if st, _ := e.do("GET", "/v1/sessions/busy", ""); st != 200 {
+		t.Fatal("a busy session was reaped")
+	}
+}
+
+func TestPoolUsedAndEmptyPool(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.PoolSize = 1 })
+	waitFor(t, "the pool to fill", func() bool { return e.s.metrics.poolReady.Load() == 1 })
+	first := e.fs.started[0]
+	in := e.create("p1")
+	if in.Sandbox != first.cfg.Sandbox {
+		t.Fatalf("the session did not take the pooled worker")
+	}
+	// With the pool empty and starts slow, creation starts its own worker.
+	e.fs.delay = 0
+	in2 := e.create("p2")
+	in3 := e.create("p3")
+	if in2.Sandbox == in3.Sandbox {
+		t.Fatal("two sessions share a sandbox")
+	}
+	e.fs.fail.Store(true)
+	e.s.pool.close() // drop the warm one; further starts fail
+	e.s.pool.mu.Lock()
+	e.s.pool.closed = false
+	e.s.pool.mu.Unlock()
+	st, b := e.do("POST", "/v1/sessions", `{"id":"p4"}`)
+	if code, _ := errCode(t, b); st != 503 || code != "worker_start_failed" {
+		t.Fatalf("create with failing starts: %d %s", st, b)
+	}
+	if st, _ := e.do("GET", "/v1/sessions/p4", ""); st != 404 {
+		t.Fatal("a failed create left its id reserved")
+	}
+	e.fs.fail.Store(false)
+}
+
+func TestAuth(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.Token = "s3cret" })
+	e.create("a")
+	for _, h := range []string{"", "Bearer wrong", "s3cret", "Bearer s3cret2", "bearer s3cret"} {
+		req, _ := http.NewRequest("GET", e.hs.URL+"/v1/sessions", nil)
+		if h != "" {
+			req.Header.Set("Authorization", h)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if code, _ := errCode(t, b); resp.StatusCode != 401 || code != "unauthorized" || resp.Header.Get("WWW-Authenticate") == "" {
+			t.Fatalf("Authorization %q: %d %s", h, resp.StatusCode, b)
+		}
+	}
+	resp, err := http.Get(e.hs.URL + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz needs no token: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if st, _ := e.do("GET", "/v1/sessions", ""); st != 200 {
+		t.Fatalf("with the token: %d", st)
+	}
+}
+
+func TestCopy(t *testing.T) {
+	base := t.TempDir()
+	secret := filepath.Join(base, "secret")
+	e := newEnv(t, func(o *Options) {
+		o.Settings = config.Settings{DenyRead: []string{secret}}
+		o.MaxCopySize = 1000
+	})
+	e.create("c")
+	sbx := e.sandboxOf("c")
+	os.MkdirAll(secret, 0o755)
+	os.WriteFile(filepath.Join(secret, "id_rsa"), []byte("KEY"), 0o600)
+	src := filepath.Join(base, "data")
+	os.MkdirAll(filepath.Join(src, "a", "b"), 0o755)
+	os.WriteFile(filepath.Join(src, "top.txt"), []byte("top"), 0o644)
+	os.WriteFile(filepath.Join(src, "a", "b", "deep.txt"), []byte("deep!"), 0o644)
+	os.Symlink("/etc/passwd", filepath.Join(src, "a", "link"))
+	os.Symlink(secret, filepath.Join(src, "secretlink"))
+	os.Symlink(secret, filepath.Join(base, "innocent")) // a symlink to a denied tree
+
+	// A denied source, directly and through a symlink.
+	for _, p := range []string{filepath.Join(secret, "id_rsa"), secret, filepath.Join(base, "innocent", "id_rsa")} {
+		st, b := e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q}`, p))
+		if code, msg := errCode(t, b); st != 403 || code != "read_denied" || !strings.Contains(msg, "deny-read") {
+			t.Fatalf("copy %s: %d %s", p, st, b)
+		}
+	}
+	// A tree: symlinks skipped, nested dirs made.
+	st, b := e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q,"destination":"in/data"}`, src))
+	if st != 200 {
+		t.Fatalf("copy tree: %d %s", st, b)
+	}
+	var rep copyReport
+	json.Unmarshal(b, &rep)
+	if rep.Files != 2 || rep.Bytes != 8 || rep.Directories != 3 || len(rep.Skipped) != 2 || rep.Destination != "in/data" {
+		t.Fatalf("copy report: %s", b)
+	}
+	if got, _ := os.ReadFile(filepath.Join(sbx, "in/data/a/b/deep.txt")); string(got) != "deep!" {
+		t.Fatalf("deep file: %q", got)
+	}
+	// A denied subtree inside a copied tree is skipped.
+	st, b = e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q,"destination":"base"}`, base))
+	if st != 200 || !strings.Contains(string(b), `"path":"secret","reason":"denied by policy`) {
+		t.Fatalf("copy with a denied subtree: %d %s", st, b)
+	}
+	if _, err := os.Stat(filepath.Join(sbx, "base/secret")); !os.IsNotExist(err) {
+		t.Fatal("the denied subtree was copied")
+	}
+	// A single file, default destination; overwriting replaces a symlink instead of following it.
+	os.Symlink(filepath.Join(e.outside, "canary.txt"), filepath.Join(sbx, "top.txt"))
+	st, b = e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q}`, filepath.Join(src, "top.txt")))
+	if st != 200 || !strings.Contains(string(b), `"files":1`) {
+		t.Fatalf("copy file: %d %s", st, b)
+	}
+	if fi, _ := os.Lstat(filepath.Join(sbx, "top.txt")); !fi.Mode().IsRegular() {
+		t.Fatal("the symlink was not replaced by the copy")
+	}
+	// Absolute destination inside the sandbox.
+	st, b = e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q,"destination":%q}`, filepath.Join(src, "top.txt"), sbx+"/abs.txt"))
+	if st != 200 {
+		t.Fatalf("absolute destination inside: %d %s", st, b)
+	}
+	// Size limit: nothing written.
+	big := filepath.Join(base, "big.bin")
+	os.WriteFile(big, make([]byte, 1001), 0o644)
+	st, b = e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q}`, big))
+	if code, _ := errCode(t, b); st != 413 || code != "copy_too_large" {
+		t.Fatalf("too large: %d %s", st, b)
+	}
+	if _, err := os.Stat(filepath.Join(sbx, "big.bin")); !os.IsNotExist(err) {
+		t.Fatal("a too-large copy wrote something")
+	}
+	// Destination is a directory.
+	os.Mkdir(filepath.Join(sbx, "adir"), 0o755)
+	os.WriteFile(filepath.Join(sbx, "adir", "keep"), nil, 0o644)
+	st, b = e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q,"destination":"adir"}`, filepath.Join(src, "top.txt")))
+	if code, _ := errCode(t, b); st != 409 || code != "destination_is_directory" {
+		t.Fatalf("onto a directory: %d %s", st, b)
+	}
+	// List: everything, symlinks shown not followed, no temp files left.
+	os.Symlink(e.outside, filepath.Join(sbx, "out"))
+	st, b = e.do("GET", "/v1/sessions/c/files", "")
+	var fl fileList
+	json.Unmarshal(b, &fl)
+	types := map[string]string{}
+	for _, f := range fl.Files {
+		types[f.Path] = f.Type
+		if strings.Contains(f.Path, ".tracecell-copy-") || strings.Contains(f.Path, "canary") {
+			t.Fatalf("listing shows %s", f.Path)
+		}
+	}
+	if st != 200 || types["in/data/a/b/deep.txt"] != "file" || types["out"] != "symlink" || types["in/data/a"] != "dir" {
+		t.Fatalf("files: %d %v", st, types)
+	}
+	// Download.
+	st, b = e.do("GET", "/v1/sessions/c/files/in/data/a/b/deep.txt", "")
+	if st != 200 || string(b) != "deep!" {
+		t.Fatalf("download: %d %q", st, b)
+	}
+	e.checkCanary()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,446 @@
+// Package server is `tracecell serve`: an HTTP/JSON API (api/openapi.yaml)
+// over stateful Python workers (package worker), each confined to its own
+// sandbox directory under the operator's policy.
+//
+// Decisions (also in api/openapi.yaml):
+//   - Two requests to one session: the second is refused with 409
+//     "session_busy" (no queue: an agent should see that its previous call
+//     is still running, and a queue would hide a hung execution).
+//   - Reset: a new worker on the same sandbox; the namespace is gone, the
+//     sandbox files are kept unless the body says {"clear_sandbox": true}.
+//   - A worker lost mid-execution (killed, crashed, timed out past the
+//     grace period): the result says session_lost with the reason, and the
+//     server starts a fresh worker on the same sandbox at once; the next
+//     execution runs in it (empty namespace, files kept).
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/worker"
+)
+
+// Options configure a server. Zero values take the documented defaults.
+type Options struct {
+	// Listen is "unix:PATH" or "HOST:PORT" (default unix:<StateDir>/tracecell.sock).
+	Listen string
+	// AllowRemote permits a TCP address that is not loopback; Token is then required.
+	AllowRemote bool
+	// Token, when set, is required as "Authorization: Bearer TOKEN" on every
+	// request except GET /healthz.
+	Token string
+	// StateDir holds the sandboxes (default $XDG_STATE_HOME/tracecell, else
+	// /var/tmp/tracecell-<uid>); created 0700.
+	StateDir string
+	// Settings is the operator's policy (from the policy file and flags).
+	Settings config.Settings
+	Python   string
+	Preload  []string
+	// PoolSize is the number of warm workers kept ready (default 2; -1: none).
+	PoolSize int
+	// MaxSessions caps sessions plus running one-shot executions (default 64).
+	MaxSessions int
+	// IdleTimeout reaps a session not used for this long (default 30m; -1: never).
+	IdleTimeout time.Duration
+	// ExecTimeout is the default and the maximum timeout of one execution
+	// (default 60s); a request may only lower it.
+	ExecTimeout time.Duration
+	// MaxOutput caps stdout and stderr of one execution, each (default 1 MiB).
+	MaxOutput int
+	// MaxCopySize caps the bytes of one copy into a sandbox (default 1 GiB).
+	MaxCopySize int64
+	// MaxBody caps request bodies (default 10 MiB).
+	MaxBody int64
+	// KeepSandboxes keeps the sandbox directories of deleted sessions and
+	// one-shot runs.
+	KeepSandboxes bool
+	// Grace is how long an interrupted execution may take to stop (0: the worker's default).
+	Grace time.Duration
+
+	Log     zerolog.Logger
+	Starter Starter
+	// Ready, if set, is called with the listening address once the server accepts.
+	Ready func(addr string)
+
+	defaulted bool
+}
+
+const (
+	defaultPoolSize    = 2
+	defaultMaxSessions = 64
+	defaultIdleTimeout = 30 * time.Minute
+	defaultExecTimeout = 60 * time.Second
+	defaultMaxOutput   = 1 << 20
+	defaultMaxCopySize = 1 << 30
+	defaultMaxBody     = 10 << 20
+)
+
+// DefaultStateDir is $XDG_STATE_HOME/tracecell, or /var/tmp/tracecell-<uid>.
+func DefaultStateDir() string {
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "tracecell")
+	}
+	return fmt.Sprintf("/var/tmp/tracecell-%d", os.Getuid())
+}
+
+func (o *Options) defaults() error {
+	if o.defaulted {
+		return nil
+	}
+	if o.StateDir == "" {
+		o.StateDir = DefaultStateDir()
+	}
+	a, err := config.Abs(o.StateDir)
+	if err != nil {
+		return fmt.Errorf("--state-dir %s: %w", o.StateDir, err)
+	}
+	o.StateDir = a
+	if o.Listen == "" {
+		o.Listen = "unix:" + filepath.Join(o.StateDir, "tracecell.sock")
+	}
+	if o.PoolSize == 0 {
+		o.PoolSize = defaultPoolSize
+	}
+	if o.PoolSize < 0 {
+		o.PoolSize = 0
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = defaultMaxSessions
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = defaultIdleTimeout
+	}
+	if o.ExecTimeout <= 0 {
+		o.ExecTimeout = defaultExecTimeout
+	}
+	if o.MaxOutput <= 0 {
+		o.MaxOutput = defaultMaxOutput
+	}
+	if o.MaxCopySize <= 0 {
+		o.MaxCopySize = defaultMaxCopySize
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = defaultMaxBody
+	}
+	if o.Starter == nil {
+		return errors.New("server: no worker starter configured")
+	}
+	o.defaulted = true
+	return nil
+}
+
+// Server is the session server. Create it with New, serve Handler(), and
+// Close it to kill every worker.
+type Server struct {
+	opts    Options
+	log     zerolog.Logger
+	readPol *policy.Policy // decides what a copy may read (deny_read, read roots)
+	metrics metrics
+	pool    *pool
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	oneshots int // running one-shot executions (count against MaxSessions)
+	closed   bool
+
+	bg     sync.WaitGroup // pool refills, restarts, the reaper
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// New checks opts, creates the state directory, and starts filling the pool.
+func New(opts Options) (*Server, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create the state directory %s: %w (pass --state-dir)", opts.StateDir, err)
+	}
+	if err := os.Chmod(opts.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("chmod 0700 the state directory %s: %w", opts.StateDir, err)
+	}
+	if r, err := filepath.EvalSymlinks(opts.StateDir); err == nil {
+		opts.StateDir = r // the policy compares resolved paths
+	}
+	pol, err := readPolicy(opts)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		opts: opts, log: opts.Log, readPol: pol, sessions: map[string]*session{},
+		ctx: ctx, cancel: cancel,
+	}
+	s.metrics.init()
+	s.pool = newPool(s, opts.PoolSize)
+	s.pool.refill()
+	if opts.IdleTimeout > 0 {
+		s.bg.Add(1)
+		go s.reaper()
+	}
+	return s, nil
+}
+
+// readPolicy builds the policy a worker of this server runs under (the
+// operator's settings plus the state directory as a writable root), used to
+// decide whether a copy may read its source. Reads are decided exactly as
+// the tracer decides an open for reading by the worker.
+func readPolicy(opts Options) (*policy.Policy, error) {
+	// config.Build makes TMPDIR (and such) inside its first writable root:
+	// give it a scratch directory, then put the state directory in its place.
+	scratch, err := os.MkdirTemp(opts.StateDir, ".policy-")
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	defer removeAll(scratch)
+	st := opts.Settings
+	st.Write = append([]string{scratch}, opts.Settings.Write...)
+	st.Cwd = ""
+	st.Report, st.Trace = "", ""
+	prog := opts.Python
+	if prog == "" {
+		prog = "python3"
+		if _, err := os.Stat("/usr/bin/python3"); err == nil {
+			prog = "/usr/bin/python3"
+		}
+	}
+	plan, err := config.Build(&st, []string{prog}, os.Environ())
+	if err != nil {
+		var nf *config.NotFoundError
+		if !errors.As(err, &nf) {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		// No Python here (tests with a fake worker): any program gives the same read rules.
+		if plan, err = config.Build(&st, []string{"/bin/sh"}, os.Environ()); err != nil {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+	}
+	plan.Policy.WriteRoots[0] = opts.StateDir
+	return policy.New(plan.Policy)
+}
+
+// hostConfig is the worker configuration for a sandbox.
+func (s *Server) hostConfig(sandbox string) worker.HostConfig {
+	return worker.HostConfig{
+		Settings: s.opts.Settings, Sandbox: sandbox, Python: s.opts.Python,
+		Preload: s.opts.Preload, MaxOutput: s.opts.MaxOutput, Grace: s.opts.Grace,
+		DefaultTimeout: s.opts.ExecTimeout,
+	}
+}
+
+// newSandbox makes a fresh 0700 sandbox directory under the state directory.
+func (s *Server) newSandbox() (string, error) {
+	d, err := os.MkdirTemp(s.opts.StateDir, "sbx-")
+	if err != nil {
+		return "", fmt.Errorf("create a sandbox under %s: %w", s.opts.StateDir, err)
+	}
+	return d, nil
+}
+
+// removeSandbox deletes a sandbox unless the operator keeps them.
+func (s *Server) removeSandbox(dir string, log zerolog.Logger) {
+	if s.opts.KeepSandboxes || dir == "" {
+		return
+	}
+	if err := removeAll(dir); err != nil {
+		log.Warn().Err(err).Str("sandbox", dir).Msg("could not remove the sandbox; delete it by hand")
+	}
+}
+
+// startWorker starts a worker on a fresh sandbox.
+func (s *Server) startWorker(ctx context.Context) (Worker, string, error) {
+	dir, err := s.newSandbox()
+	if err != nil {
+		return nil, "", err
+	}
+	w, err := s.startOn(ctx, dir)
+	if err != nil {
+		s.removeSandbox(dir, s.log)
+		return nil, "", err
+	}
+	return w, dir, nil
+}
+
+// startOn starts a worker on an existing sandbox.
+func (s *Server) startOn(ctx context.Context, dir string) (Worker, error) {
+	w, err := s.opts.Starter(ctx, s.hostConfig(dir))
+	if err != nil {
+		s.metrics.startFailures.Add(1)
+		return nil, fmt.Errorf("start a Python worker on %s: %w", dir, err)
+	}
+	s.metrics.workersStarted.Add(1)
+	return w, nil
+}
+
+// Close kills every worker (pool, sessions), removes the sandboxes unless
+// kept, and waits for background work. Idempotent.
+func (s *Server) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	list := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		list = append(list, ss)
+	}
+	s.sessions = map[string]*session{}
+	s.mu.Unlock()
+	s.cancel()
+	var wg sync.WaitGroup
+	for _, ss := range list {
+		wg.Add(1)
+		go func() { defer wg.Done(); ss.destroy() }()
+	}
+	wg.Wait()
+	s.pool.close()
+	s.bg.Wait()
+	s.pool.close() // anything a refill finished while we waited
+	s.metrics.sessionsActive.Store(0)
+}
+
+// isClosed reports whether Close has begun.
+func (s *Server) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+func (s *Server) reaper() {
+	defer s.bg.Done()
+	every := s.opts.IdleTimeout / 4
+	if every > 30*time.Second {
+		every = 30 * time.Second
+	}
+	if every < 10*time.Millisecond {
+		every = 10 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case now := <-t.C:
+			s.reapIdle(now)
+		}
+	}
+}
+
+func (s *Server) reapIdle(now time.Time) {
+	var idle []*session
+	s.mu.Lock()
+	for id, ss := range s.sessions {
+		if ss.idleSince(now) >= s.opts.IdleTimeout {
+			delete(s.sessions, id)
+			idle = append(idle, ss)
+		}
+	}
+	s.mu.Unlock()
+	for _, ss := range idle {
+		ss.log.Info().Dur("idle", s.opts.IdleTimeout).Msg("session reaped: idle too long")
+		s.metrics.sessionsReaped.Add(1)
+		s.metrics.sessionsActive.Add(-1)
+		ss.destroy()
+	}
+}
+
+// sessionList returns the sessions sorted by creation.
+func (s *Server) sessionList() []*session {
+	s.mu.Lock()
+	list := make([]*session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		list = append(list, ss)
+	}
+	s.mu.Unlock()
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].created.Equal(list[j].created) {
+			return list[i].id < list[j].id
+		}
+		return list[i].created.Before(list[j].created)
+	})
+	return list
+}
+
+func randomID(prefix string) string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Run listens on opts.Listen and serves until ctx is done, then shuts down:
+// stops accepting, kills every worker, removes the socket file.
+func Run(ctx context.Context, opts Options) error {
+	if err := opts.defaults(); err != nil {
+		return err
+	}
+	s, err := New(opts)
+	if err != nil {
+		return err
+	}
+	ln, addr, cleanup, err := listen(s.opts)
+	if err != nil {
+		s.Close()
+		return err
+	}
+	defer cleanup()
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          nil,
+		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	s.log.Info().Str("listen", addr).Str("state_dir", s.opts.StateDir).Int("pool_size", s.opts.PoolSize).
+		Strs("preload", s.opts.Preload).Int("max_sessions", s.opts.MaxSessions).Msg("tracecell serve: listening")
+	if opts.Ready != nil {
+		opts.Ready(addr)
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	s.log.Info().Msg("shutting down: closing the listener and killing every worker")
+	// Stop accepting first, then kill the workers: running executions
+	// return at once (session lost) and their handlers finish.
+	ln.Close()
+	s.Close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) && !errors.Is(serveErr, net.ErrClosed) {
+		return fmt.Errorf("serve %s: %w", addr, serveErr)
+	}
+	return nil
+}
+
+// splitListen parses "unix:PATH" or "HOST:PORT".
+func splitListen(l string) (network, address string) {
+	if p, ok := strings.CutPrefix(l, "unix:"); ok {
+		return "unix", p
+	}
+	return "tcp", l
+}
