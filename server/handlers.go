@@ -630,4 +630,3 @@ func mimeByExt(name string) string {
 func timespecUTC(ts unix.Timespec) string {
 	return time.Unix(ts.Sec, ts.Nsec).UTC().Format(time.RFC3339Nano)
 }
-
