@@ -82,9 +82,15 @@ type Result struct {
 	// out of memory? (memory limit 2 GiB)").
 	SessionLost bool   `json:"session_lost"`
 	LostReason  string `json:"lost_reason,omitempty"`
-	// Truncated is set when stdout or stderr exceeded MaxOutput or the
-	// artifact list exceeded MaxArtifacts.
+	// Truncated is set when stdout or stderr exceeded MaxOutput, the
+	// artifact list exceeded MaxArtifacts, the artifact scan stopped at its
+	// cap (20000 sandbox entries), or more than 1000 denials were made.
 	Truncated bool `json:"truncated"`
+	// Notes are what the reader of the result should know that is not the
+	// code's output, one line each: what was truncated and by how much, a
+	// figure that could not be saved, sys.stdout or fd 1 replaced by the
+	// code and restored by the worker.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // ExecError is an exception raised by the code.

@@ -1,0 +1,697 @@
+package worker
+
+// The worker-host is this test binary re-executed (host.go's init() hook),
+// and the tracer's stub too: no separate binary is needed. The worker is the
+// real /usr/bin/python3.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tracecell/tracecell/config"
+)
+
+const python = "/usr/bin/python3"
+
+func needPython(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("%s not installed (make deps installs it)", python)
+	}
+}
+
+func testLog(t testing.TB) zerolog.Logger {
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+}
+
+// startProc starts a worker in a fresh sandbox; it is closed at the end of
+// the test.
+func startProc(t testing.TB, mod func(*HostConfig)) *Proc {
+	t.Helper()
+	needPython(t)
+	cfg := HostConfig{Sandbox: t.TempDir(), Python: python, Grace: time.Second, DefaultTimeout: 30 * time.Second}
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := Start(ctx, cfg, testLog(t))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return p
+}
+
+func run(t testing.TB, p *Proc, code string, timeout time.Duration) *Result {
+	t.Helper()
+	r, err := p.Execute(context.Background(), ExecRequest{Code: code, Timeout: timeout})
+	if err != nil {
+		t.Fatalf("Execute(%q): %v", code, err)
+	}
+	return r
+}
+
+func str(p *string) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return *p
+}
+
+func errName(r *Result) string {
+	if r.Error == nil {
+		return ""
+	}
+	return r.Error.Name
+}
+
+// processRunsT: pid exists and is not a zombie.
+func gone(pid int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for {
+		if !processRuns(pid) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// childrenOf lists the live processes whose parent is pid.
+func childrenOf(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 2 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func fdCount(t testing.TB) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// TestSession runs a sequence of executions in one worker: state persists,
+// results, errors and output are per execution.
+func TestSession(t *testing.T) {
+	p := startProc(t, nil)
+	steps := []struct {
+		name, code     string
+		result         string // "<nil>" for none
+		stdout, stderr string
+		errName        string
+		errMsg         string
+		tbHas          []string
+	}{
+		{name: "assign", code: "x = 41", result: "<nil>"},
+		{name: "last expression", code: "x + 1", result: "42"},
+		{name: "underscore", code: "_", result: "42"},
+		{name: "import and function", code: "import math\ndef f(n):\n    return math.factorial(n)\n", result: "<nil>"},
+		{name: "function persists", code: "f(5)", result: "120"},
+		{name: "statements then expression", code: "y = f(3)\ny * 2", result: "12"},
+		{name: "None is no result", code: "None", result: "<nil>"},
+		{name: "trailing semicolon hides", code: "x;", result: "<nil>"},
+		{name: "print", code: "print('hello')", result: "<nil>", stdout: "hello\n"},
+		{name: "string repr", code: "'a' + 'b'", result: "'ab'"},
+		{
+			name: "exception", code: "def g():\n    return 1/0\ng()", result: "<nil>",
+			errName: "ZeroDivisionError", errMsg: "division by zero",
+			tbHas: []string{"Traceback (most recent call last):", `File "<cell-`, "in g", "return 1/0", "ZeroDivisionError: division by zero"},
+		},
+		{
+			name: "syntax error", code: "z = (1,\n", result: "<nil>", errName: "SyntaxError",
+			tbHas: []string{`File "<cell-`, "z = (1,", "^", "SyntaxError"},
+		},
+		{name: "state survives errors", code: "x", result: "41"},
+		{
+			name:   "stdout and stderr separated, C-level writes kept in order",
+			code:   "import os, sys\nprint('o1')\nsys.stderr.write('e1\\n')\nos.write(1, b'c1\\n')\nos.write(2, b'c2\\n')\nprint('o2')",
+			result: "<nil>", stdout: "o1\nc1\no2\n", stderr: "e1\nc2\n",
+		},
+		{
+			name:   "forked child writes",
+			code:   "pid = os.fork()\nif pid == 0:\n    os.write(1, b'child\\n')\n    os._exit(0)\nos.waitpid(pid, 0)\nprint('parent')",
+			result: "<nil>", stdout: "child\nparent\n",
+		},
+		{name: "stdin is empty", code: "input()", result: "<nil>", errName: "EOFError"},
+		{name: "SystemExit does not end the session", code: "import sys\nsys.exit(3)", result: "<nil>", errName: "SystemExit", errMsg: "3"},
+		{name: "still alive", code: "x * 2", result: "82"},
+		{name: "user exception class", code: "class Oops(Exception):\n    pass\nraise Oops('bad')", result: "<nil>", errName: "Oops", errMsg: "bad"},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			r := run(t, p, s.code, 0)
+			if got := str(r.Result); got != s.result {
+				t.Errorf("result = %s, want %s", got, s.result)
+			}
+			if r.Stdout != s.stdout {
+				t.Errorf("stdout = %q, want %q", r.Stdout, s.stdout)
+			}
+			if s.stderr != "" || s.errName == "" {
+				if r.Stderr != s.stderr {
+					t.Errorf("stderr = %q, want %q", r.Stderr, s.stderr)
+				}
+			}
+			if errName(r) != s.errName {
+				t.Fatalf("error = %+v, want %s", r.Error, s.errName)
+			}
+			if r.Error != nil {
+				if s.errMsg != "" && r.Error.Message != s.errMsg {
+					t.Errorf("message = %q, want %q", r.Error.Message, s.errMsg)
+				}
+				for _, w := range s.tbHas {
+					if !strings.Contains(r.Error.Traceback, w) {
+						t.Errorf("traceback lacks %q:\n%s", w, r.Error.Traceback)
+					}
+				}
+				if strings.Contains(r.Error.Traceback, "worker.py") {
+					t.Errorf("traceback shows the worker's own frames:\n%s", r.Error.Traceback)
+				}
+			}
+			if r.TimedOut || r.SessionLost || r.Truncated {
+				t.Errorf("flags: timed_out %v session_lost %v truncated %v", r.TimedOut, r.SessionLost, r.Truncated)
+			}
+			if r.DurationMS <= 0 {
+				t.Errorf("duration_ms = %v", r.DurationMS)
+			}
+		})
+	}
+	t.Run("long repr is capped", func(t *testing.T) {
+		r := run(t, p, "'x' * 50000", 0)
+		if n := len(str(r.Result)); n < 10000 || n > 10200 || !strings.Contains(str(r.Result), "truncated") {
+			t.Errorf("result of %d characters: %.80s…", n, str(r.Result))
+		}
+	})
+	if !p.Alive() {
+		t.Fatal("worker not alive after the session")
+	}
+}
+
+func TestOutputCap(t *testing.T) {
+	p := startProc(t, func(c *HostConfig) { c.MaxOutput = 1000 })
+	r := run(t, p, "import os\nprint('a' * 5000)\nos.write(2, b'e' * 3000)\nprint('tail')", 0)
+	if !r.Truncated {
+		t.Error("truncated not set")
+	}
+	if len(r.Stdout) != 1000 || strings.Trim(r.Stdout, "a") != "" {
+		t.Errorf("stdout: %d bytes, %.20q…", len(r.Stdout), r.Stdout)
+	}
+	if len(r.Stderr) != 1000 {
+		t.Errorf("stderr: %d bytes", len(r.Stderr))
+	}
+	if len(r.Notes) == 0 || !strings.Contains(strings.Join(r.Notes, "\n"), "stdout truncated") {
+		t.Errorf("notes = %q", r.Notes)
+	}
+	r = run(t, p, "print('ok')", 0)
+	if r.Stdout != "ok\n" || r.Stderr != "" || r.Truncated {
+		t.Errorf("next execution: stdout %q stderr %q truncated %v", r.Stdout, r.Stderr, r.Truncated)
+	}
+}
+
+func TestBlockedWrite(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	if err := os.WriteFile(outside, []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resolved, err := filepath.EvalSymlinks(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProc(t, nil)
+	r := run(t, p, fmt.Sprintf("open(%q, 'a').write('x')", outside), 0)
+	if errName(r) != "PermissionError" {
+		t.Fatalf("error = %+v, want PermissionError", r.Error)
+	}
+	found := false
+	for _, d := range r.Denials {
+		for _, pa := range d.Paths {
+			if pa.Resolved == resolved && d.Decision == "deny" {
+				found = true
+			}
+		}
+	}
+	if !found {
+		b, _ := json.Marshal(r.Denials)
+		t.Errorf("no denial with path %s: %s", resolved, b)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "original\n" {
+		t.Errorf("file outside changed: %q", b)
+	}
+	// The next execution has its own (no) denials.
+	r = run(t, p, "open('inside.txt', 'w').write('ok')", 0)
+	if r.Error != nil || len(r.Denials) != 0 {
+		t.Errorf("inside write: error %+v, denials %d", r.Error, len(r.Denials))
+	}
+}
+
+func TestArtifacts(t *testing.T) {
+	p := startProc(t, nil)
+	sbx := p.Info().Sandbox
+	if err := os.WriteFile(filepath.Join(sbx, "old.txt"), []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sbx, "same.txt"), []byte("same\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := `import os
+open('new.txt', 'w').write('new')
+open('old.txt', 'a').write('more\n')
+os.makedirs('sub/dir', exist_ok=True)
+open('sub/dir/data.csv', 'w').write('a,b\n1,2\n')
+open(os.path.join(os.environ['TMPDIR'], 'scratch'), 'w').write('x')
+os.makedirs('.cache/x', exist_ok=True)
+open('.cache/x/c', 'w').write('x')
+`
+	r := run(t, p, code, 0)
+	if r.Error != nil {
+		t.Fatalf("error: %+v", r.Error)
+	}
+	got := map[string]Artifact{}
+	for _, a := range r.Artifacts {
+		got[a.Path] = a
+	}
+	want := map[string]Artifact{
+		"new.txt":          {Path: "new.txt", Size: 3, Change: "created", Kind: "file", MIME: "text/plain"},
+		"old.txt":          {Path: "old.txt", Size: 9, Change: "modified", Kind: "file", MIME: "text/plain"},
+		"sub/dir/data.csv": {Path: "sub/dir/data.csv", Size: 8, Change: "created", Kind: "file", MIME: "text/csv"},
+	}
+	if len(got) != len(want) {
+		t.Errorf("artifacts = %+v, want %+v", r.Artifacts, want)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("artifact %s = %+v, want %+v", k, got[k], w)
+		}
+	}
+
+	t.Run("matplotlib figure", func(t *testing.T) {
+		r := run(t, p, "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [1, 4, 9])\nplt.figure()\nplt.plot([3, 2, 1])", 0)
+		if r.Error != nil {
+			t.Fatalf("error: %+v\nstderr: %s", r.Error, r.Stderr)
+		}
+		var figs []Artifact
+		for _, a := range r.Artifacts {
+			if a.Kind == "figure" {
+				figs = append(figs, a)
+			}
+		}
+		if len(figs) != 2 {
+			t.Fatalf("figures = %+v (all artifacts %+v, notes %q)", figs, r.Artifacts, r.Notes)
+		}
+		sort.Slice(figs, func(i, j int) bool { return figs[i].Path < figs[j].Path })
+		for i, f := range figs {
+			if !strings.HasPrefix(f.Path, "outputs/figure-") || !strings.HasSuffix(f.Path, fmt.Sprintf("-%d.png", i+1)) || f.MIME != "image/png" || f.Change != "created" {
+				t.Errorf("figure artifact %+v", f)
+			}
+			b, err := os.ReadFile(filepath.Join(sbx, f.Path))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || int64(len(b)) != f.Size {
+				t.Errorf("%s: %d bytes (artifact says %d), starts %q", f.Path, len(b), f.Size, b[:min(8, len(b))])
+			}
+		}
+		r = run(t, p, "len(plt.get_fignums())", 0)
+		if str(r.Result) != "0" || len(r.Artifacts) != 0 {
+			t.Errorf("after: open figures %s, artifacts %+v", str(r.Result), r.Artifacts)
+		}
+	})
+
+	t.Run("cap", func(t *testing.T) {
+		p := startProc(t, func(c *HostConfig) { c.MaxArtifacts = 3 })
+		r := run(t, p, "for i in range(5):\n    open('f%d.txt' % i, 'w').write('x')", 0)
+		if len(r.Artifacts) != 3 || !r.Truncated {
+			t.Errorf("artifacts %d, truncated %v", len(r.Artifacts), r.Truncated)
+		}
+	})
+}
+
+func TestTimeoutInterrupts(t *testing.T) {
+	p := startProc(t, nil)
+	run(t, p, "kept = 'yes'", 0)
+	for _, c := range []struct{ name, code string }{
+		{"busy loop", "while True:\n    pass"},
+		{"sleep", "import time\ntime.sleep(100)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			r := run(t, p, c.code, 300*time.Millisecond)
+			if el := time.Since(start); el > 5*time.Second {
+				t.Errorf("took %v", el)
+			}
+			if !r.TimedOut || r.SessionLost || errName(r) != "KeyboardInterrupt" {
+				t.Fatalf("timed_out %v session_lost %v error %+v", r.TimedOut, r.SessionLost, r.Error)
+			}
+			if !strings.Contains(r.Error.Traceback, "<cell-") {
+				t.Errorf("traceback: %s", r.Error.Traceback)
+			}
+			r = run(t, p, "kept", 0)
+			if str(r.Result) != "'yes'" || r.TimedOut {
+				t.Errorf("after the timeout: result %s timed_out %v", str(r.Result), r.TimedOut)
+			}
+		})
+	}
+	t.Run("Interrupt", func(t *testing.T) {
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			if err := p.Interrupt(); err != nil {
+				t.Error(err)
+			}
+		}()
+		r := run(t, p, "import time\ntime.sleep(30)", 0)
+		if r.TimedOut || r.SessionLost || errName(r) != "KeyboardInterrupt" {
+			t.Errorf("timed_out %v session_lost %v error %+v", r.TimedOut, r.SessionLost, r.Error)
+		}
+	})
+	t.Run("context cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		r, err := p.Execute(ctx, ExecRequest{Code: "while True:\n    pass"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.TimedOut || r.SessionLost || errName(r) != "KeyboardInterrupt" {
+			t.Errorf("timed_out %v session_lost %v error %+v", r.TimedOut, r.SessionLost, r.Error)
+		}
+		if r = run(t, p, "kept", 0); str(r.Result) != "'yes'" {
+			t.Errorf("after: %s", str(r.Result))
+		}
+	})
+}
+
+// TestTimeoutKills: code that does not stop at the interrupt is killed after
+// the grace period, with its whole tree.
+func TestTimeoutKills(t *testing.T) {
+	for _, c := range []struct{ name, code string }{
+		{"SIGINT ignored", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nprint('spinning', flush=True)\nwhile True:\n    pass"},
+		{"KeyboardInterrupt swallowed", "import time\nprint('spinning', flush=True)\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := startProc(t, func(c *HostConfig) { c.Grace = 500 * time.Millisecond })
+			info := p.Info()
+			start := time.Now()
+			r := run(t, p, c.code, 300*time.Millisecond)
+			if el := time.Since(start); el > 5*time.Second {
+				t.Errorf("took %v", el)
+			}
+			if !r.TimedOut || !r.SessionLost || !strings.Contains(r.LostReason, "did not stop within") {
+				t.Errorf("timed_out %v session_lost %v reason %q", r.TimedOut, r.SessionLost, r.LostReason)
+			}
+			if r.Stdout != "spinning\n" {
+				t.Errorf("stdout = %q", r.Stdout)
+			}
+			if p.Alive() {
+				t.Error("Alive() after the kill")
+			}
+			select {
+			case <-p.Done():
+			default:
+				t.Error("Done() not closed")
+			}
+			for _, pid := range []int{info.HostPid, info.WorkerPid} {
+				if !gone(pid, 2*time.Second) {
+					t.Errorf("process %d still runs", pid)
+				}
+			}
+			if _, err := p.Execute(context.Background(), ExecRequest{Code: "1"}); !errors.Is(err, ErrClosed) {
+				t.Errorf("Execute after the loss: %v, want ErrClosed", err)
+			}
+		})
+	}
+}
+
+func TestWorkerDeath(t *testing.T) {
+	for _, c := range []struct{ name, code, reason string }{
+		{"os._exit", "print('before')\nimport os\nos._exit(3)", "worker exited with status 3"},
+		{"SIGKILL", "print('before')\nimport os\nos.kill(os.getpid(), 9)", "worker killed by SIGKILL"},
+		{"segfault", "print('before')\nimport ctypes\nctypes.string_at(0)", "worker killed by SIGSEGV"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := startProc(t, nil)
+			info := p.Info()
+			run(t, p, "x = 1", 0)
+			r := run(t, p, c.code, 0)
+			if !r.SessionLost || !strings.Contains(r.LostReason, c.reason) || r.TimedOut {
+				t.Errorf("session_lost %v timed_out %v reason %q, want %q", r.SessionLost, r.TimedOut, r.LostReason, c.reason)
+			}
+			if r.Stdout != "before\n" {
+				t.Errorf("stdout = %q", r.Stdout)
+			}
+			if p.Alive() {
+				t.Error("Alive() after the death")
+			}
+			for _, pid := range []int{info.HostPid, info.WorkerPid} {
+				if !gone(pid, 2*time.Second) {
+					t.Errorf("process %d still runs", pid)
+				}
+			}
+			_, err := p.Execute(context.Background(), ExecRequest{Code: "x"})
+			if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), c.reason) {
+				t.Errorf("Execute after the death: %v", err)
+			}
+		})
+	}
+}
+
+func TestFileSizeLimit(t *testing.T) {
+	p := startProc(t, func(c *HostConfig) { c.Settings.MaxFileSize = config.Size(1 << 20) })
+	r := run(t, p, "with open('big.bin', 'wb') as f:\n    f.write(b'x' * (2 << 20))", 0)
+	if errName(r) != "OSError" || !strings.Contains(r.Error.Message, "[Errno 27]") {
+		t.Fatalf("error = %+v, want OSError EFBIG", r.Error)
+	}
+	if r.SessionLost {
+		t.Fatalf("session lost: %s", r.LostReason)
+	}
+	if r = run(t, p, "1 + 1", 0); str(r.Result) != "2" {
+		t.Errorf("after: %s", str(r.Result))
+	}
+}
+
+func TestPreload(t *testing.T) {
+	p := startProc(t, func(c *HostConfig) { c.Preload = []string{"numpy", "no_such_module_xyz"} })
+	info := p.Info()
+	if len(info.Preloaded) != 1 || info.Preloaded[0] != "numpy" {
+		t.Errorf("preloaded = %v", info.Preloaded)
+	}
+	if !strings.Contains(info.PreloadErrors["no_such_module_xyz"], "ModuleNotFoundError") {
+		t.Errorf("preload errors = %v", info.PreloadErrors)
+	}
+	if info.PythonVersion == "" || info.Python == "" || info.WorkerPid <= 0 || info.HostPid <= 0 || info.StartupMS <= 0 {
+		t.Errorf("info = %+v", info)
+	}
+	r := run(t, p, "import sys\n'numpy' in sys.modules", 0)
+	if str(r.Result) != "True" || r.Stdout != "" || r.Stderr != "" {
+		t.Errorf("result %s stdout %q stderr %q", str(r.Result), r.Stdout, r.Stderr)
+	}
+}
+
+func TestBusy(t *testing.T) {
+	p := startProc(t, nil)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		run(t, p, "import time\ntime.sleep(1)", 0)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		busy := p.busy
+		p.mu.Unlock()
+		if busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("first execution never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := p.Execute(context.Background(), ExecRequest{Code: "1"}); !errors.Is(err, ErrBusy) {
+		t.Errorf("concurrent Execute: %v, want ErrBusy", err)
+	}
+	wg.Wait()
+	if r := run(t, p, "2", 0); str(r.Result) != "2" {
+		t.Errorf("after: %s", str(r.Result))
+	}
+}
+
+// TestCloseLeavesNothing: no process and no file descriptor survive Close.
+func TestCloseLeavesNothing(t *testing.T) {
+	needPython(t)
+	cfg := HostConfig{Sandbox: t.TempDir(), Python: python}
+	// A first cycle warms up what the Go runtime opens once (epoll).
+	p, err := Start(context.Background(), cfg, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	before := fdCount(t)
+	p, err = Start(context.Background(), cfg, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := p.Info()
+	r := run(t, p, "import os\npid = os.fork()\nif pid == 0:\n    import time\n    time.sleep(100)\npid", 0)
+	child, _ := strconv.Atoi(str(r.Result))
+	if child <= 0 {
+		t.Fatalf("child pid %s", str(r.Result))
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	for _, pid := range []int{info.HostPid, info.WorkerPid, child} {
+		if !gone(pid, 2*time.Second) {
+			t.Errorf("process %d still runs after Close", pid)
+		}
+	}
+	if kids := childrenOf(os.Getpid()); len(kids) > 0 {
+		t.Errorf("children left: %v", kids)
+	}
+	if after := fdCount(t); after != before {
+		t.Errorf("file descriptors: %d before, %d after", before, after)
+	}
+	if _, err := p.Execute(context.Background(), ExecRequest{Code: "1"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Execute after Close: %v", err)
+	}
+	if p.Alive() {
+		t.Error("Alive() after Close")
+	}
+}
+
+// TestServerKilled: when the process that started the worker is killed with
+// SIGKILL, the worker-host and the worker die with it.
+func TestServerKilled(t *testing.T) {
+	if os.Getenv("TRACECELL_WORKER_TEST_SERVER") == "1" {
+		serverHelper()
+		return
+	}
+	needPython(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestServerKilled$")
+	cmd.Env = append(os.Environ(), "TRACECELL_WORKER_TEST_SERVER=1", "TRACECELL_SANDBOX="+t.TempDir())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var info Info
+	if err := json.NewDecoder(out).Decode(&info); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("helper: %v", err)
+	}
+	if !processRuns(info.HostPid) || !processRuns(info.WorkerPid) {
+		t.Fatalf("host %d or worker %d not running", info.HostPid, info.WorkerPid)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	for _, pid := range []int{info.HostPid, info.WorkerPid} {
+		if !gone(pid, 3*time.Second) {
+			t.Errorf("process %d survived its server", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// serverHelper is the "server" of TestServerKilled: it starts a worker from
+// a goroutine that then ends (its thread may be reused or retired), prints
+// the pids and waits to be killed.
+func serverHelper() {
+	var p *Proc
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p, err = Start(context.Background(), HostConfig{Sandbox: os.Getenv("TRACECELL_SANDBOX"), Python: python}, zerolog.Nop())
+	}()
+	<-done
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	json.NewEncoder(os.Stdout).Encode(p.Info())
+	time.Sleep(time.Minute)
+	os.Exit(1)
+}
+
+// TestMeasure prints start-up and round-trip times (TRACECELL_MEASURE=1).
+func TestMeasure(t *testing.T) {
+	if os.Getenv("TRACECELL_MEASURE") == "" {
+		t.Skip("set TRACECELL_MEASURE=1")
+	}
+	needPython(t)
+	median := func(d []float64) float64 {
+		sort.Float64s(d)
+		return d[len(d)/2]
+	}
+	for _, pre := range [][]string{nil, {"numpy", "pandas", "matplotlib.pyplot"}} {
+		var ms []float64
+		for i := 0; i < 5; i++ {
+			sbx := t.TempDir()
+			p, err := Start(context.Background(), HostConfig{Sandbox: sbx, Python: python, Preload: pre}, testLog(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms = append(ms, p.Info().StartupMS)
+			p.Close()
+		}
+		t.Logf("start-up with preload %v: median %.1f ms of %v", pre, median(append([]float64{}, ms...)), ms)
+	}
+	p := startProc(t, nil)
+	var rt []float64
+	for i := 0; i < 50; i++ {
+		s := time.Now()
+		r := run(t, p, "1+1", 0)
+		rt = append(rt, float64(time.Since(s).Microseconds())/1000)
+		if str(r.Result) != "2" {
+			t.Fatal(str(r.Result))
+		}
+	}
+	t.Logf("execute 1+1 round trip: median %.2f ms (min %.2f, max %.2f)", median(rt), rt[0], rt[len(rt)-1])
+}
