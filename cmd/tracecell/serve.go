@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/server"
+)
+
+// serveCommand is `tracecell serve`: the session server (package server).
+func serveCommand(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "serve",
+		Usage: "serve stateful Python sessions over an HTTP/JSON API (see api/openapi.yaml)",
+		Flags: serveFlags(),
+		Action: func(c *cli.Context) error {
+			return serveAction(c, stderr)
+		},
+		OnUsageError: func(c *cli.Context, err error, _ bool) error {
+			return &exitError{statusFailed, fmt.Errorf("%v (see tracecell serve --help)", err)}
+		},
+	}
+}
+
+// serveFlags are the server's own flags plus the policy flags of `run`
+// (every session runs under that one operator policy).
+func serveFlags() []cli.Flag {
+	skip := map[string]bool{"cwd": true, "report": true, "trace": true, "quiet": true, "timeout": true}
+	fl := []cli.Flag{
+		&cli.StringFlag{Name: "listen", Usage: "`ADDR`: unix:PATH (default unix:<state-dir>/tracecell.sock) or 127.0.0.1:PORT"},
+		&cli.StringFlag{Name: "state-dir", Usage: "`DIR` holding the session sandboxes (default $XDG_STATE_HOME/tracecell or /var/tmp/tracecell-<uid>)"},
+		&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding a bearer token required on every request but /healthz (needed with --allow-remote)"},
+		&cli.BoolFlag{Name: "allow-remote", Usage: "allow a TCP address that is not loopback (requires --token-file)"},
+		&cli.IntFlag{Name: "pool-size", Value: 2, Usage: "warm workers kept ready (`N`, 0: none)"},
+		&cli.StringSliceFlag{Name: "preload", Usage: "`MODULE` imported by every worker before it is used, e.g. numpy,pandas,matplotlib.pyplot (repeatable)"},
+		&cli.IntFlag{Name: "max-sessions", Value: 64, Usage: "most sessions plus running one-shot executions (`N`)"},
+		&cli.StringFlag{Name: "idle-timeout", Value: "30m", Usage: "close a session unused for `DURATION` (0: never)"},
+		&cli.StringFlag{Name: "exec-timeout", Value: "60s", Usage: "default and maximum `DURATION` of one execution (a request may only lower it)"},
+		&cli.StringFlag{Name: "max-output", Value: "1M", Usage: "cap on stdout and stderr of one execution, each (`SIZE`)"},
+		&cli.StringFlag{Name: "max-copy-size", Value: "1G", Usage: "cap on the bytes of one copy into a sandbox (`SIZE`)"},
+		&cli.StringFlag{Name: "max-body", Value: "10M", Usage: "cap on request bodies (`SIZE`)"},
+		&cli.StringFlag{Name: "python", Usage: "Python interpreter `PATH` (default /usr/bin/python3, else python3 in PATH)"},
+		&cli.BoolFlag{Name: "keep-sandboxes", Usage: "keep the sandboxes of deleted sessions and one-shot runs"},
+	}
+	for _, f := range runFlags() {
+		if !skip[f.Names()[0]] {
+			fl = append(fl, f)
+		}
+	}
+	return fl
+}
+
+func serveAction(c *cli.Context, stderr io.Writer) error {
+	fail := func(err error) error { return &exitError{statusFailed, err} }
+	if c.Args().Len() > 0 {
+		return fail(fmt.Errorf("serve takes no arguments, got %q", c.Args().Slice()))
+	}
+	s, err := settingsFrom(c)
+	if err != nil {
+		return fail(err)
+	}
+	level := s.LogLevel
+	if level == "" {
+		level = "info"
+	}
+	log, err := newLogger(stderr, level, s.LogFormat)
+	if err != nil {
+		return fail(err)
+	}
+	o := server.Options{
+		Listen: c.String("listen"), StateDir: c.String("state-dir"), AllowRemote: c.Bool("allow-remote"),
+		Settings: *s, Python: c.String("python"), PoolSize: c.Int("pool-size"),
+		MaxSessions: c.Int("max-sessions"), KeepSandboxes: c.Bool("keep-sandboxes"), Log: log,
+	}
+	if o.PoolSize == 0 {
+		o.PoolSize = -1 // none
+	}
+	if o.PoolSize < -1 || o.MaxSessions < 1 {
+		return fail(fmt.Errorf("--pool-size must be 0 or more and --max-sessions 1 or more"))
+	}
+	for _, m := range c.StringSlice("preload") {
+		for _, x := range strings.Split(m, ",") {
+			if x = strings.TrimSpace(x); x != "" {
+				o.Preload = append(o.Preload, x)
+			}
+		}
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"idle-timeout", &o.IdleTimeout}, {"exec-timeout", &o.ExecTimeout}} {
+		v, err := config.ParseDuration(c.String(d.name))
+		if err != nil {
+			return fail(fmt.Errorf("--%s: %w", d.name, err))
+		}
+		*d.dst = v
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = -1 // never
+	}
+	if o.ExecTimeout <= 0 {
+		return fail(fmt.Errorf("--exec-timeout must be above 0"))
+	}
+	for _, d := range []struct {
+		name string
+		set  func(uint64)
+	}{
+		{"max-output", func(v uint64) { o.MaxOutput = int(v) }},
+		{"max-copy-size", func(v uint64) { o.MaxCopySize = int64(v) }},
+		{"max-body", func(v uint64) { o.MaxBody = int64(v) }},
+	} {
+		v, err := config.ParseSize(c.String(d.name))
+		if err != nil || v == 0 {
+			return fail(fmt.Errorf("--%s %q: want a size above 0, e.g. 1M", d.name, c.String(d.name)))
+		}
+		d.set(v)
+	}
+	if f := c.String("token-file"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fail(fmt.Errorf("--token-file: %w", err))
+		}
+		o.Token = strings.TrimSpace(string(b))
+		if o.Token == "" || strings.ContainsAny(o.Token, " \t\r\n") {
+			return fail(fmt.Errorf("--token-file %s: want one token on one line", f))
+		}
+		if st, err := os.Stat(f); err == nil && st.Mode().Perm()&0o077 != 0 {
+			log.Warn().Str("file", f).Msg("the token file is readable by other users; chmod 600 it")
+		}
+	}
+	o.Starter = server.RealStarter(log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if err := server.Run(ctx, o); err != nil {
+		return fail(err)
+	}
+	return nil
+}
