@@ -6,7 +6,7 @@ GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.Version=$(VERSION)
 export CGO_ENABLED = 0
-# urfave_cli_no_docs: no man-page generator (blackfriday) in the binary: smaller, faster to start (twice per run: tracecell and its stub).
+# urfave_cli_no_docs: no man-page generator (blackfriday) in the binary: smaller and faster to start.
 export GOFLAGS = -tags=urfave_cli_no_docs
 
 BIN      := bin/tracecell

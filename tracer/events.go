@@ -124,7 +124,7 @@ func interpreterOf(path string) string {
 }
 
 // syscallStop handles a syscall-entry or -exit stop; they only happen for
-// the stub's thread while the stop order is probed.
+// the root thread while the stop order is probed.
 func (t *tracer) syscallStop(tk *task) error {
 	if t.probeState == 1 && tk.tid == t.rootPid {
 		if n, err := ptraceRegset(unix.PTRACE_GETREGSET, tk.tid, 1, t.regBuf); err == nil && t.regs.Decode(t.regBuf[:n]) == nil {
@@ -136,8 +136,8 @@ func (t *tracer) syscallStop(tk *task) error {
 	return t.resume(tk.tid, 0)
 }
 
-// probe answers the stub's two probe calls. The first is denied and turns on
-// syscall stops for the stub's thread; at the second, a kernel with the
+// probe answers the child's two probe calls. The first is denied and turns on
+// syscall stops for the root thread; at the second, a kernel with the
 // order since 4.8 has already shown the syscall-entry stop (commit
 // 93e35efb8de4, "x86/ptrace: run seccomp after ptrace"). With the old order
 // a denial at the seccomp stop cannot be trusted: refuse to run.

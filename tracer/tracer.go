@@ -2,19 +2,18 @@
 // enforces a policy on the system calls the filter traps. It is the only
 // package that calls ptrace.
 //
-// The shape is u-root's strace: Run(cfg) starts the command through the stub
-// (our binary re-executed, see stub.go), then one goroutine locked to one OS
+// The shape is u-root's strace: Run(cfg) forks the command from the tracer
+// thread (see fork_unsafe_linux.go), then one goroutine locked to one OS
 // thread waits for every stop of every task in the tree and answers it.
 package tracer
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -99,7 +98,7 @@ type StartError struct {
 func (e *StartError) Error() string { return e.Err.Error() }
 func (e *StartError) Unwrap() error { return e.Err }
 
-// Ptrace options, set at the stub's first stop.
+// Ptrace options, set at the child's first stop (its SIGSTOP after PTRACE_TRACEME).
 const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | // stop at SECCOMP_RET_TRACE
 	unix.PTRACE_O_TRACEFORK | // follow fork() children
 	unix.PTRACE_O_TRACEVFORK | // follow vfork() children (Python's subprocess)
@@ -132,9 +131,9 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	if !ok {
 		return nil, &StartError{125, errors.New("no mkdirat in the syscall table")}
 	}
-	sc := stubConfig{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Filter: prog, ProbeNr: probeNr, Extra: len(cfg.ExtraFiles)}
+	sc := startConfig{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Filter: prog, ProbeNr: probeNr}
 	for _, r := range cfg.Rlimits {
-		sc.Rlimits = append(sc.Rlimits, rlimit{r.Resource, r.Cur, r.Max})
+		sc.Rlimits = append(sc.Rlimits, rlimit{Resource: r.Resource, Cur: r.Cur, Max: r.Max})
 	}
 	t := newTracer(cfg, probeNr)
 	res := make(chan *Result, 1)
@@ -231,7 +230,7 @@ type tracer struct {
 	mainStatus  *unix.WaitStatus
 	timedOut    bool
 	interrupted bool
-	startErr    *stubError
+	startErr    *startError
 }
 
 func newTracer(cfg *Config, probeNr int) *tracer {
@@ -245,69 +244,64 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 	}
 }
 
-// run starts the stub and runs the event loop.
+// run starts the command and runs the event loop.
 //
 // Precondition: the calling goroutine is locked to its OS thread.
-func (t *tracer) run(ctx context.Context, sc *stubConfig) (*Result, error) {
-	self, err := os.Executable()
+func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
+	stdio, err := newChildStdio(t.cfg)
 	if err != nil {
-		return nil, &StartError{125, fmt.Errorf("find tracecell's own executable: %w", err)}
-	}
-	cfgR, cfgW, err := os.Pipe()
-	if err != nil {
-		return nil, &StartError{125, fmt.Errorf("stub config pipe: %w", err)}
+		return nil, &StartError{125, err}
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
-		return nil, &StartError{125, fmt.Errorf("stub error pipe: %w", err)}
+		stdio.abort()
+		return nil, &StartError{125, fmt.Errorf("start error pipe: %w", err)}
 	}
-	cmd := exec.Command(self, StubArg)
-	cmd.Args[0] = "tracecell-stub"
-	// The stub only sets limits, loads the filter and execs: one P is enough,
-	// and fewer runtime threads mean fewer clone stops before the exec.
-	cmd.Env = []string{"GOMAXPROCS=1", "GOGC=off"}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = t.cfg.Stdin, t.cfg.Stdout, t.cfg.Stderr
-	cmd.ExtraFiles = append([]*os.File{cfgR, errW}, t.cfg.ExtraFiles...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Ptrace:    true,            // PTRACE_TRACEME: the stub stops at its exec
-		Pdeathsig: syscall.SIGKILL, // and dies with the tracer thread
-		Setsid:    true,            // own session: kill(0) and process groups stay inside the tree
+	files := stdio.fds()
+	for _, f := range t.cfg.ExtraFiles {
+		files = append(files, int(f.Fd()))
 	}
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		cfgR.Close()
-		cfgW.Close()
+	spec, err := newChildSpec(sc.Path, sc.Argv, sc.Env, sc.Dir, files, sc.Rlimits, sc.Filter, sc.ProbeNr, int(errW.Fd()))
+	if err != nil {
+		stdio.abort()
 		errR.Close()
 		errW.Close()
-		if errors.Is(err, syscall.EPERM) {
-			return nil, &StartError{125, fmt.Errorf("ptrace is not permitted here (%w): in a container add CAP_SYS_PTRACE and allow ptrace in its seccomp profile, or lower kernel.yama.ptrace_scope to 1", err)}
-		}
-		return nil, &StartError{125, fmt.Errorf("start stub %s: %w", self, err)}
+		return nil, &StartError{125, fmt.Errorf("prepare the start of %s: %w", sc.Path, err)}
 	}
-	cfgR.Close()
+	start := time.Now()
+	// No fd may be created without close-on-exec between listing the open
+	// fds and the fork (os/exec holds the same lock for the same reason).
+	syscall.ForkLock.Lock()
+	spec.others = openFDs()
+	pid, err := forkTraced(spec)
+	syscall.ForkLock.Unlock()
 	errW.Close()
-	// With os/exec pipes are only closed by Wait, which we never call (we
-	// reap with wait4 ourselves).
-	go func() {
-		json.NewEncoder(cfgW).Encode(sc)
-		cfgW.Close()
-	}()
-	stubErrs := make(chan *stubError, 1)
-	go func() {
-		b, _ := io.ReadAll(errR)
+	stdio.started()
+	if err != nil {
 		errR.Close()
-		if len(b) == 0 {
-			stubErrs <- nil
+		stdio.abort()
+		return nil, &StartError{125, os.NewSyscallError("clone", err)}
+	}
+	startErrs := make(chan *startError, 1)
+	go func() {
+		// Close-on-exec closes the write end at a successful exec: EOF.
+		var b [8]byte
+		n, _ := io.ReadFull(errR, b[:])
+		errR.Close()
+		if n < len(b) {
+			startErrs <- nil
 			return
 		}
-		var se stubError
-		if json.Unmarshal(b, &se) != nil {
-			se = stubError{Stage: "unknown", Msg: string(b)}
+		stage := int32(binary.NativeEndian.Uint32(b[0:4]))
+		errno := int(int32(binary.NativeEndian.Uint32(b[4:8])))
+		name := stageNames[stage]
+		if name == "" {
+			name = fmt.Sprintf("stage %d", stage)
 		}
-		stubErrs <- &se
+		startErrs <- &startError{Stage: name, Errno: errno, Msg: startStageMsg(name, sc)}
 	}()
 
-	t.rootPid = cmd.Process.Pid
+	t.rootPid = pid
 	t.addTask(t.rootPid, t.rootPid)
 	t.tasks[t.rootPid].initialExec = true
 	t.counts.Processes = 1
@@ -343,15 +337,16 @@ func (t *tracer) run(ctx context.Context, sc *stubConfig) (*Result, error) {
 	if err := t.loop(&rus); err != nil {
 		t.killAll()
 		t.drain()
+		stdio.wait()
 		return nil, err
 	}
-	// The process is reaped already (Wait's own wait fails with ECHILD);
-	// Wait still finishes copying non-file stdout/stderr.
-	cmd.Wait()
-	se := <-stubErrs
+	// Everything that held the tree's stdout/stderr is gone: finish
+	// copying them to non-file writers.
+	stdio.wait()
+	se := <-startErrs
 	wall := time.Since(start)
 	if se != nil && !t.rootExecDone {
-		return nil, stubStartError(se, sc.Path)
+		return nil, startFailure(se, sc.Path)
 	}
 
 	var self2, children unix.Rusage
@@ -380,9 +375,9 @@ func (t *tracer) run(ctx context.Context, sc *stubConfig) (*Result, error) {
 	return r, nil
 }
 
-// stubStartError turns a stub failure into the error and exit status the
+// startFailure turns a failure before the exec into the error and exit status the
 // CLI reports.
-func stubStartError(se *stubError, path string) error {
+func startFailure(se *startError, path string) error {
 	if se.Stage == "exec" {
 		switch syscall.Errno(se.Errno) {
 		case syscall.ENOENT:
@@ -520,8 +515,9 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 		return t.syscallStop(tk)
 	case sig == unix.SIGTRAP && ws.TrapCause() > 0:
 		return t.event(tk, ws.TrapCause())
-	case sig == unix.SIGTRAP && !tk.attached:
-		// The stub's stop after its exec (PTRACE_TRACEME).
+	case sig == unix.SIGSTOP && !tk.attached && tid == t.rootPid:
+		// The child's own SIGSTOP right after PTRACE_TRACEME, before it
+		// loads the filter: set the options now, and swallow the signal.
 		tk.attached = true
 		if err := unix.PtraceSetOptions(tid, ptraceOptions); err != nil {
 			return os.NewSyscallError("ptrace(PTRACE_SETOPTIONS)", err)
@@ -549,7 +545,7 @@ func (t *tracer) countNew(tk *task) {
 	t.counts.Threads++
 }
 
-// resume continues tid. During the probe the stub's thread is resumed with
+// resume continues tid. During the probe the root thread is resumed with
 // PTRACE_SYSCALL so that the order of its stops can be observed.
 func (t *tracer) resume(tid int, sig int) error {
 	var err error

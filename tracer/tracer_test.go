@@ -18,8 +18,8 @@ import (
 	"github.com/tracecell/tracecell/report"
 )
 
-// The stub is this test binary re-executed: stub.go's init() hook takes over
-// when os.Args[1] is StubArg, so no separate binary is needed.
+// The command is forked from the tracer thread (fork_unsafe_linux.go): no
+// helper binary is needed.
 
 const python = "/usr/bin/python3"
 
@@ -244,7 +244,7 @@ except ProcessLookupError:
 }
 
 // TestExtraFiles: Config.ExtraFiles reach the command at fd 3, 4, ... and
-// nothing of the stub's own (config pipe, error pipe) leaks past them, nor
+// nothing of the tracer's own (the start error pipe) leaks past them, nor
 // a file tracecell itself inherited without close-on-exec (a write through
 // an inherited fd would never be checked).
 func TestExtraFiles(t *testing.T) {

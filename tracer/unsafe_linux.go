@@ -3,48 +3,11 @@ package tracer
 // All unsafe code of the tracer lives in this file.
 
 import (
-	"fmt"
 	"time"
 	"unsafe"
 
-	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 )
-
-// loadFilter installs the filter on every thread of the calling process.
-// TSYNC (since 3.17) because the Go runtime has several threads; the call
-// fails if any thread cannot be synchronised.
-func loadFilter(prog []bpf.RawInstruction) error {
-	if len(prog) == 0 {
-		return fmt.Errorf("empty filter")
-	}
-	f := make([]unix.SockFilter, len(prog))
-	for i, in := range prog {
-		f[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
-	}
-	fprog := unix.SockFprog{Len: uint16(len(f)), Filter: &f[0]}
-	// SPEC_ALLOW (4.17, commit 00a02d0c502a): do not force the Speculative
-	// Store Bypass mitigation on the tree. Where the kernel's default is
-	// spec_store_bypass_disable=seccomp (before 5.16, RHEL 8 among them),
-	// every seccomp-filtered task otherwise runs with SSBD on, which slows
-	// ordinary code down by several percent. SSBD guards a process against
-	// speculative reads of its own memory; that is not what tracecell
-	// confines. A kernel without the flag says EINVAL: load without it.
-	flags := uintptr(unix.SECCOMP_FILTER_FLAG_TSYNC | unix.SECCOMP_FILTER_FLAG_SPEC_ALLOW)
-	r, _, e := unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
-	if e == unix.EINVAL {
-		r, _, e = unix.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-			unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
-	}
-	if e != 0 {
-		return e
-	}
-	if r != 0 {
-		// With TSYNC a positive return is the id of a thread that could not sync.
-		return fmt.Errorf("thread %d could not be synchronised", r)
-	}
-	return nil
-}
 
 // ptraceRegset calls PTRACE_GETREGSET or PTRACE_SETREGSET with an iovec over
 // buf and returns how many bytes the kernel used.

@@ -45,8 +45,7 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 
-// run is the whole CLI, testable without a process boundary (except that
-// tracing needs the stub, which is this binary).
+// run is the whole CLI, testable without a process boundary.
 func run(stdin io.Reader, stdout, stderr io.Writer, args []string) int {
 	app := newApp(stdin, stdout, stderr)
 	err := app.Run(args)
