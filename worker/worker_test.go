@@ -695,3 +695,134 @@ func TestMeasure(t *testing.T) {
 	}
 	t.Logf("execute 1+1 round trip: median %.2f ms (min %.2f, max %.2f)", median(rt), rt[0], rt[len(rt)-1])
 }
+
+// TestStreamSplit feeds a stream through a real pipe in awkward pieces: a
+// marker cut in two, look-alikes that are not the marker, output after it.
+func TestStreamSplit(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newStream("test", r, 1<<20)
+	go s.read()
+	tok1, tok2 := newToken(), newToken()
+	m1 := string(markerPrefix) + tok1 + "\x1e"
+	m2 := string(markerPrefix) + tok2 + "\x1e"
+	s.expect([]byte(m1))
+	pieces := []string{
+		"one\x1eTRACECELL-END-zz\n", // a look-alike: not a token
+		"two\x1e", "TRACECELL-", "END-" + tok1[:5], tok1[5:] + "\x1e" + "next-",
+	}
+	for _, p := range pieces {
+		w.Write([]byte(p))
+		time.Sleep(2 * time.Millisecond)
+	}
+	out, dropped, seen := s.take(2 * time.Second)
+	if !seen || dropped != 0 || string(out) != "one\x1eTRACECELL-END-zz\ntwo" {
+		t.Errorf("first: seen %v dropped %d out %q", seen, dropped, out)
+	}
+	s.expect([]byte(m2))
+	w.Write([]byte("exec" + m2 + "x"))
+	out, _, seen = s.take(2 * time.Second)
+	if !seen || string(out) != "next-exec" {
+		t.Errorf("second: seen %v out %q", seen, out)
+	}
+	// A marker never comes: the output so far is returned.
+	s.expect([]byte(string(markerPrefix) + newToken() + "\x1e"))
+	out, _, seen = s.take(50 * time.Millisecond)
+	if seen || string(out) != "x" {
+		t.Errorf("third: seen %v out %q", seen, out)
+	}
+	w.Write([]byte("\x1eTRACECELL-END-ab"))
+	w.Close()
+	out, _, ended := s.takeAll(2 * time.Second)
+	if !ended || string(out) != "\x1eTRACECELL-END-ab" {
+		t.Errorf("at EOF: ended %v out %q", ended, out)
+	}
+}
+
+func TestStreamsRestored(t *testing.T) {
+	p := startProc(t, nil)
+	for _, c := range []struct{ name, code, note string }{
+		{"fd 1 redirected", "import os\nos.dup2(os.open(os.devnull, os.O_WRONLY), 1)", "fd 1 (stdout) was closed or redirected"},
+		{"fd 2 closed", "import os\nos.close(2)", "fd 2 (stderr) was closed or redirected"},
+		{"sys.stdout replaced", "import io, sys\nsys.stdout = io.StringIO()", "sys.stdout was replaced"},
+		{"SIGINT handler replaced", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)", "SIGINT handler"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, p, c.code, 0)
+			if !strings.Contains(strings.Join(r.Notes, "\n"), c.note) {
+				t.Errorf("notes = %q, want %q", r.Notes, c.note)
+			}
+			r = run(t, p, "import os, sys\nprint('out')\nos.write(2, b'err')", 0)
+			if r.Stdout != "out\n" || r.Stderr != "err" {
+				t.Errorf("next execution: stdout %q stderr %q", r.Stdout, r.Stderr)
+			}
+		})
+	}
+	// The handler is the worker's again: a timeout interrupts, not kills.
+	r := run(t, p, "while True:\n    pass", 300*time.Millisecond)
+	if errName(r) != "KeyboardInterrupt" || r.SessionLost {
+		t.Errorf("after the handler was put back: error %+v session_lost %v", r.Error, r.SessionLost)
+	}
+}
+
+// TestInterruptWhileIdle: an interrupt that lands between executions does
+// nothing (in particular, it does not hit the next one).
+func TestInterruptWhileIdle(t *testing.T) {
+	p := startProc(t, nil)
+	run(t, p, "v = 7", 0)
+	for i := 0; i < 3; i++ {
+		if err := p.Interrupt(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A signal sent straight to the worker while idle, as a late host
+	// interrupt would be.
+	if err := syscall.Kill(p.Info().WorkerPid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	r := run(t, p, "import time\ntime.sleep(0.2)\nv", 0)
+	if r.Error != nil || str(r.Result) != "7" || !p.Alive() {
+		t.Errorf("error %+v result %s alive %v", r.Error, str(r.Result), p.Alive())
+	}
+}
+
+// TestDenialsPerExecution: a forked child's denial belongs to the execution
+// that forked it; big output does not block the worker.
+func TestDenialsPerExecution(t *testing.T) {
+	p := startProc(t, nil)
+	code := `import os
+pid = os.fork()
+if pid == 0:
+    try:
+        os.mkdir('/denied-by-child')
+    except OSError:
+        pass
+    os._exit(0)
+os.waitpid(pid, 0)
+try:
+    os.unlink('/etc/hostname')
+except OSError as e:
+    print(type(e).__name__)
+`
+	r := run(t, p, code, 0)
+	if r.Stdout != "PermissionError\n" {
+		t.Errorf("stdout %q", r.Stdout)
+	}
+	var calls []string
+	for _, d := range r.Denials {
+		calls = append(calls, d.Syscall)
+	}
+	if len(r.Denials) != 2 || !strings.HasPrefix(calls[0], "mkdir") || !strings.HasPrefix(calls[1], "unlink") {
+		t.Errorf("denials: %v", calls)
+	}
+	if r.Denials[0].Pid == r.Denials[1].Pid {
+		t.Errorf("both denials from pid %d: the child's should be its own", r.Denials[0].Pid)
+	}
+	r = run(t, p, "import sys\nsys.stdout.write('y' * (8 << 20))\n'done'", 0)
+	if str(r.Result) != "'done'" || !r.Truncated || len(r.Stdout) != defaultMaxOutput || len(r.Denials) != 0 {
+		t.Errorf("big output: result %s truncated %v stdout %d bytes, denials %d", str(r.Result), r.Truncated, len(r.Stdout), len(r.Denials))
+	}
+}
