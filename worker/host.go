@@ -93,6 +93,7 @@ type workerMsg struct {
 	Preloaded     []string          `json:"preloaded"`
 	PreloadErrors map[string]string `json:"errors"`
 
+	Started    *int64     `json:"started"` // the user's code starts now: it may be interrupted
 	ID         *int64     `json:"id"`
 	Result     *string    `json:"result"`
 	Error      *ExecError `json:"error"`
@@ -161,13 +162,17 @@ type runOutcome struct {
 }
 
 type execState struct {
-	id         int64
-	token      string
-	started    time.Time
-	timer      *time.Timer
-	grace      *time.Timer
-	timedOut   bool
-	cancelled  bool
+	id        int64
+	token     string
+	started   time.Time
+	timer     *time.Timer
+	grace     *time.Timer
+	timedOut  bool
+	cancelled bool
+	// running is set when the worker said the code runs; an interrupt
+	// before that waits for it (the worker would ignore it).
+	running    bool
+	intPending bool
 	killed     bool
 	killReason string
 }
@@ -504,6 +509,16 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
+// interruptCur interrupts the current execution's code, now if it runs,
+// else as soon as it starts.
+func (h *host) interruptCur() {
+	if !h.cur.running {
+		h.cur.intPending = true
+		return
+	}
+	h.interrupt()
+}
+
 func (h *host) interrupt() {
 	if h.workerPid > 0 {
 		if err := unix.Kill(h.workerPid, unix.SIGINT); err != nil {
@@ -550,12 +565,12 @@ func (h *host) loop(client <-chan *hostRequest) int {
 				h.startExec(r)
 			case "interrupt":
 				if h.cur != nil {
-					h.interrupt()
+					h.interruptCur()
 				}
 			case "cancel":
 				if h.cur != nil && h.cur.grace == nil {
 					h.cur.cancelled = true
-					h.interrupt()
+					h.interruptCur()
 					h.cur.grace = time.NewTimer(h.cfg.Grace)
 				}
 			case "shutdown":
@@ -568,7 +583,7 @@ func (h *host) loop(client <-chan *hostRequest) int {
 		case <-timeoutC:
 			h.cur.timer = nil
 			h.cur.timedOut = true
-			h.interrupt()
+			h.interruptCur()
 			if h.cur.grace == nil {
 				h.cur.grace = time.NewTimer(h.cfg.Grace)
 			}
@@ -585,6 +600,15 @@ func (h *host) loop(client <-chan *hostRequest) int {
 		case m, ok := <-h.resps:
 			if !ok {
 				h.resps = nil // the worker closed fd 4: wait for its end
+				continue
+			}
+			if m.Started != nil {
+				if h.cur != nil && *m.Started == h.cur.id && !h.cur.running {
+					h.cur.running = true
+					if h.cur.intPending {
+						h.interrupt()
+					}
+				}
 				continue
 			}
 			if h.cur == nil || m.ID == nil || *m.ID != h.cur.id {

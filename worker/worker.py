@@ -173,12 +173,17 @@ class Worker(object):
         before, walk_truncated = self.snapshot()
         result = None
         error = None
-        _pending_interrupts = 0
         t0 = time.perf_counter()
         try:
             try:
                 exec_code, eval_code = self.compile_cell(req.get("code", ""), filename)
+                # The host sends SIGINT only after this message: an interrupt
+                # that arrives before _running is set is not lost.
+                _pending_interrupts = 0
+                _send({"started": cell_id})
                 _running = True
+                if _pending_interrupts:
+                    raise KeyboardInterrupt
                 if exec_code is not None:
                     exec(exec_code, self.ns)
                 if eval_code is not None:

@@ -826,3 +826,70 @@ except OSError as e:
 		t.Errorf("big output: result %s truncated %v stdout %d bytes, denials %d", str(r.Result), r.Truncated, len(r.Stdout), len(r.Denials))
 	}
 }
+
+func TestRestrictedReads(t *testing.T) {
+	readable, secret := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(readable, "ok.txt"), []byte("ok"), 0o644)
+	os.WriteFile(filepath.Join(secret, "no.txt"), []byte("no"), 0o644)
+	p := startProc(t, func(c *HostConfig) { c.Settings.Read = []string{readable} })
+	r := run(t, p, fmt.Sprintf("open(%q).read()", filepath.Join(readable, "ok.txt")), 0)
+	if str(r.Result) != "'ok'" {
+		t.Errorf("allowed read: %s %+v", str(r.Result), r.Error)
+	}
+	r = run(t, p, fmt.Sprintf("open(%q).read()", filepath.Join(secret, "no.txt")), 0)
+	if errName(r) != "PermissionError" || len(r.Denials) != 1 {
+		t.Errorf("denied read: error %+v, %d denials", r.Error, len(r.Denials))
+	}
+}
+
+func TestKilledWithMemoryLimit(t *testing.T) {
+	p := startProc(t, func(c *HostConfig) { c.Settings.Memory = config.Size(4 << 30) })
+	r := run(t, p, "import os\nos.kill(os.getpid(), 9)", 0)
+	if want := "worker killed by SIGKILL: out of memory? (memory limit 4 GiB)"; r.LostReason != want {
+		t.Errorf("reason %q, want %q", r.LostReason, want)
+	}
+}
+
+// TestHostKilled: the worker-host dies mid-execution (kill -9 from outside):
+// the execution ends with SessionLost, not an error, and the worker is gone.
+func TestHostKilled(t *testing.T) {
+	p := startProc(t, nil)
+	info := p.Info()
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		syscall.Kill(info.HostPid, syscall.SIGKILL)
+	}()
+	r := run(t, p, "import time\ntime.sleep(30)", 0)
+	if !r.SessionLost || !strings.Contains(r.LostReason, "killed") {
+		t.Errorf("session_lost %v reason %q", r.SessionLost, r.LostReason)
+	}
+	if p.Alive() {
+		t.Error("Alive() after the host was killed")
+	}
+	if !gone(info.WorkerPid, 2*time.Second) {
+		t.Errorf("worker %d survived its host", info.WorkerPid)
+	}
+}
+
+// TestEarlyCancel: a context cancelled before the code even starts still
+// interrupts it (the host holds the interrupt until the worker says the code
+// runs), so the session is kept.
+func TestEarlyCancel(t *testing.T) {
+	p := startProc(t, func(c *HostConfig) { c.Grace = 3 * time.Second })
+	run(t, p, "kept = 1", 0)
+	for i := 0; i < 5; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		start := time.Now()
+		r, err := p.Execute(ctx, ExecRequest{Code: "while True:\n    pass"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errName(r) != "KeyboardInterrupt" || r.SessionLost || time.Since(start) > 2*time.Second {
+			t.Fatalf("try %d: error %+v session_lost %v after %v", i, r.Error, r.SessionLost, time.Since(start))
+		}
+	}
+	if r := run(t, p, "kept", 0); str(r.Result) != "1" {
+		t.Errorf("after: %s", str(r.Result))
+	}
+}
