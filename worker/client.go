@@ -294,6 +294,9 @@ func (p *Proc) lostReason() string {
 	if p.lost != "" {
 		return p.lost
 	}
+	if p.closed {
+		return fmt.Sprintf("worker-host %d: the worker was closed", p.hostPid)
+	}
 	select {
 	case <-p.exited:
 	default:
