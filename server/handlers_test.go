@@ -152,6 +152,7 @@ func TestErrors(t *testing.T) {
 		{"oneshot malformed", "POST", "/v1/execute", `[1,2`, 400, "invalid_json", ""},
 		// downloads
 		{"download dotdot", "GET", "/v1/sessions/a/files/..%2f..%2fetc%2fpasswd", ``, 400, "path_outside_sandbox", "'..'"},
+		{"download raw dotdot (the mux cleans it away from the files route)", "GET", "/v1/sessions/a/files/../../../../etc/passwd", ``, 404, "no_such_endpoint", ""},
 		{"download absolute outside", "GET", "/v1/sessions/a/files/%2Fetc%2Fpasswd", ``, 400, "path_outside_sandbox", "outside"},
 		{"download through symlink", "GET", "/v1/sessions/a/files/out/canary.txt", ``, 403, "symlink_refused", "symbolic link"},
 		{"download symlink itself", "GET", "/v1/sessions/a/files/out", ``, 403, "symlink_refused", ""},
