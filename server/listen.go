@@ -12,27 +12,45 @@ import (
 // file nobody listens on is removed first); TCP must be loopback unless
 // AllowRemote, which also needs a token.
 func listen(o Options) (ln net.Listener, addr string, cleanup func(), err error) {
+	if err := checkListen(o); err != nil {
+		return nil, "", nil, err
+	}
 	network, address := splitListen(o.Listen)
 	if network == "unix" {
 		return listenUnix(address)
-	}
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return nil, "", nil, fmt.Errorf("--listen %s: want unix:PATH or 127.0.0.1:PORT: %v", o.Listen, err)
-	}
-	if !isLoopback(host) {
-		if !o.AllowRemote {
-			return nil, "", nil, fmt.Errorf("--listen %s: not a loopback address; pass --allow-remote and --token-file to serve other hosts", o.Listen)
-		}
-		if o.Token == "" {
-			return nil, "", nil, fmt.Errorf("--listen %s: a non-loopback address needs a bearer token (--token-file)", o.Listen)
-		}
 	}
 	ln, err = net.Listen("tcp", address)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
 	return ln, ln.Addr().String(), func() {}, nil
+}
+
+// checkListen validates the address without opening anything.
+func checkListen(o Options) error {
+	network, address := splitListen(o.Listen)
+	if network == "unix" {
+		if address == "" {
+			return errors.New("--listen unix: needs a path, e.g. unix:/run/user/1000/tracecell.sock")
+		}
+		if len(address) > 107 {
+			return fmt.Errorf("--listen unix:%s: path longer than 107 bytes (a Unix socket limit); choose a shorter one", address)
+		}
+		return nil
+	}
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("--listen %s: want unix:PATH or 127.0.0.1:PORT: %v", o.Listen, err)
+	}
+	if !isLoopback(host) {
+		if !o.AllowRemote {
+			return fmt.Errorf("--listen %s: not a loopback address; pass --allow-remote and --token-file to serve other hosts", o.Listen)
+		}
+		if o.Token == "" {
+			return fmt.Errorf("--listen %s: a non-loopback address needs a bearer token (--token-file)", o.Listen)
+		}
+	}
+	return nil
 }
 
 func isLoopback(host string) bool {
@@ -44,12 +62,6 @@ func isLoopback(host string) bool {
 }
 
 func listenUnix(path string) (net.Listener, string, func(), error) {
-	if path == "" {
-		return nil, "", nil, errors.New("--listen unix: needs a path, e.g. unix:/run/user/1000/tracecell.sock")
-	}
-	if len(path) > 107 {
-		return nil, "", nil, fmt.Errorf("--listen unix:%s: path longer than 107 bytes (a Unix socket limit); choose a shorter one", path)
-	}
 	if st, err := os.Lstat(path); err == nil {
 		if st.Mode()&os.ModeSocket == 0 {
 			return nil, "", nil, fmt.Errorf("--listen unix:%s: the file exists and is not a socket; remove it or choose another path", path)

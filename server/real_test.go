@@ -98,10 +98,30 @@ func str(p *string) string {
 	return *p
 }
 
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func TestRealSession(t *testing.T) {
+	logs := &lockedBuf{}
 	e := newRealEnv(t, func(o *Options) {
 		o.MaxOutput = 1000
 		o.Settings = config.Settings{MaxFileSize: 1 << 20}
+		o.Log = zerolog.New(logs)
+		o.Starter = RealStarter(o.Log)
 	})
 	in := e.create("real")
 	if in.Worker == nil || in.Worker.WorkerPid == 0 || in.Worker.Sandbox != in.Sandbox {
@@ -118,6 +138,17 @@ func TestRealSession(t *testing.T) {
 		t.Fatalf("blocked write: %+v", r)
 	}
 	e.checkCanary()
+	// Every log line about the session carries its id, the worker's denial
+	// notice included (the worker was pre-started before the session existed).
+	waitFor(t, "the denial's log line", func() bool { return strings.Contains(logs.String(), "outside-writable-roots") })
+	_, after, _ := strings.Cut(logs.String(), `"message":"session created"`)
+	for _, line := range strings.Split(after, "\n")[1:] {
+		if strings.Contains(line, in.Sandbox) || strings.Contains(line, "outside-writable-roots") || strings.Contains(line, `"message":"executed"`) {
+			if !strings.Contains(line, `"session":"real"`) {
+				t.Errorf("log line without the session id: %s", line)
+			}
+		}
+	}
 	// Writes in the sandbox work, show as artifacts, list and download.
 	r = e.run("real", "open('out.txt','w').write('hello'); import os; os.getcwd()")
 	if str(r.Result) != "'"+in.Sandbox+"'" || len(r.Artifacts) != 1 {

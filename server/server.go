@@ -393,6 +393,9 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.defaults(); err != nil {
 		return err
 	}
+	if err := checkListen(opts); err != nil {
+		return err // before any worker starts
+	}
 	s, err := New(opts)
 	if err != nil {
 		return err

@@ -41,6 +41,7 @@ var (
 
 func newSession(s *Server, id, sandbox string, w Worker) *session {
 	now := time.Now()
+	labelWorker(w, id)
 	ready := make(chan struct{})
 	close(ready)
 	return &session{
@@ -136,6 +137,9 @@ func (ss *session) replace(why string) {
 		}
 		ss.w, ss.startErr = w, err
 		ss.mu.Unlock()
+		if w != nil {
+			labelWorker(w, ss.id)
+		}
 		close(ready)
 		if err != nil {
 			ss.log.Error().Err(err).Msg("could not start a fresh worker; reset the session (POST .../reset) or delete it")
