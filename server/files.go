@@ -318,8 +318,13 @@ type copyItem struct {
 	mode os.FileMode
 }
 
-// decideRead asks the policy whether the worker could read the resolved path.
-func (s *Server) decideRead(resolved string) policy.Decision {
+// decideRead asks the policy whether the session's worker could read the
+// resolved path. The state directory outside the session's own sandbox
+// (other sessions' sandboxes, the socket) is never a copy source.
+func (s *Server) decideRead(resolved, sandbox string) policy.Decision {
+	if policy.Under(resolved, s.opts.StateDir) && !policy.Under(resolved, sandbox) {
+		return policy.Decision{Rule: "server-state", Reason: "inside the server's state directory " + s.opts.StateDir + " (other sessions' sandboxes)"}
+	}
 	return s.readPol.Decide(&policy.Op{Kind: syscalls.KindRead, Syscall: "copy",
 		Paths: []policy.Path{{Role: "path", Given: resolved, Resolved: resolved, Exists: true}}}, nil)
 }
@@ -346,7 +351,7 @@ func (s *Server) copyIn(sandbox string, req copyRequest) (*copyReport, error) {
 		}
 		return nil, errf(403, "source_unreadable", "source %s: %v", abs, err)
 	}
-	if d := s.decideRead(real); !d.Allow {
+	if d := s.decideRead(real, sandbox); !d.Allow {
 		return nil, errf(403, "read_denied", "source %s may not be read under the server's policy: %s", showResolved(abs, real), d.Reason)
 	}
 	if policy.Under(real, sandbox) {
@@ -392,7 +397,7 @@ func (s *Server) copyIn(sandbox string, req copyRequest) (*copyReport, error) {
 				return nil
 			}
 			if p != real {
-				if dec := s.decideRead(p); !dec.Allow {
+				if dec := s.decideRead(p, sandbox); !dec.Allow {
 					rep.Skipped = append(rep.Skipped, skipped{rel, "denied by policy: " + dec.Reason})
 					if d.IsDir() {
 						return fs.SkipDir

@@ -198,6 +198,12 @@ func TestErrors(t *testing.T) {
 
 func jsonf(f string, a ...any) string { return fmt.Sprintf(f, a...) }
 
+func (e *testEnv) sess(id string) *session {
+	e.s.mu.Lock()
+	defer e.s.mu.Unlock()
+	return e.s.sessions[id]
+}
+
 func (e *testEnv) sandboxOf(id string) string {
 	e.s.mu.Lock()
 	defer e.s.mu.Unlock()
@@ -301,7 +307,7 @@ func TestBusyRefused(t *testing.T) {
 		e.exec("b", "sleep:400")
 	}()
 	deadline := time.Now().Add(2 * time.Second)
-	for !e.s.sessions["b"].describe().Busy && time.Now().Before(deadline) {
+	for !e.sess("b").describe().Busy && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	st, b := e.do("POST", "/v1/sessions/b/execute", `{"code":"1"}`)
@@ -346,11 +352,14 @@ func TestLostWorkerRestarts(t *testing.T) {
 	if r["session_lost"] != false || r["error"].(map[string]any)["name"] != "NameError" {
 		t.Fatalf("after restart the namespace must be empty and execution work: %v", r)
 	}
-	if d := e.s.sessions["l"].describe(); d.Restarts != 1 || !d.Alive {
+	if d := e.sess("l").describe(); d.Restarts != 1 || !d.Alive {
 		t.Fatalf("describe after restart: %+v", d)
 	}
 	// A worker that dies while idle: the code is not run, a fresh worker starts.
-	e.s.sessions["l"].w.(*fakeWorker).kill()
+	ss := e.sess("l")
+	ss.mu.Lock()
+	ss.w.(*fakeWorker).kill()
+	ss.mu.Unlock()
 	r = e.exec("l", "set:y=2")
 	if r["session_lost"] != true || !strings.Contains(r["lost_reason"].(string), "NOT run") {
 		t.Fatalf("idle death: %v", r)
@@ -394,7 +403,10 @@ func TestResetKeepsOrClearsFiles(t *testing.T) {
 	sbx := e.sandboxOf("r")
 	os.WriteFile(filepath.Join(sbx, "data.csv"), []byte("1,2"), 0o644)
 	e.exec("r", "set:x=1")
-	old := e.s.sessions["r"].w
+	ss := e.sess("r")
+	ss.mu.Lock()
+	old := ss.w
+	ss.mu.Unlock()
 	if st, b := e.do("POST", "/v1/sessions/r/reset", ""); st != 200 {
 		t.Fatalf("reset: %d %s", st, b)
 	}
@@ -466,13 +478,14 @@ func TestIdleReaping(t *testing.T) {
 func TestPoolUsedAndEmptyPool(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.PoolSize = 1 })
 	waitFor(t, "the pool to fill", func() bool { return e.s.metrics.poolReady.Load() == 1 })
+	e.fs.mu.Lock()
 	first := e.fs.started[0]
+	e.fs.mu.Unlock()
 	in := e.create("p1")
 	if in.Sandbox != first.cfg.Sandbox {
 		t.Fatalf("the session did not take the pooled worker")
 	}
 	// With the pool empty and starts slow, creation starts its own worker.
-	e.fs.delay = 0
 	in2 := e.create("p2")
 	in3 := e.create("p3")
 	if in2.Sandbox == in3.Sandbox {
@@ -547,8 +560,15 @@ func TestCopy(t *testing.T) {
 			t.Fatalf("copy %s: %d %s", p, st, b)
 		}
 	}
+	// Another session's sandbox is never a copy source.
+	other := e.create("other")
+	os.WriteFile(filepath.Join(other.Sandbox, "private.txt"), []byte("x"), 0o644)
+	st, b := e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q}`, filepath.Join(other.Sandbox, "private.txt")))
+	if code, msg := errCode(t, b); st != 403 || code != "read_denied" || !strings.Contains(msg, "other sessions") {
+		t.Fatalf("copy from another session's sandbox: %d %s", st, b)
+	}
 	// A tree: symlinks skipped, nested dirs made.
-	st, b := e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q,"destination":"in/data"}`, src))
+	st, b = e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q,"destination":"in/data"}`, src))
 	if st != 200 {
 		t.Fatalf("copy tree: %d %s", st, b)
 	}

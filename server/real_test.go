@@ -209,7 +209,7 @@ func TestRealKillWorkerMidExecution(t *testing.T) {
 	e.run("k9", "x=1")
 	done := make(chan resultJSON, 1)
 	go func() { done <- e.run("k9", "import time; time.sleep(30)") }()
-	waitFor(t, "the execution to start", func() bool { return e.s.sessions["k9"].describe().Busy })
+	waitFor(t, "the execution to start", func() bool { return e.sess("k9").describe().Busy })
 	time.Sleep(200 * time.Millisecond)
 	if err := syscall.Kill(in.Worker.WorkerPid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -227,7 +227,7 @@ func TestRealKillWorkerMidExecution(t *testing.T) {
 	if r := e.run("k9", "'x' in globals(), 1+1"); str(r.Result) != "(False, 2)" || r.SessionLost {
 		t.Fatalf("after the loss: %+v", r)
 	}
-	d := e.s.sessions["k9"].describe()
+	d := e.sess("k9").describe()
 	if d.Restarts != 1 || d.Worker.WorkerPid == in.Worker.WorkerPid {
 		t.Fatalf("describe after restart: %+v", d)
 	}

@@ -52,7 +52,11 @@ func serveFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "keep-sandboxes", Usage: "keep the sandboxes of deleted sessions and one-shot runs"},
 	}
 	for _, f := range runFlags() {
-		if !skip[f.Names()[0]] {
+		switch name := f.Names()[0]; {
+		case skip[name]:
+		case name == "write":
+			fl = append(fl, &cli.StringSliceFlag{Name: "write", Usage: "extra writable root `DIR` shared by every session, besides its own sandbox (repeatable)"})
+		default:
 			fl = append(fl, f)
 		}
 	}
