@@ -485,7 +485,19 @@ func TestPoolUsedAndEmptyPool(t *testing.T) {
 	if in.Sandbox != first.cfg.Sandbox {
 		t.Fatalf("the session did not take the pooled worker")
 	}
-	// With the pool empty and starts slow, creation starts its own worker.
+	// A pooled worker that died while waiting is discarded, not handed out.
+	waitFor(t, "the pool to refill", func() bool { return e.s.metrics.poolReady.Load() == 1 })
+	e.s.pool.mu.Lock()
+	dead := e.s.pool.ready[0].w.(*fakeWorker)
+	e.s.pool.mu.Unlock()
+	dead.kill()
+	if in := e.create("p0"); in.Sandbox == dead.cfg.Sandbox || !in.Alive {
+		t.Fatalf("a dead pooled worker was handed out: %+v", in)
+	}
+	if _, err := os.Stat(dead.cfg.Sandbox); !os.IsNotExist(err) {
+		t.Fatalf("the dead pooled worker's sandbox is left: %v", err)
+	}
+	// With the pool empty, creation starts its own worker.
 	in2 := e.create("p2")
 	in3 := e.create("p3")
 	if in2.Sandbox == in3.Sandbox {

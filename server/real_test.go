@@ -122,10 +122,17 @@ func TestRealSession(t *testing.T) {
 		o.Settings = config.Settings{MaxFileSize: 1 << 20}
 		o.Log = zerolog.New(logs)
 		o.Starter = RealStarter(o.Log)
+		o.Preload = []string{"json", "no_such_module_xyz"}
 	})
 	in := e.create("real")
 	if in.Worker == nil || in.Worker.WorkerPid == 0 || in.Worker.Sandbox != in.Sandbox {
 		t.Fatalf("describe: %+v", in)
+	}
+	if fmt.Sprint(in.Worker.Preloaded) != "[json]" || in.Worker.PreloadErrors["no_such_module_xyz"] == "" {
+		t.Fatalf("preload: %+v", in.Worker)
+	}
+	if r := e.run("real", "import sys; 'json' in sys.modules"); str(r.Result) != "True" {
+		t.Fatalf("preloaded module not in the namespace's interpreter: %+v", r)
 	}
 	e.run("real", "x=41")
 	if r := e.run("real", "x+1"); str(r.Result) != "42" {
@@ -232,6 +239,70 @@ func TestRealKillWorkerMidExecution(t *testing.T) {
 		t.Fatalf("describe after restart: %+v", d)
 	}
 	waitFor(t, "the old worker-host to be gone", func() bool { return !pidAlive(in.Worker.HostPid) })
+
+	// A worker killed while idle: the next execution is not run, says so,
+	// and the one after runs in a fresh worker.
+	e.run("k9", "y=2")
+	syscall.Kill(d.Worker.WorkerPid, syscall.SIGKILL)
+	waitFor(t, "the worker to be seen dead", func() bool {
+		ss := e.sess("k9")
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		return ss.w != nil && !ss.w.Alive()
+	})
+	if r := e.run("k9", "z=3"); !r.SessionLost || !strings.Contains(r.LostReason, "NOT run") {
+		t.Fatalf("execute after an idle death: %+v", r)
+	}
+	if r := e.run("k9", "'y' in globals(), 'z' in globals()"); str(r.Result) != "(False, False)" {
+		t.Fatalf("after the idle death: %+v", r)
+	}
+}
+
+// An execution that ignores the interrupt past the grace period loses the
+// session; the server restarts it and the next execution works.
+func TestRealTimeoutPastGrace(t *testing.T) {
+	e := newRealEnv(t, func(o *Options) { o.Grace = 300 * time.Millisecond })
+	e.create("g")
+	e.run("g", "x=1")
+	code := "import time\nwhile True:\n    try:\n        time.sleep(1)\n    except KeyboardInterrupt:\n        pass"
+	st, b := e.do("POST", "/v1/sessions/g/execute", jsonf(`{"code":%q,"timeout":0.3}`, code))
+	var r resultJSON
+	json.Unmarshal(b, &r)
+	if st != 200 || !r.TimedOut || !r.SessionLost || !strings.Contains(r.LostReason, "a fresh worker was started") {
+		t.Fatalf("timeout past grace: %d %s", st, b)
+	}
+	if r := e.run("g", "'x' in globals()"); str(r.Result) != "False" {
+		t.Fatalf("after the loss: %+v", r)
+	}
+}
+
+// DELETE of a busy session kills its execution at once.
+func TestRealDeleteBusy(t *testing.T) {
+	e := newRealEnv(t, nil)
+	in := e.create("d")
+	done := make(chan resultJSON, 1)
+	go func() { done <- e.run("d", "import time; time.sleep(30)") }()
+	waitFor(t, "the execution to start", func() bool { return e.sess("d").describe().Busy })
+	time.Sleep(100 * time.Millisecond)
+	t0 := time.Now()
+	if st, b := e.do("DELETE", "/v1/sessions/d", ""); st != 204 {
+		t.Fatalf("delete: %d %s", st, b)
+	}
+	select {
+	case r := <-done:
+		if !r.SessionLost {
+			t.Fatalf("the killed execution: %+v", r)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the execution did not end when its session was deleted")
+	}
+	t.Logf("delete of a busy session took %v", time.Since(t0))
+	if pidAlive(in.Worker.WorkerPid) || pidAlive(in.Worker.HostPid) {
+		t.Fatal("the session's processes outlived its deletion")
+	}
+	if _, err := os.Stat(in.Sandbox); !os.IsNotExist(err) {
+		t.Fatalf("sandbox left: %v", err)
+	}
 }
 
 // pidAlive reports whether pid exists and is not a zombie.
