@@ -361,22 +361,25 @@ func (s *Server) executeIn(ctx context.Context, ss *session, req worker.ExecRequ
 		ss.replace("the previous start failed")
 		return nil, errf(503, "worker_start_failed", "the session's worker could not be started: %v; a new start has begun, retry shortly", err)
 	}
-	if !wk.Alive() {
+	diedIdle := func() *worker.Result {
 		reason := "the session's worker died while idle"
 		ss.log.Warn().Msg(reason + "; starting a fresh one")
 		ss.replace(reason)
 		s.metrics.execLost.Add(1)
 		return &worker.Result{SessionLost: true, Denials: []report.Event{}, Artifacts: []worker.Artifact{},
-			LostReason: reason + "; a fresh worker was started (namespace empty, sandbox files kept); the code was NOT run: send it again"}, nil
+			LostReason: reason + "; a fresh worker was started (namespace empty, sandbox files kept); the code was NOT run: send it again"}
+	}
+	if !wk.Alive() {
+		return diedIdle(), nil
 	}
 	start := time.Now()
 	res, err := wk.Execute(ctx, req)
 	elapsed := time.Since(start)
 	if err != nil {
-		ss.log.Error().Err(err).Msg("execute failed")
-		if !wk.Alive() {
-			ss.replace("the worker was gone: " + err.Error())
+		if !wk.Alive() { // it died just before the request reached it
+			return diedIdle(), nil
 		}
+		ss.log.Error().Err(err).Msg("execute failed")
 		return nil, errf(500, "execute_failed", "execution could not be sent to the worker: %v; retry", err)
 	}
 	ss.mu.Lock()

@@ -409,7 +409,7 @@ func Run(ctx context.Context, opts Options) error {
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
+		IdleTimeout:       2 * time.Minute, // idle keep-alive connections do not hold fds forever
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 	}
 	errc := make(chan error, 1)
