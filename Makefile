@@ -14,12 +14,17 @@ SURFACE  := bin/surface418
 ITEST    := bin/integration.test
 PY       ?= /usr/bin/python3
 
-.PHONY: all deps build build-arm64 demo test unit integration integration-418 bench clean
+.PHONY: all deps venv build build-arm64 demo test unit integration integration-418 python-test bench clean
 
 all: build
 
 deps:
 	@scripts/deps.sh
+
+# bin/venv: a Python venv with the pinned PyPI packages of python/requirements-test.txt
+# (the real mcp client, openai-agents) and the tracecell package installed editable.
+venv:
+	@scripts/deps.sh venv
 
 build: deps
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tracecell
@@ -49,7 +54,12 @@ integration-418: build $(SURFACE)
 	$(GO) test -c -o $(ITEST) ./integration/
 	cd integration && TRACECELL_BIN=$(CURDIR)/$(BIN) TRACECELL_SURFACE418=1 ../$(SURFACE) ../$(ITEST) -test.count=1
 
-test: unit build-arm64 integration integration-418
+# The Python package's tests and the MCP server's tests with the real PyPI clients,
+# against the binary just built.
+python-test: build venv
+	cd python && TRACECELL_BIN=$(CURDIR)/$(BIN) ../bin/venv/bin/python -m unittest discover -s tests -t . -v
+
+test: unit build-arm64 integration integration-418 python-test
 	@echo "make test: all suites passed"
 
 bench: build

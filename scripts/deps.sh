@@ -11,6 +11,11 @@ want=(gcc libc6-dev make strace python3 python3-numpy python3-pandas python3-mat
 if [ "${1:-}" = "bench" ]; then
   want+=(python3-jupyter-client python3-ipykernel)
 fi
+# `deps.sh venv`: also a Python venv (bin/venv) with the PyPI packages the
+# integration tests of the Python package and the MCP server use.
+if [ "${1:-}" = "venv" ]; then
+  want+=(python3-venv)
+fi
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
   for p in "${want[@]}"; do
@@ -37,3 +42,21 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 go mod download
+
+if [ "${1:-}" = "venv" ]; then
+  venv=bin/venv
+  req=python/requirements-test.txt
+  stamp=$venv/.tracecell-installed
+  # Reinstall only when the pinned requirements or the package metadata changed.
+  sum=$( { cat "$req"; cat python/pyproject.toml 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)
+  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$sum" ]; then
+    echo "deps: creating the Python venv $venv from $req (PyPI)"
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$req"
+    if [ -f python/pyproject.toml ]; then
+      "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e ./python
+    fi
+    echo "$sum" > "$stamp"
+  fi
+fi

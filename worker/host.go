@@ -478,13 +478,20 @@ func (h *host) onEvent(ev *report.Event) {
 		h.evDropped++
 	}
 	h.evMu.Unlock()
-	var paths []string
+	var given, resolved []string
 	for _, p := range ev.Paths {
-		paths = append(paths, p.Resolved)
+		given = append(given, p.Given)
+		resolved = append(resolved, p.Resolved)
 	}
-	h.log.Warn().Str("decision", ev.Decision).Str("syscall", ev.Syscall).Str("kind", ev.Kind.String()).
-		Int("pid", ev.Pid).Str("program", ev.Program).Strs("paths", paths).Str("address", ev.Address).
-		Str("rule", ev.Rule).Str("errno", ev.Errno).Msg(ev.Reason)
+	e := h.log.Warn().Str("decision", ev.Decision).Str("syscall", ev.Syscall).Str("kind", ev.Kind.String()).
+		Int("pid", ev.Pid).Str("program", ev.Program)
+	if len(ev.Paths) > 0 {
+		e = e.Strs("given", given).Strs("paths", resolved)
+	}
+	if ev.Address != "" {
+		e = e.Str("address", ev.Address)
+	}
+	e.Str("rule", ev.Rule).Str("errno", ev.Errno).Msg(ev.Reason)
 }
 
 func (h *host) takeEvents() ([]report.Event, int) {
