@@ -11,7 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -145,10 +144,25 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any, optional 
 	return nil
 }
 
-var idRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+// validID reports whether id is 1 to 128 of A-Z a-z 0-9 . _ - and not . or ..
+// (a loop, not a regexp: `{1,128}` compiles to 128 states at every start of
+// the binary, 0.6 ms that `tracecell run` paid too).
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 128 || id == "." || id == ".." {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 func checkID(id string) error {
-	if !idRe.MatchString(id) || id == "." || id == ".." {
+	if !validID(id) {
 		return errf(400, "invalid_id", "session id %q is invalid: use 1 to 128 of A-Z a-z 0-9 . _ - (and not . or ..)", id)
 	}
 	return nil
