@@ -119,12 +119,18 @@ type Exit struct {
 
 // Counts are totals over the run.
 type Counts struct {
-	Processes    int `json:"processes"`
-	Threads      int `json:"threads"`
-	Execs        int `json:"execs"`
-	Checked      int `json:"checked"`
-	Allowed      int `json:"allowed"`
-	Denied       int `json:"denied"`
+	Processes int `json:"processes"`
+	Threads   int `json:"threads"`
+	Execs     int `json:"execs"`
+	// Checked calls stopped at the tracer; each is allowed, denied,
+	// audited, or failed.
+	Checked int `json:"checked"`
+	Allowed int `json:"allowed"`
+	Denied  int `json:"denied"`
+	// Failed calls were failed as the kernel itself would have failed them
+	// (a missing directory on the path, a bad fd or pointer, a name too
+	// long), without a policy decision: not denials.
+	Failed       int `json:"failed"`
 	Audited      int `json:"audited"`
 	KilledAtExit int `json:"killed_at_exit"`
 }

@@ -37,6 +37,10 @@ type call struct {
 	// outcome of decoding when the call must fail without a policy
 	// decision (bad pointer, bad fd): the kernel would fail it the same way.
 	fail syscall.Errno
+	// failWhy is set when fail is tracecell's own fail-closed denial (a path
+	// it could not resolve), not the kernel's: that one is reported.
+	failWhy  string
+	failPath policy.Path
 	// allow without asking the policy (a harmless form of a trapped call).
 	pass bool
 	// limit is a tracer-decided denial (max-procs).
@@ -72,7 +76,30 @@ func (t *tracer) seccompStop(tk *task) error {
 	op := t.decode(c)
 	t.counts.Checked++
 	switch {
+	case c.fail != 0 && c.failWhy != "":
+		// Fail closed, and say so: a blocked action is always reported.
+		ev := t.newEvent(c, op, policy.Decision{Rule: "unresolvable-path", Reason: c.failWhy, Errno: c.fail})
+		if len(ev.Paths) == 0 {
+			ev.Paths = []policy.Path{c.failPath}
+		}
+		if ev.Kind == 0 {
+			ev.Kind = spec.Kind
+		}
+		if t.audit {
+			ev.Decision, ev.Errno = report.Audit, ""
+			ev.Reason = strings.Replace(ev.Reason, "so the call is denied to be safe", "which enforce mode denies to be safe", 1)
+			t.record(ev, true)
+			return t.resume(tid, 0)
+		}
+		t.record(ev, false)
+		if err := t.deny(tid, c.fail); err != nil {
+			return err
+		}
+		return t.resume(tid, 0)
 	case c.fail != 0:
+		// The kernel would fail this call the same way before touching
+		// anything (a missing directory, a bad fd or pointer): not a denial.
+		t.counts.Failed++
 		if err := t.deny(tid, c.fail); err != nil {
 			return err
 		}
@@ -327,8 +354,11 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 	return t.resolved(c, p, b, given, follow)
 }
 
+// resolvePath is pathres.Resolve; tests replace it to reach the fail-closed path.
+var resolvePath = pathres.Resolve
+
 func (t *tracer) resolved(c *call, p policy.Path, base string, given []byte, follow bool) (policy.Path, bool) {
-	r, err := pathres.Resolve(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, base, given, follow)
+	r, err := resolvePath(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, base, given, follow)
 	return t.fill(c, p, r, err)
 }
 
@@ -342,9 +372,10 @@ func (t *tracer) fill(c *call, p policy.Path, r pathres.Result, err error) (poli
 			c.fail = en
 			return p, false
 		}
-		// Unresolvable for another reason: fail closed.
-		t.cfg.Log.Warn().Err(err).Str("path", p.Given).Msg("cannot resolve path; call denied")
+		// Unresolvable for another reason: fail closed (reported).
 		c.fail = syscall.EACCES
+		c.failWhy = fmt.Sprintf("tracecell could not resolve the path (%v), so the call is denied to be safe", err)
+		c.failPath = p
 		return p, false
 	}
 	if r.WalkErr != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 )
@@ -366,5 +367,71 @@ func TestNoForcedSSBD(t *testing.T) {
 	}
 	if o.stdout != string(bare) {
 		t.Errorf("traced: %s bare: %s", strings.TrimSpace(o.stdout), strings.TrimSpace(string(bare)))
+	}
+}
+
+// A path the tracer cannot resolve is denied (fail closed) and reported
+// as such; in audit mode it is let through and reported as an audit. A
+// call the kernel would fail anyway (a missing directory) is counted as
+// failed, not as a denial.
+func TestUnresolvableAndFailedCalls(t *testing.T) {
+	orig := resolvePath
+	t.Cleanup(func() { resolvePath = orig })
+	resolvePath = func(tk pathres.Task, base string, p []byte, follow bool) (pathres.Result, error) {
+		if strings.Contains(string(p), "unresolvable") {
+			return pathres.Result{}, errors.New("injected resolver failure")
+		}
+		return orig(tk, base, p, follow)
+	}
+	for _, tc := range []struct {
+		name   string
+		audit  bool
+		exists bool
+		dec    string
+	}{
+		{"enforce", false, false, report.Deny},
+		{"audit", true, true, report.Audit},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sbx := t.TempDir()
+			o := runTraced(t, sbx, func(pc *policy.Config, _ *Config) {
+				if tc.audit {
+					pc.Mode = policy.Audit
+				}
+			}, "/bin/sh", "-c", "echo x > unresolvable.txt; echo x > missing-dir/f.txt; true")
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			if _, err := os.Stat(filepath.Join(sbx, "unresolvable.txt")); (err == nil) != tc.exists {
+				t.Errorf("unresolvable.txt exists = %v, want %v", err == nil, tc.exists)
+			}
+			var got []report.Event
+			for _, e := range o.events {
+				if e.Rule == "unresolvable-path" {
+					got = append(got, e)
+				}
+			}
+			if len(got) != 1 {
+				t.Fatalf("unresolvable-path events = %+v (all: %+v)", got, o.events)
+			}
+			e := got[0]
+			if e.Decision != tc.dec || e.Kind.String() != "write" || len(e.Paths) != 1 ||
+				e.Paths[0].Given != "unresolvable.txt" || !strings.Contains(e.Reason, "injected resolver failure") {
+				t.Errorf("event = %+v", e)
+			}
+			if (e.Errno == "") != tc.audit {
+				t.Errorf("errno %q in %s mode", e.Errno, tc.name)
+			}
+			if o.res.Counts.Failed < 1 {
+				t.Errorf("counts.failed = %d, want >= 1 (the missing directory)", o.res.Counts.Failed)
+			}
+			for _, e := range o.events {
+				for _, p := range e.Paths {
+					if strings.Contains(p.Given, "missing-dir") {
+						t.Errorf("a call the kernel fails by itself was reported: %+v", e)
+					}
+				}
+			}
+		})
 	}
 }
