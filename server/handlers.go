@@ -170,7 +170,11 @@ func checkID(id string) error {
 
 // lookup finds the session of the request's {id}.
 func (s *Server) lookup(r *http.Request) (*session, error) {
-	id := r.PathValue("id")
+	return s.lookupID(r.PathValue("id"))
+}
+
+// lookupID finds a session by id.
+func (s *Server) lookupID(id string) (*session, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
@@ -196,64 +200,68 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	if req.ID == "" {
-		req.ID = randomID("s-")
-	} else if err := checkID(req.ID); err != nil {
+	ss, err := s.create(r.Context(), req.ID)
+	if err != nil {
 		writeError(w, err)
 		return
+	}
+	writeJSON(w, 201, ss.describe())
+}
+
+// create makes a session with the given id ("" for a random one) on a
+// worker from the pool, within --max-sessions.
+func (s *Server) create(ctx context.Context, id string) (*session, error) {
+	if id == "" {
+		id = randomID("s-")
+	} else if err := checkID(id); err != nil {
+		return nil, err
 	}
 	// Reserve the id and a slot before the (possibly slow) worker start.
 	s.mu.Lock()
 	switch {
 	case s.closed:
 		s.mu.Unlock()
-		writeError(w, errf(503, "shutting_down", "the server is shutting down"))
-		return
-	case s.sessions[req.ID] != nil:
+		return nil, errf(503, "shutting_down", "the server is shutting down")
+	case s.sessions[id] != nil:
 		s.mu.Unlock()
-		writeError(w, errf(409, "session_exists", "session %q exists already; use it, or DELETE it first", req.ID))
-		return
+		return nil, errf(409, "session_exists", "session %q exists already; use it, or DELETE it first", id)
 	case len(s.sessions)+s.oneshots >= s.opts.MaxSessions:
 		s.mu.Unlock()
-		writeError(w, errf(429, "too_many_sessions", "the server holds its maximum of %d sessions (--max-sessions); delete one you no longer need", s.opts.MaxSessions))
-		return
+		return nil, errf(429, "too_many_sessions", "the server holds its maximum of %d sessions (--max-sessions); delete one you no longer need", s.opts.MaxSessions)
 	}
-	placeholder := &session{id: req.ID, busy: true, created: time.Now()}
+	placeholder := &session{id: id, busy: true, created: time.Now()}
 	placeholder.destroyed = true // not usable until the worker is ready
-	s.sessions[req.ID] = placeholder
+	s.sessions[id] = placeholder
 	s.mu.Unlock()
 
 	start := time.Now()
-	wk, sandbox, err := s.pool.take(r.Context())
+	wk, sandbox, err := s.pool.take(ctx)
 	s.mu.Lock()
-	if s.sessions[req.ID] == placeholder {
-		delete(s.sessions, req.ID)
+	if s.sessions[id] == placeholder {
+		delete(s.sessions, id)
 	}
 	if err != nil {
 		s.mu.Unlock()
-		s.log.Error().Err(err).Str("session", req.ID).Msg("create session: could not get a worker")
+		s.log.Error().Err(err).Str("session", id).Msg("create session: could not get a worker")
 		if errors.Is(err, errShuttingDown) {
-			writeError(w, errf(503, "shutting_down", "the server is shutting down"))
-			return
+			return nil, errf(503, "shutting_down", "the server is shutting down")
 		}
-		writeError(w, errf(503, "worker_start_failed", "could not start a Python worker: %v (see the server's log)", err))
-		return
+		return nil, errf(503, "worker_start_failed", "could not start a Python worker: %v (see the server's log)", err)
 	}
 	if s.closed {
 		s.mu.Unlock()
 		wk.Close()
 		s.removeSandbox(sandbox, s.log)
-		writeError(w, errf(503, "shutting_down", "the server is shutting down"))
-		return
+		return nil, errf(503, "shutting_down", "the server is shutting down")
 	}
-	ss := newSession(s, req.ID, sandbox, wk)
-	s.sessions[req.ID] = ss
+	ss := newSession(s, id, sandbox, wk)
+	s.sessions[id] = ss
 	s.mu.Unlock()
 	s.metrics.sessionsCreated.Add(1)
 	s.metrics.sessionsActive.Add(1)
 	ss.log.Info().Str("sandbox", sandbox).Int("worker_pid", wk.Info().WorkerPid).
 		Float64("ms", ms(time.Since(start))).Msg("session created")
-	writeJSON(w, 201, ss.describe())
+	return ss, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -261,8 +269,8 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	list := s.sessionList()
 	out := struct {
-		Sessions []sessionInfo `json:"sessions"`
-	}{Sessions: make([]sessionInfo, 0, len(list))}
+		Sessions []SessionInfo `json:"sessions"`
+	}{Sessions: make([]SessionInfo, 0, len(list))}
 	for _, ss := range list {
 		if ss.s == nil {
 			continue // a placeholder while its worker starts
@@ -287,11 +295,20 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if err := s.remove(ss); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(204)
+}
+
+// remove deletes a session at a client's request: its worker is killed
+// (an execution in flight returns session lost) and its sandbox removed.
+func (s *Server) remove(ss *session) error {
 	s.mu.Lock()
 	if s.sessions[ss.id] != ss {
 		s.mu.Unlock()
-		writeError(w, errf(404, "session_not_found", "session %q was deleted meanwhile", ss.id))
-		return
+		return errf(404, "session_not_found", "session %q was deleted meanwhile", ss.id)
 	}
 	delete(s.sessions, ss.id)
 	s.mu.Unlock()
@@ -299,7 +316,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 	s.metrics.sessionsActive.Add(-1)
 	ss.log.Info().Msg("session deleted by the client")
 	ss.destroy()
-	w.WriteHeader(204)
+	return nil
 }
 
 // execRequest is the body of the execute endpoints.

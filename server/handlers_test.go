@@ -81,13 +81,13 @@ func (e *testEnv) do(method, path, body string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-func (e *testEnv) create(id string) sessionInfo {
+func (e *testEnv) create(id string) SessionInfo {
 	e.t.Helper()
 	st, b := e.do("POST", "/v1/sessions", fmt.Sprintf(`{"id":%q}`, id))
 	if st != 201 {
 		e.t.Fatalf("create %s: %d %s", id, st, b)
 	}
-	var in sessionInfo
+	var in SessionInfo
 	if err := json.Unmarshal(b, &in); err != nil {
 		e.t.Fatal(err)
 	}
@@ -249,13 +249,13 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 	// List and describe.
 	st, b = e.do("GET", "/v1/sessions", "")
-	var list struct{ Sessions []sessionInfo }
+	var list struct{ Sessions []SessionInfo }
 	json.Unmarshal(b, &list)
 	if st != 200 || len(list.Sessions) != 2 || list.Sessions[0].ID != in.ID {
 		t.Fatalf("list: %d %s", st, b)
 	}
 	st, b = e.do("GET", "/v1/sessions/"+in.ID, "")
-	var d sessionInfo
+	var d SessionInfo
 	json.Unmarshal(b, &d)
 	if st != 200 || d.Executions != 2 || d.Busy || !d.Alive || d.Worker.WorkerPid == 0 {
 		t.Fatalf("describe: %d %s", st, b)

@@ -108,7 +108,7 @@ func TestOpenAPISchemas(t *testing.T) {
 	check("Artifact", worker.Artifact{})
 	check("WorkerInfo", worker.Info{})
 	check("Event", report.Event{})
-	check("Session", sessionInfo{})
+	check("Session", SessionInfo{})
 	check("CopyRequest", copyRequest{})
 	check("CopyReport", copyReport{})
 	check("FileList", fileList{})

@@ -77,6 +77,11 @@ type Options struct {
 	Starter Starter
 	// Ready, if set, is called with the listening address once the server accepts.
 	Ready func(addr string)
+	// Handler, if set, builds what Run serves instead of the HTTP API (the
+	// MCP server serves its own routes next to it).
+	Handler func(*Server) http.Handler
+	// Name is the command named in Run's log lines (default "tracecell serve").
+	Name string
 
 	defaulted bool
 }
@@ -406,8 +411,16 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer cleanup()
+	handler := s.Handler()
+	if opts.Handler != nil {
+		handler = opts.Handler(s)
+	}
+	name := opts.Name
+	if name == "" {
+		name = "tracecell serve"
+	}
 	hs := &http.Server{
-		Handler:           s.Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // idle keep-alive connections do not hold fds forever
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
@@ -415,7 +428,7 @@ func Run(ctx context.Context, opts Options) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	s.log.Info().Str("listen", addr).Str("state_dir", s.opts.StateDir).Int("pool_size", s.opts.PoolSize).
-		Strs("preload", s.opts.Preload).Int("max_sessions", s.opts.MaxSessions).Msg("tracecell serve: listening")
+		Strs("preload", s.opts.Preload).Int("max_sessions", s.opts.MaxSessions).Msg(name + ": listening")
 	if opts.Ready != nil {
 		opts.Ready(addr)
 	}

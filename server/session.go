@@ -175,8 +175,8 @@ func (ss *session) destroy() {
 	ss.log.Info().Bool("sandbox_kept", ss.s.opts.KeepSandboxes).Msg("session closed")
 }
 
-// describe is the JSON of GET /v1/sessions/{id}.
-type sessionInfo struct {
+// SessionInfo describes a session; it is the JSON of GET /v1/sessions/{id}.
+type SessionInfo struct {
 	ID         string       `json:"id"`
 	Sandbox    string       `json:"sandbox"`
 	Created    time.Time    `json:"created"`
@@ -188,10 +188,10 @@ type sessionInfo struct {
 	Worker     *worker.Info `json:"worker"`
 }
 
-func (ss *session) describe() sessionInfo {
+func (ss *session) describe() SessionInfo {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	in := sessionInfo{
+	in := SessionInfo{
 		ID: ss.id, Sandbox: ss.sandbox, Created: ss.created.UTC(), LastUsed: ss.lastUsed.UTC(),
 		Executions: ss.executions, Busy: ss.busy, Restarts: ss.restarts,
 	}

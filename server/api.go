@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/tracecell/tracecell/worker"
+)
+
+// The Go API: what an in-process front door (the MCP server, package
+// mcpserver) needs. It drives the same sessions, limits, metrics and logs as
+// the HTTP API; errors carry the HTTP API's messages and match the
+// sentinels below with errors.Is.
+
+var (
+	// ErrBusy: the session is running another execution or a reset
+	// (requests to one session are not queued).
+	ErrBusy = errors.New("session busy")
+	// ErrNotFound: no session with that id (deleted, reaped, never made).
+	ErrNotFound = errors.New("session not found")
+	// ErrTooManySessions: the server holds --max-sessions sessions.
+	ErrTooManySessions = errors.New("too many sessions")
+	// ErrShuttingDown: Close has begun.
+	ErrShuttingDown = errors.New("shutting down")
+	// ErrInvalidID: the id is not 1 to 128 of A-Z a-z 0-9 . _ -.
+	ErrInvalidID = errors.New("invalid session id")
+)
+
+// Is maps the HTTP API's error codes onto the exported sentinels.
+func (e *apiError) Is(target error) bool {
+	switch target {
+	case ErrBusy:
+		return e.code == "session_busy"
+	case ErrNotFound:
+		return e.code == "session_not_found"
+	case ErrTooManySessions:
+		return e.code == "too_many_sessions"
+	case ErrShuttingDown:
+		return e.code == "shutting_down"
+	case ErrInvalidID:
+		return e.code == "invalid_id"
+	}
+	return false
+}
+
+// ValidID reports whether id may name a session.
+func ValidID(id string) bool { return checkID(id) == nil }
+
+// Limits are the effective settings a front door may tell a client (or a
+// model) about. The policy itself stays with the operator.
+type Limits struct {
+	// StateDir holds every session's sandbox (StateDir/sbx-*).
+	StateDir string
+	// ExecTimeout is the time limit of one execution.
+	ExecTimeout time.Duration
+	// IdleTimeout closes a session unused this long (0: never).
+	IdleTimeout time.Duration
+	// MaxOutput caps stdout and stderr of one execution, each (bytes).
+	MaxOutput   int
+	MaxSessions int
+	// Net is "deny", "loopback" or "allow".
+	Net string
+	// Memory is the address-space limit per process (bytes; 0: none).
+	Memory uint64
+	// AllowExec are the programs the code may run (none by default).
+	AllowExec []string
+	// ExtraWrite are writable directories shared by every session besides
+	// its own sandbox.
+	ExtraWrite []string
+	// Audit: the policy only reports what it would block.
+	Audit bool
+}
+
+// Limits returns the server's effective limits.
+func (s *Server) Limits() Limits {
+	st := s.opts.Settings
+	l := Limits{
+		StateDir: s.opts.StateDir, ExecTimeout: s.opts.ExecTimeout, MaxOutput: s.opts.MaxOutput,
+		MaxSessions: s.opts.MaxSessions, Net: st.Net, Memory: uint64(st.Memory),
+		AllowExec: append([]string(nil), st.AllowExec...), ExtraWrite: append([]string(nil), st.Write...),
+		Audit: st.Mode == "audit",
+	}
+	if s.opts.IdleTimeout > 0 {
+		l.IdleTimeout = s.opts.IdleTimeout
+	}
+	if l.Net == "" {
+		l.Net = "deny"
+	}
+	return l
+}
+
+// Session returns the session id, creating it (from the pool, within
+// --max-sessions) when it does not exist; created says which. A session
+// another caller is creating at that moment gives ErrBusy.
+func (s *Server) Session(ctx context.Context, id string) (info SessionInfo, created bool, err error) {
+	for range 2 {
+		ss, err := s.lookupID(id)
+		if err == nil {
+			return ss.describe(), false, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return SessionInfo{}, false, err
+		}
+		ss, err = s.create(ctx, id)
+		if err == nil {
+			return ss.describe(), true, nil
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.code != "session_exists" {
+			return SessionInfo{}, false, err
+		}
+		// Created meanwhile by another caller: look it up again.
+	}
+	return SessionInfo{}, false, errf(409, "session_busy", "session %q is being created and deleted concurrently; retry", id)
+}
+
+// Describe returns a session's description.
+func (s *Server) Describe(id string) (SessionInfo, error) {
+	ss, err := s.lookupID(id)
+	if err != nil {
+		return SessionInfo{}, err
+	}
+	return ss.describe(), nil
+}
+
+// Execute runs code in session id, as POST /v1/sessions/{id}/execute does.
+// timeout 0 is the server's --exec-timeout; a longer one is cut to it.
+func (s *Server) Execute(ctx context.Context, id, code string, timeout time.Duration) (*worker.Result, error) {
+	ss, err := s.lookupID(id)
+	if err != nil {
+		return nil, err
+	}
+	if timeout <= 0 || timeout > s.opts.ExecTimeout {
+		timeout = s.opts.ExecTimeout
+	}
+	if err := ss.acquire(); err != nil {
+		return nil, busyError(id, err)
+	}
+	defer ss.release()
+	return s.executeIn(ctx, ss, worker.ExecRequest{Code: code, Timeout: timeout})
+}
+
+// Delete ends session id: its worker is killed (an execution in flight
+// returns session lost) and its sandbox removed unless kept.
+func (s *Server) Delete(id string) error {
+	ss, err := s.lookupID(id)
+	if err != nil {
+		return err
+	}
+	return s.remove(ss)
+}
+
+// OpenFile opens a regular file of session id's sandbox for reading, never
+// following a symlink (rel is relative to the sandbox).
+func (s *Server) OpenFile(id, rel string) (*os.File, os.FileInfo, error) {
+	ss, err := s.lookupID(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return openSandboxFile(ss.sandbox, rel)
+}
+
+// Authorize wraps h with the bearer-token check of the HTTP API (when a
+// token is configured), so that another front door served by Run is
+// guarded the same way.
+func (s *Server) Authorize(h http.Handler) http.Handler { return s.auth(h) }
