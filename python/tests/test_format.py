@@ -1,0 +1,246 @@
+"""tracecell.format: table-driven on denial JSON as `tracecell serve` reports it, then live against a real server."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import unittest
+from typing import Any, Dict, List, Optional
+
+import tracecell
+from tracecell.format import (
+    describe_denial,
+    describe_denials,
+    format_copy_result,
+    format_file_list,
+    format_result,
+    strip_ansi,
+    strip_code_fences,
+    truncate,
+)
+from tracecell.types import CopyResult, Denial, ExecutionResult, FileList
+
+from ._server import Server
+
+SBX = "/var/tmp/tracecell-1000/sbx-4153810548"
+
+
+def ev(kind: str, syscall: str, rule: str, reason: str, paths: List[Dict[str, Any]], **extra: Any) -> Dict[str, Any]:
+    """A denial event in the server's shape (copied from real results, pids and times kept)."""
+    d: Dict[str, Any] = {
+        "time": "2026-11-23T10:45:41.490049375Z", "decision": "deny", "pid": 8419, "tid": 8419,
+        "exe": "/usr/bin/python3.11", "argv": ["/usr/bin/python3", "-u", "-B", "/tmp/tracecell-worker-2198365438/worker.py"],
+        "program": "python3", "syscall": syscall, "abi": "x86_64", "nr": 257, "kind": kind, "paths": paths,
+        "rule": rule, "reason": reason, "errno": "EACCES",
+    }
+    d.update(extra)
+    return d
+
+
+def p(given: str, exists: bool, role: str = "path", resolved: Optional[str] = None) -> Dict[str, Any]:
+    return {"role": role, "given": given, "dirfd": -100, "resolved": resolved or given, "exists": exists}
+
+
+OUT = "outside writable roots (%s)" % SBX
+
+# (name, event JSON, expected sentence)
+CASES = [
+    ("append to an existing host file",
+     ev("write", "openat", "outside-writable-roots", OUT, [p("/home/u/data.csv", True)], flags="O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC"),
+     "write to /home/u/data.csv blocked: outside the sandbox; call copy_to_sandbox first, then write to data.csv"),
+    ("relative path resolved outside",
+     ev("write", "openat", "outside-writable-roots", OUT, [p("../../home/u/data.csv", True, resolved="/home/u/data.csv")]),
+     "write to /home/u/data.csv blocked: outside the sandbox; call copy_to_sandbox first, then write to data.csv"),
+    ("create a new host file",
+     ev("create", "openat", "outside-writable-roots", OUT, [p("/tmp/x/new.txt", False)], flags="O_WRONLY|O_CREAT|O_TRUNC|O_CLOEXEC"),
+     "create /tmp/x/new.txt blocked: outside the sandbox; write to new.txt instead (relative paths are in the sandbox)"),
+    ("truncate an existing host file with mode w",
+     ev("create", "openat", "outside-writable-roots", OUT, [p("/srv/report.txt", True)]),
+     "create /srv/report.txt blocked: outside the sandbox; call copy_to_sandbox first, then write to report.txt"),
+    ("mkdir outside",
+     ev("create", "mkdir", "outside-writable-roots", OUT, [p("/tmp/x/dd", False)]),
+     "create /tmp/x/dd blocked: outside the sandbox; write to dd instead (relative paths are in the sandbox)"),
+    ("delete a host file",
+     ev("delete", "unlink", "outside-writable-roots", OUT, [p("/home/u/data.csv", True)]),
+     "delete /home/u/data.csv blocked: outside the sandbox; files outside the sandbox cannot be deleted; call copy_to_sandbox and work on the copy data.csv"),
+    ("rename a host file",
+     ev("rename", "rename", "outside-writable-roots", "source " + OUT,
+        [p("/tmp/x/host.txt", True, role="source"), p("/tmp/x/h2", False, role="target")]),
+     "rename /tmp/x/host.txt to /tmp/x/h2 blocked: outside the sandbox; call copy_to_sandbox first, then work on host.txt"),
+    ("chmod a host file",
+     ev("chmod", "chmod", "outside-writable-roots", OUT, [p("/tmp/x/host.txt", True)]),
+     "change the permissions of /tmp/x/host.txt blocked: outside the sandbox; call copy_to_sandbox first, then work on host.txt"),
+    ("exec a program",
+     ev("exec", "execve", "exec-not-allowed", "exec of /usr/bin/ls not allowed (allowed: none)", [p("/usr/bin/ls", True, role="program")]),
+     "running /usr/bin/ls blocked: running programs is not allowed here; do it in Python instead"),
+    ("connect to the internet",
+     ev("connect", "connect", "net-deny", "network access is not allowed (--net deny): connect to 1.1.1.1:80", [],
+        family="inet", address="1.1.1.1", port=80),
+     "connect to 1.1.1.1:80 blocked: network access is off; work with files and data already on this machine"),
+    ("read a private file",
+     ev("read", "openat", "deny-read", "matches deny-read /home/u/.ssh", [p("/home/u/.ssh/id_rsa", True)], flags="O_RDONLY|O_CLOEXEC"),
+     "read /home/u/.ssh/id_rsa blocked: this path is private; do not try to read it"),
+    ("audit mode",
+     dict(ev("write", "openat", "outside-writable-roots", OUT, [p("/home/u/data.csv", True)]), decision="audit"),
+     "write to /home/u/data.csv would be blocked (audit mode, allowed this time): outside the sandbox; call copy_to_sandbox first, then write to data.csv"),
+    ("unknown rule: no policy detail",
+     ev("xattr", "setxattr", "some-new-rule", "matches secret rule /etc/policy-detail", [p(SBX + "/f.txt", True)]),
+     "set attributes of f.txt blocked: not allowed here"),
+]
+
+
+class DenialTableTest(unittest.TestCase):
+    def test_sentences(self) -> None:
+        for name, raw, want in CASES:
+            with self.subTest(name=name):
+                d = Denial.from_dict(json.loads(json.dumps(raw)))
+                got = describe_denial(d, sandbox=SBX)
+                self.assertEqual(got, want)
+                # The operator's policy never reaches the model.
+                self.assertNotIn(raw["reason"], got)
+                self.assertNotIn(SBX, got)
+                self.assertNotIn("deny-read", got)
+
+    def test_duplicates_merged_and_capped(self) -> None:
+        exec_ev = Denial.from_dict(CASES[8][1])
+        lines = describe_denials([exec_ev, exec_ev, Denial.from_dict(CASES[0][1])])
+        self.assertEqual(lines, [CASES[8][2] + " (2 times)", CASES[0][2]])
+        many = [Denial.from_dict(ev("write", "openat", "outside-writable-roots", OUT, [p("/h/f%d" % i, True)])) for i in range(15)]
+        lines = describe_denials(many, limit=10)
+        self.assertEqual(len(lines), 11)
+        self.assertEqual(lines[-1], "... and 5 more blocked operations")
+
+    def test_allow_events_are_not_blocked_operations(self) -> None:
+        self.assertEqual(describe_denials([Denial.from_dict(dict(CASES[0][1], decision="allow"))]), [])
+
+
+def result(**kw: Any) -> ExecutionResult:
+    base: Dict[str, Any] = {"stdout": "", "stderr": "", "result": None, "error": None, "denials": [], "artifacts": [],
+                            "duration_ms": 1.0, "timed_out": False, "session_lost": False, "truncated": False}
+    base.update(kw)
+    return ExecutionResult.from_dict(base)
+
+
+class FormatResultTest(unittest.TestCase):
+    def test_table(self) -> None:
+        cases = [
+            ("nothing", {}, "(no output)"),
+            ("value", {"result": "42"}, "result: 42"),
+            ("stdout", {"stdout": "42\n"}, "stdout: 42"),
+            ("multi-line stdout", {"stdout": "a\nb\n"}, "stdout:\na\nb"),
+            ("ansi stripped", {"stdout": "\x1b[31mred\x1b[0m\n", "stderr": "\x1b[1mwarn\x1b[0m"}, "stdout: red\nstderr: warn"),
+            ("progress bar keeps its last state", {"stdout": "10%\r50%\r100%\n"}, "stdout: 100%"),
+            ("error without traceback", {"error": {"name": "ValueError", "message": "bad", "traceback": ""}}, "error: ValueError: bad"),
+            ("error with traceback",
+             {"error": {"name": "ZeroDivisionError", "message": "division by zero",
+                        "traceback": "Traceback (most recent call last):\n  File \"<cell-1>\", line 1\nZeroDivisionError: division by zero\n"}},
+             "error:\nTraceback (most recent call last):\n  File \"<cell-1>\", line 1\nZeroDivisionError: division by zero"),
+            ("timed out", {"timed_out": True},
+             "timed out: the code was interrupted at the time limit; make it faster or split the work"),
+            ("session lost", {"session_lost": True, "lost_reason": "the worker was killed (SIGKILL); a fresh worker was started for this session"},
+             "The Python process was restarted: all variables and imports are gone (files are kept) - the worker was killed (SIGKILL); a fresh worker was started for this session"),
+            ("blocked", {"denials": [CASES[0][1]]}, "Blocked operations:\n- " + CASES[0][2]),
+            ("figure as a path", {"artifacts": [{"path": "outputs/figure-1-1.png", "size": 16667, "change": "created", "kind": "figure", "mime": "image/png"}]},
+             "Files (paths relative to the working directory):\n- outputs/figure-1-1.png (figure, created, 16.3 KB)"),
+            ("notes", {"truncated": True, "notes": ["stdout cut at 1 MiB (3 MiB dropped)"]}, "Notes:\n- stdout cut at 1 MiB (3 MiB dropped)"),
+            ("truncated without a note", {"truncated": True}, "Notes:\n- the output was cut at the server's limit"),
+        ]
+        for name, fields, want in cases:
+            with self.subTest(name=name):
+                self.assertEqual(format_result(result(**fields)), want)
+
+    def test_oneshot_files_said_discarded(self) -> None:
+        r = result(artifacts=[{"path": "a.txt", "size": 3, "change": "created", "kind": "file"}])
+        self.assertIn("discarded", format_result(r, files_kept=False))
+        self.assertNotIn("discarded", format_result(r))
+
+    def test_long_output_truncated_with_a_note(self) -> None:
+        out = "".join("line %05d\n" % i for i in range(5000))
+        text = format_result(result(stdout=out), max_chars=2000)
+        self.assertLessEqual(len(text), 2000)
+        self.assertIn("line 00000", text)
+        self.assertIn("line 04999", text)  # the tail is kept too
+        self.assertRegex(text, r"\[\.\.\. \d+ characters of stdout cut \.\.\.\]")
+
+    def test_truncate(self) -> None:
+        self.assertEqual(truncate("short", 100), "short")
+        t = truncate("x" * 1000, 200)
+        self.assertLessEqual(len(t), 200)
+        self.assertIn("characters of output cut", t)
+
+    def test_strip_ansi(self) -> None:
+        self.assertEqual(strip_ansi("\x1b[1;32mok\x1b[0m \x1b]0;title\x07done\x00"), "ok done")
+
+    def test_strip_code_fences(self) -> None:
+        cases = [("```python\nx = 1\nprint(x)\n```", "x = 1\nprint(x)"), ("```\n1+1\n```\n", "1+1"),
+                 ("x = 1", "x = 1"), ("print('```')", "print('```')")]
+        for src, want in cases:
+            with self.subTest(src=src):
+                self.assertEqual(strip_code_fences(src), want)
+
+    def test_copy_and_files(self) -> None:
+        c = CopyResult.from_dict({"source": "/srv/d", "destination": "d", "path": SBX + "/d", "files": 2, "directories": 1, "bytes": 10,
+                                  "skipped": [{"path": "link", "reason": "symbolic link (not followed)"}]})
+        self.assertEqual(format_copy_result(c),
+                         "Copied /srv/d (2 files in 1 directory) to d; use the path d in your code.\n"
+                         "Not copied:\n- link (symbolic link (not followed))")
+        fl = FileList.from_dict({"sandbox": SBX, "truncated": False, "files": [
+            {"path": ".config", "type": "dir", "size": 4096, "mode": "0755", "mtime": ""},
+            {"path": ".config/x", "type": "file", "size": 1, "mode": "0644", "mtime": ""},
+            {"path": "d", "type": "dir", "size": 4096, "mode": "0755", "mtime": ""},
+            {"path": "d/a.csv", "type": "file", "size": 2048, "mode": "0644", "mtime": ""},
+            {"path": "l", "type": "symlink", "size": 3, "mode": "0777", "mtime": "", "target": "d/a.csv"}]})
+        self.assertEqual(format_file_list(fl), "Files in the sandbox (the working directory):\nd/\nd/a.csv  2.0 KB\nl -> d/a.csv")
+        self.assertEqual(format_file_list(FileList(SBX, [], False)), "Files in the sandbox (the working directory):\n(the sandbox is empty)")
+
+
+SRV: Optional[Server] = None
+
+
+class LiveFormatTest(unittest.TestCase):
+    """The sentences for what a real server reports today (guards against the event shapes drifting)."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        global SRV
+        cls.host = tempfile.mkdtemp(prefix="tracecell-host-")
+        os.mkdir(os.path.join(cls.host, "private"))
+        with open(os.path.join(cls.host, "private", "k"), "w") as f:
+            f.write("k")
+        with open(os.path.join(cls.host, "data.csv"), "w") as f:
+            f.write("a\n")
+        SRV = Server.start("--deny-read", os.path.join(cls.host, "private"))
+        cls.c = tracecell.Client(SRV.url)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.c.close()
+        assert SRV is not None
+        problem = SRV.stop()
+        if problem:
+            raise AssertionError(problem)
+
+    def test_live_denials(self) -> None:
+        h = self.host
+        cases = [
+            ("open(%r, 'a').write('x')" % (h + "/data.csv"), "write to %s/data.csv blocked: outside the sandbox; call copy_to_sandbox first, then write to data.csv" % h),
+            ("open(%r, 'w')" % (h + "/new.txt"), "create %s/new.txt blocked: outside the sandbox; write to new.txt instead" % h),
+            ("import os; os.remove(%r)" % (h + "/data.csv"), "delete %s/data.csv blocked: outside the sandbox" % h),
+            ("import subprocess; subprocess.run(['ls'])", "running /usr/bin/ls blocked: running programs is not allowed here"),
+            ("import socket; socket.socket().connect(('192.0.2.1', 80))", "connect to 192.0.2.1:80 blocked: network access is off"),
+            ("open(%r).read()" % (h + "/private/k"), "read %s/private/k blocked: this path is private" % h),
+        ]
+        for code, want in cases:
+            with self.subTest(code=code):
+                assert SRV is not None
+                SRV.note_processes()
+                text = format_result(self.c.execute_oneshot(code))
+                self.assertIn("Blocked operations:\n- " + want, text)
+                self.assertNotIn("deny-read", text)
+                self.assertNotIn(SRV.state_dir, text)
+        with open(os.path.join(h, "data.csv")) as f:
+            self.assertEqual(f.read(), "a\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
