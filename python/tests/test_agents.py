@@ -12,6 +12,8 @@ import asyncio
 import base64
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
@@ -276,6 +278,28 @@ class EndToEndTest(unittest.IsolatedAsyncioTestCase):
                 text = fake.results()[0][2]
                 self.assertIn("q.png", text)
                 self.assertNotIn("base64", json.dumps(fake.requests[-1]))
+
+
+class ExampleTest(unittest.TestCase):
+    def test_examples_agents_vllm_qwen_runs_as_documented(self) -> None:
+        assert SRV is not None
+        example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "agents_vllm_qwen.py")
+        turns: List[Turn] = [
+            [("python", {"code": "import matplotlib.pyplot as plt\nplt.plot([1, 4, 9])\nplt.savefig('squares.png')\nsum([1, 4, 9])"})],
+            "The sum is 14; the plot is squares.png.",
+        ]
+        with FakeChatCompletions(turns) as fake:
+            pkg_dir = os.path.dirname(os.path.dirname(os.path.abspath(tracecell.__file__)))
+            env = dict(os.environ, VLLM_BASE_URL=fake.base_url, TRACECELL_URL=SRV.url,
+                       PYTHONPATH=os.pathsep.join(x for x in (pkg_dir, os.environ.get("PYTHONPATH", "")) if x))
+            p = subprocess.run([sys.executable, example, "Sum and plot 1, 4, 9."], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout)
+        self.assertIn("The sum is 14; the plot is squares.png.", p.stdout)
+        self.assertRegex(p.stdout, r"\n  squares\.png\n")
+        self.assertEqual(fake.requests[0]["model"], "Qwen/Qwen3-8B")
+        self.assertEqual(fake.requests[0]["messages"][-1], {"role": "user", "content": "Sum and plot 1, 4, 9."})
+        self.assertIn("result: 14", fake.results()[0][2])
 
 
 if __name__ == "__main__":
