@@ -79,7 +79,7 @@ type Options struct {
 	Ready func(addr string)
 	// Handler, if set, builds what Run serves instead of the HTTP API (the
 	// MCP server serves its own routes next to it).
-	Handler func(*Server) http.Handler
+	Handler func(*Server) (http.Handler, error)
 	// Name is the command named in Run's log lines (default "tracecell serve").
 	Name string
 
@@ -405,16 +405,19 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	handler := s.Handler()
+	if opts.Handler != nil {
+		if handler, err = opts.Handler(s); err != nil {
+			s.Close()
+			return err
+		}
+	}
 	ln, addr, cleanup, err := listen(s.opts)
 	if err != nil {
 		s.Close()
 		return err
 	}
 	defer cleanup()
-	handler := s.Handler()
-	if opts.Handler != nil {
-		handler = opts.Handler(s)
-	}
 	name := opts.Name
 	if name == "" {
 		name = "tracecell serve"

@@ -1,0 +1,214 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
+	"github.com/tracecell/tracecell/server"
+	"github.com/tracecell/tracecell/syscalls"
+	"github.com/tracecell/tracecell/worker"
+)
+
+func TestStripFences(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain", "x = 1\nx", "x = 1\nx"},
+		{"python fence", "```python\nx = 1\nx\n```", "x = 1\nx"},
+		{"py fence crlf", "```py\r\nprint(1)\r\n```\r\n", "print(1)"},
+		{"bare fence", "```\nprint(2)\n```", "print(2)"},
+		{"blank lines around", "\n\n```python\nprint(3)\n```\n\n", "print(3)"},
+		{"unclosed", "```python\nprint(4)\n", "print(4)"},
+		{"tilde", "~~~python\nprint(5)\n~~~", "print(5)"},
+		{"one line", "```print(6)```", "print(6)"},
+		{"inner backticks kept", "```python\ns = '```'\nprint(s)\n```", "s = '```'\nprint(s)"},
+		{"indentation kept", "```python\nif True:\n    print(7)\n```", "if True:\n    print(7)"},
+		{"prose after the fence word", "```python is great\nprint(8)\n```", "```python is great\nprint(8)\n```"},
+		{"prose before", "Here is code:\n```python\nprint(9)\n```", "Here is code:\n```python\nprint(9)\n```"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := StripFences(tc.in); got != tc.want {
+				t.Fatalf("StripFences(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestStripANSI(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"none", "plain", "plain"},
+		{"colour", "\x1b[31mred\x1b[0m text", "red text"},
+		{"bold 256", "\x1b[1;38;5;208mx\x1b[m", "x"},
+		{"cursor", "a\x1b[2Kb\x1b[1A", "ab"},
+		{"osc link", "\x1b]8;;http://x\x07link\x1b]8;;\x07", "link"},
+		{"osc st", "\x1b]0;title\x1b\\body", "body"},
+		{"lone esc", "a\x1bb", "ab"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := StripANSI(tc.in); got != tc.want {
+				t.Fatalf("StripANSI(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func strp(s string) *string { return &s }
+
+func TestFormatResult(t *testing.T) {
+	sbx := "/var/tmp/tc/sbx-1"
+	ctx := Context{Sandbox: sbx, Net: "deny"}
+	pid := 1
+	for _, tc := range []struct {
+		name    string
+		res     worker.Result
+		ctx     Context
+		has     []string
+		hasNot  []string
+		maxSize int
+	}{
+		{name: "empty", res: worker.Result{}, has: []string{"(no output"}},
+		{name: "stdout and value", res: worker.Result{Stdout: "hello\n", Result: strp("42")},
+			has: []string{"[stdout]\nhello\n", "[result]\n42\n"}, hasNot: []string{"[stderr]", "[error]", "[notes]"}},
+		{name: "ansi stripped", res: worker.Result{Stdout: "\x1b[32mgreen\x1b[0m"}, has: []string{"green"}, hasNot: []string{"\x1b"}},
+		{name: "error without traceback", res: worker.Result{Error: &worker.ExecError{Name: "NameError", Message: "name 'y' is not defined"}},
+			has: []string{"[error]\nNameError: name 'y' is not defined"}},
+		{name: "long traceback trimmed", res: worker.Result{Error: &worker.ExecError{Name: "RecursionError", Message: "deep",
+			Traceback: "Traceback (most recent call last):\n" + strings.Repeat("  File \"<cell-1>\", line 1, in f\n", 100) + "RecursionError: deep\n"}},
+			has: []string{"earlier lines left out", "RecursionError: deep"}},
+		{name: "write outside", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindWrite, Rule: policy.RuleOutsideRoots,
+			Syscall: "openat", Paths: []policy.Path{{Given: "/home/u/data.csv", Resolved: "/home/u/data.csv"}}}}},
+			has: []string{"[blocked operations]\n- write to /home/u/data.csv blocked: outside the sandbox; files you can change live in " + sbx, "copied into the sandbox first"}},
+		{name: "relative path shows both", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindCreate, Rule: policy.RuleOutsideRoots,
+			Paths: []policy.Path{{Given: "../x", Resolved: "/var/tmp/tc/x"}}}}},
+			has: []string{"create ../x (/var/tmp/tc/x) blocked"}},
+		{name: "extra write roots named", ctx: Context{Sandbox: sbx, ExtraWrite: []string{"/srv/shared"}},
+			res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindDelete, Rule: policy.RuleOutsideRoots, Paths: []policy.Path{{Given: "/etc/x", Resolved: "/etc/x"}}}}},
+			has: []string{"delete /etc/x blocked", "and /srv/shared"}},
+		{name: "exec deduplicated", res: worker.Result{Denials: []report.Event{
+			{Decision: report.Deny, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/usr/bin/ls", Resolved: "/usr/bin/ls"}}},
+			{Decision: report.Deny, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/bin/ls", Resolved: "/usr/bin/ls"}}}}},
+			has: []string{"running the program /usr/bin/ls blocked: running programs is not allowed", "(blocked 2 times)"}},
+		{name: "network off", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindConnect, Rule: policy.RuleNetDeny, Family: "inet", Address: "93.184.216.34", Port: 443}}},
+			has: []string{"network connection to 93.184.216.34 port 443 blocked: the network is off"}},
+		{name: "loopback only", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindConnect, Rule: policy.RuleNetLoopback, Family: "inet6", Address: "2001:db8::1", Port: 80}}},
+			has: []string{"only this machine (127.0.0.1) is reachable"}},
+		{name: "signal", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindSignal, Rule: policy.RuleOutsideTree, Syscall: "kill", Signal: "SIGTERM", TargetPid: &pid}}},
+			has: []string{"signal SIGTERM to process 1 blocked"}},
+		{name: "forbidden", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindForbidden, Rule: policy.RuleForbiddenSyscall, Syscall: "ptrace"}}},
+			has: []string{"system call ptrace blocked"}},
+		{name: "read denied", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindRead, Rule: policy.RuleDenyRead, Paths: []policy.Path{{Given: "/root/.ssh/id_rsa", Resolved: "/root/.ssh/id_rsa"}}}}},
+			has: []string{"read of /root/.ssh/id_rsa blocked"}},
+		{name: "audit", res: worker.Result{Denials: []report.Event{{Decision: report.Audit, Kind: syscalls.KindWrite, Rule: policy.RuleOutsideRoots, Paths: []policy.Path{{Given: "/etc/x", Resolved: "/etc/x"}}}}},
+			has: []string{"audit mode"}},
+		{name: "artifacts", res: worker.Result{Artifacts: []worker.Artifact{{Path: "outputs/figure-1-1.png", Size: 20480, Change: "created", Kind: "figure", MIME: "image/png"}}},
+			has: []string{"[files written in the sandbox]\noutputs/figure-1-1.png (created, image/png, 20 KiB)"}},
+		{name: "timeout and loss", res: worker.Result{TimedOut: true, SessionLost: true, LostReason: "timeout: did not stop within 2s of the interrupt; the worker was killed"},
+			has: []string{"time limit", "the session was lost: timeout: did not stop", "files in the sandbox are kept"}},
+		{name: "worker notes", res: worker.Result{Truncated: true, Notes: []string{"stdout truncated: 5 MiB dropped"}},
+			has: []string{"- stdout truncated: 5 MiB dropped"}, hasNot: []string{"exceeded the server's cap"}},
+		{name: "long stdout clipped", ctx: Context{Sandbox: sbx, MaxChars: 2000}, res: worker.Result{Stdout: "BEGIN" + strings.Repeat("x", 50000) + "END"},
+			has: []string{"BEGIN", "END", "characters cut", "stdout was cut"}, maxSize: 2200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ctx
+			if tc.ctx.Sandbox != "" {
+				c = tc.ctx
+			}
+			got := FormatResult(&tc.res, c)
+			for _, h := range tc.has {
+				if !strings.Contains(got, h) {
+					t.Errorf("missing %q in:\n%s", h, got)
+				}
+			}
+			for _, h := range tc.hasNot {
+				if strings.Contains(got, h) {
+					t.Errorf("unexpected %q in:\n%s", h, got)
+				}
+			}
+			if tc.maxSize > 0 && len([]rune(got)) > tc.maxSize {
+				t.Errorf("%d characters, want at most %d", len([]rune(got)), tc.maxSize)
+			}
+		})
+	}
+}
+
+func TestInstructions(t *testing.T) {
+	base := server.Limits{StateDir: "/var/tmp/tracecell-1000", ExecTimeout: 60 * time.Second, Net: "deny"}
+	for _, tc := range []struct {
+		name   string
+		mut    func(*server.Limits)
+		has    []string
+		hasNot []string
+	}{
+		{"defaults", nil, []string{"stateful session", "at most 60 seconds", "/var/tmp/tracecell-1000/sbx-*", "internet is not reachable", "not allowed: do everything in Python"},
+			[]string{"Memory is limited", "unused for", "audit"}},
+		{"limits", func(l *server.Limits) {
+			l.ExecTimeout, l.Memory, l.IdleTimeout = 2*time.Minute, 2<<30, 30*time.Minute
+		}, []string{"at most 2 minutes", "limited to 2 GiB per process", "unused for 30 minutes"}, nil},
+		{"loopback", func(l *server.Limits) { l.Net = "loopback" }, []string{"only this machine (127.0.0.1)"}, nil},
+		{"network", func(l *server.Limits) { l.Net = "allow" }, []string{"The network is reachable"}, []string{"not reachable"}},
+		{"exec and write", func(l *server.Limits) {
+			l.AllowExec, l.ExtraWrite = []string{"/usr/bin/git"}, []string{"/srv/shared"}
+		}, []string{"except: /usr/bin/git", "(and in /srv/shared)"}, nil},
+		{"odd timeout", func(l *server.Limits) { l.ExecTimeout = 1500 * time.Millisecond }, []string{"at most 1.5s"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := base
+			if tc.mut != nil {
+				tc.mut(&l)
+			}
+			got := Instructions(l)
+			for _, h := range tc.has {
+				if !strings.Contains(got, h) {
+					t.Errorf("missing %q in:\n%s", h, got)
+				}
+			}
+			for _, h := range tc.hasNot {
+				if strings.Contains(got, h) {
+					t.Errorf("unexpected %q in:\n%s", h, got)
+				}
+			}
+		})
+	}
+}
+
+func TestPromptHidden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		tools []*mcp.Tool
+	}{
+		{"annotated", []*mcp.Tool{{Name: "python", InputSchema: map[string]any{"type": "object"}, Annotations: &mcp.ToolAnnotations{Title: "Run"}}}},
+		{"bare", []*mcp.Tool{{Name: "a", InputSchema: map[string]any{"type": "object"}}, {Name: "b", InputSchema: map[string]any{"type": "object"}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(promptHidden{&mcp.ListToolsResult{Tools: tc.tools}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Tools []struct {
+					Name        string
+					Annotations map[string]any
+				}
+			}
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Tools) != len(tc.tools) {
+				t.Fatalf("%d tools in %s", len(got.Tools), b)
+			}
+			for i, tl := range got.Tools {
+				if tl.Name != tc.tools[i].Name || tl.Annotations["include_in_prompt"] != false {
+					t.Errorf("tool %d: %s", i, b)
+				}
+				if tc.tools[i].Annotations != nil && tl.Annotations["title"] != tc.tools[i].Annotations.Title {
+					t.Errorf("annotations lost: %s", b)
+				}
+			}
+		})
+	}
+}
