@@ -64,9 +64,20 @@ func serveFlags() []cli.Flag {
 }
 
 func serveAction(c *cli.Context, stderr io.Writer) error {
-	fail := func(err error) error { return &exitError{statusFailed, err} }
+	o, err := serverOptions(c, stderr, "serve")
+	if err != nil {
+		return err
+	}
+	return runServer(o)
+}
+
+// serverOptions turns the flags of serveFlags into server options (the
+// policy file and flags, limits, token, logger); cmd names the command in
+// errors. Shared by serve and mcp.
+func serverOptions(c *cli.Context, stderr io.Writer, cmd string) (server.Options, error) {
+	fail := func(err error) (server.Options, error) { return server.Options{}, &exitError{statusFailed, err} }
 	if c.Args().Len() > 0 {
-		return fail(fmt.Errorf("serve takes no arguments, got %q", c.Args().Slice()))
+		return fail(fmt.Errorf("%s takes no arguments, got %q", cmd, c.Args().Slice()))
 	}
 	s, err := settingsFrom(c)
 	if err != nil {
@@ -142,10 +153,15 @@ func serveAction(c *cli.Context, stderr io.Writer) error {
 		}
 	}
 	o.Starter = server.RealStarter(log)
+	return o, nil
+}
+
+// runServer serves until SIGINT, SIGTERM or SIGHUP, then shuts down cleanly.
+func runServer(o server.Options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if err := server.Run(ctx, o); err != nil {
-		return fail(err)
+		return &exitError{statusFailed, err}
 	}
 	return nil
 }
