@@ -254,6 +254,14 @@ class EndToEndTest(unittest.IsolatedAsyncioTestCase):
                 self.assertEqual(r.error.name if r.error else None, "NameError")
                 self.assertIn("previous session had ended", r.notes[0])
                 self.assertEqual(tc.session_id, old)
+                await client.delete_session(old)
+                self.assertEqual([f.path for f in await tc.list_files()], [".tmp"])
+                await client.delete_session(old)
+                host = tempfile.mkdtemp(prefix="tracecell-host-")
+                with open(os.path.join(host, "f.txt"), "w") as f:
+                    f.write("f")
+                self.assertEqual((await tc.copy_to_sandbox(os.path.join(host, "f.txt"))).destination, "f.txt")
+                self.assertEqual((await client.get_session(old)).id, old)
 
     async def test_images_option_returns_the_png(self) -> None:
         assert SRV is not None

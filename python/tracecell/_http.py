@@ -335,7 +335,7 @@ class SyncTransport:
                 with self._lock:
                     if len(self._idle) < MAX_IDLE:
                         self._idle.append(conn)
-                        conn = None  # type: ignore[assignment]
+                        conn = None
             if conn is not None:
                 conn.close()
             return resp

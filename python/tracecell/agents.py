@@ -24,8 +24,11 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, List, Optional, Type, Union
 
-from agents import FunctionTool, RunContextWrapper, ToolOutputImage, ToolOutputText, function_tool
-from agents.exceptions import UserError
+try:
+    from agents import FunctionTool, RunContextWrapper, ToolOutputImage, ToolOutputText, function_tool
+    from agents.exceptions import UserError
+except ImportError as e:  # pragma: no cover - depends on the installed extras
+    raise ImportError("tracecell.agents needs the OpenAI Agents SDK: pip install \"tracecell[agents]\" (%s)" % e) from e
 
 from .client import AsyncClient
 from .errors import (
@@ -47,7 +50,7 @@ from .format import (
     image_artifacts,
     strip_code_fences,
 )
-from .types import ExecutionResult, SessionInfo
+from .types import CopyResult, ExecutionResult, FileList, SessionInfo
 
 __all__ = [
     "TracecellContext", "tracecell_tools", "python", "python_oneshot", "copy_to_sandbox", "list_sandbox_files",
@@ -140,6 +143,29 @@ class TracecellContext:
                 r = await c.execute(info.id, code, timeout=self.timeout)
                 r.notes.insert(0, "the previous session had ended (idle too long); this code ran in a new one: earlier variables and files are gone")
                 return r
+
+    async def copy_to_sandbox(self, source: str, destination: Optional[str] = None) -> CopyResult:
+        """Copy a host file or directory into the session's sandbox (a session that ended is created again)."""
+        info = await self.session()
+        try:
+            return await self.get_client().copy_to_sandbox(info.id, source, destination)
+        except SessionNotFound:
+            await self._forget(info)
+            return await self.get_client().copy_to_sandbox((await self.session()).id, source, destination)
+
+    async def list_files(self) -> FileList:
+        """The session's sandbox listing (a session that ended is created again)."""
+        info = await self.session()
+        try:
+            return await self.get_client().list_files(info.id)
+        except SessionNotFound:
+            await self._forget(info)
+            return await self.get_client().list_files((await self.session()).id)
+
+    async def _forget(self, info: SessionInfo) -> None:
+        async with self._get_lock():
+            if self._info is info:
+                self._info = None
 
     async def aclose(self) -> None:
         """Delete the session (if this context created it, or ``delete_session``) and close an own client."""
@@ -260,9 +286,8 @@ async def _copy_to_sandbox(ctx: RunContextWrapper[Any], source: str, destination
         destination: Where to put it, relative to the sandbox (e.g. "data/sales.csv"); an empty string keeps the source's name at the top of the sandbox.
     """
     tc = _tc(ctx)
-    info = await tc.session()
     try:
-        c = await tc.get_client().copy_to_sandbox(info.id, source, destination or None)
+        c = await tc.copy_to_sandbox(source, destination or None)
     except (AccessDenied, InvalidRequest, NotFound, Conflict, LimitExceeded) as e:
         if isinstance(e, SessionNotFound) or e.code in ("too_many_sessions", "body_too_large", "no_such_endpoint"):
             raise
@@ -272,9 +297,7 @@ async def _copy_to_sandbox(ctx: RunContextWrapper[Any], source: str, destination
 
 async def _list_sandbox_files(ctx: RunContextWrapper[Any]) -> str:
     """List the files in your sandbox (the working directory of the python tool), with their sizes."""
-    tc = _tc(ctx)
-    info = await tc.session()
-    return format_file_list(await tc.get_client().list_files(info.id))
+    return format_file_list(await _tc(ctx).list_files())
 
 
 # failure_error_function=None: errors the model cannot fix (server down, bad token,
