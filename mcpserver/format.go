@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -40,6 +41,25 @@ func StripFences(code string) string {
 		return rest
 	}
 	return code
+}
+
+// NormalizeCode is the code to run from the tool's argument: fences
+// stripped (StripFences), and a JSON object {"code": "..."} unwrapped. The
+// latter is what a model sends when its client lists the tool as a function
+// (vLLM with an mcp client that drops the include_in_prompt annotation)
+// and then passes the message on as the code; as Python it would only
+// evaluate a dict.
+func NormalizeCode(code string) string {
+	c := StripFences(code)
+	t := strings.TrimSpace(c)
+	if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") {
+		var m map[string]json.RawMessage
+		var inner string
+		if json.Unmarshal([]byte(t), &m) == nil && len(m) == 1 && json.Unmarshal(m["code"], &inner) == nil {
+			return StripFences(inner)
+		}
+	}
+	return c
 }
 
 var langRe = regexp.MustCompile(`^(?i:python3?|py|ipython3?)?$`)

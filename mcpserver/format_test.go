@@ -38,6 +38,25 @@ func TestStripFences(t *testing.T) {
 	}
 }
 
+func TestNormalizeCode(t *testing.T) {
+	for _, tc := range []struct{ name, in, want string }{
+		{"plain", "print(1)", "print(1)"},
+		{"fenced", "```python\nprint(1)\n```", "print(1)"},
+		{"json wrapped", `{"code": "x = 1\nx"}`, "x = 1\nx"},
+		{"json wrapped and fenced inside", `{"code": "` + "```python\\nprint(2)\\n```" + `"}`, "print(2)"},
+		{"a dict with other keys", `{"code": "x", "lang": "py"}`, `{"code": "x", "lang": "py"}`},
+		{"a dict of another key", `{"a": 1}`, `{"a": 1}`},
+		{"a set literal", `{1, 2}`, `{1, 2}`},
+		{"code not a string", `{"code": 3}`, `{"code": 3}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NormalizeCode(tc.in); got != tc.want {
+				t.Fatalf("NormalizeCode(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
 func TestStripANSI(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"none", "plain", "plain"},

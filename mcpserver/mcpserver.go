@@ -316,7 +316,7 @@ func (c *conn) python(ctx context.Context, req *mcp.CallToolRequest, in PythonAr
 		return errorResult("%v", err), nil, nil
 	}
 	log := m.log.With().Str("session", k.id).Str("session_from", k.source).Str("transport", c.transport).Logger()
-	code := StripFences(in.Code)
+	code := NormalizeCode(in.Code)
 	if strings.TrimSpace(code) == "" {
 		return errorResult("no code given: send Python code in the argument \"code\""), nil, nil
 	}
