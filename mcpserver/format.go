@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -301,10 +302,15 @@ func blockedLine(e *report.Event, c Context) string {
 		return prefix + "read of " + paths() + " blocked: the operator does not allow reading it; do not retry, work without it" + suffix
 	case e.Kind == syscalls.KindExec:
 		prog := e.Exe
-		if len(e.Paths) > 0 { // the program found, not each name tried along PATH
-			prog = e.Paths[0].Resolved
+		if len(e.Paths) > 0 {
+			// The program found, not each name tried along PATH; the name
+			// given too when it is another program (/bin/sh -> dash).
+			p := e.Paths[0]
+			prog = p.Resolved
 			if prog == "" {
-				prog = e.Paths[0].Given
+				prog = p.Given
+			} else if p.Given != "" && filepath.Base(p.Given) != filepath.Base(p.Resolved) {
+				prog = p.Given + " (" + p.Resolved + ")"
 			}
 		}
 		if prog == "" && len(e.Argv) > 0 {

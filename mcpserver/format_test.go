@@ -111,6 +111,9 @@ func TestFormatResult(t *testing.T) {
 			{Decision: report.Deny, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/usr/bin/ls", Resolved: "/usr/bin/ls"}}},
 			{Decision: report.Deny, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/bin/ls", Resolved: "/usr/bin/ls"}}}}},
 			has: []string{"running the program /usr/bin/ls blocked: running programs is not allowed", "(blocked 2 times)"}},
+		{name: "exec through a link", res: worker.Result{Denials: []report.Event{
+			{Decision: report.Deny, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/bin/sh", Resolved: "/usr/bin/dash"}}}}},
+			has: []string{"running the program /bin/sh (/usr/bin/dash) blocked"}},
 		{name: "network off", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindConnect, Rule: policy.RuleNetDeny, Family: "inet", Address: "93.184.216.34", Port: 443}}},
 			has: []string{"network connection to 93.184.216.34 port 443 blocked: the network is off"}},
 		{name: "loopback only", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindConnect, Rule: policy.RuleNetLoopback, Family: "inet6", Address: "2001:db8::1", Port: 80}}},
