@@ -192,7 +192,10 @@ def format_result(r: ExecutionResult, *, max_chars: int = DEFAULT_MAX_CHARS, san
         parts.append("The Python process was restarted: all variables and imports are gone (files are kept)%s" % (" - " + reason if reason else ""))
     blocked = describe_denials(r.denials, sandbox)
     if blocked:
-        parts.append("Blocked operations:\n" + "\n".join("- " + b for b in blocked))
+        # Without an error the code (or a library it called) got past the refusal.
+        finished = r.error is None and not r.timed_out and not r.session_lost
+        head = "Blocked operations (the code still finished):" if finished else "Blocked operations:"
+        parts.append(head + "\n" + "\n".join("- " + b for b in blocked))
     if r.artifacts:
         lines = []
         for a in r.artifacts[:20]:
