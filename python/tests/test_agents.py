@@ -12,6 +12,7 @@ import asyncio
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -143,6 +144,7 @@ class EndToEndTest(unittest.IsolatedAsyncioTestCase):
     async def test_runner_through_tracecell(self) -> None:
         assert SRV is not None
         host_dir = tempfile.mkdtemp(prefix="tracecell-host-")
+        self.addCleanup(shutil.rmtree, host_dir, True)
         host_file = os.path.join(host_dir, "notes.txt")
         with open(host_file, "w") as f:
             f.write("original\n")
@@ -258,6 +260,7 @@ class EndToEndTest(unittest.IsolatedAsyncioTestCase):
                 self.assertEqual([f.path for f in await tc.list_files()], [".tmp"])
                 await client.delete_session(old)
                 host = tempfile.mkdtemp(prefix="tracecell-host-")
+                self.addCleanup(shutil.rmtree, host, True)
                 with open(os.path.join(host, "f.txt"), "w") as f:
                     f.write("f")
                 self.assertEqual((await tc.copy_to_sandbox(os.path.join(host, "f.txt"))).destination, "f.txt")

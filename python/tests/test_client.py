@@ -4,6 +4,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import tempfile
 import threading
 import unittest
@@ -48,6 +49,7 @@ def setUpModule() -> None:
 
 
 def tearDownModule() -> None:
+    shutil.rmtree(HOST_DIR, ignore_errors=True)
     assert SRV is not None
     problem = SRV.stop()
     if problem:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 import unittest
 from typing import Any, Dict, List, Optional
@@ -218,6 +219,7 @@ class LiveFormatTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls) -> None:
         cls.c.close()
+        shutil.rmtree(cls.host, ignore_errors=True)
         assert SRV is not None
         problem = SRV.stop()
         if problem:
