@@ -179,6 +179,8 @@ open('outputs/red.png', 'wb').write(png)
 					t.Fatalf("the host file changed: %q", b)
 				}
 			}},
+		{name: "blocked but carried on", code: "import subprocess\ntry:\n    subprocess.run(['/bin/true'])\nexcept OSError:\n    print('no programs')",
+			has: []string{"[stdout]\nno programs\n", "[blocked operations (refused, but the code carried on and finished)]\n- running the program ", "/true blocked: running programs is not allowed"}},
 		{name: "read anywhere", code: "open(" + pyQuote(host) + ").read()", has: []string{"a,b\\n1,2\\n"}},
 		{name: "image returned", code: png, has: []string{"outputs/red.png (created, image/png"},
 			check: func(t *testing.T, _ string, res *mcp.CallToolResult) {
