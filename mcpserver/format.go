@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
@@ -63,20 +64,24 @@ func NormalizeCode(code string) string {
 	return c
 }
 
-var langRe = regexp.MustCompile(`^(?i:python3?|py|ipython3?)?$`)
+// The regular expressions are compiled on first use, not at start-up: every
+// tracecell process (run, the worker-hosts) links this package.
+var langRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?i:python3?|py|ipython3?)?$`) })
 
-func isLang(info string) bool { return langRe.MatchString(info) }
+func isLang(info string) bool { return langRe().MatchString(info) }
 
 // ansiRe matches ANSI escape sequences: CSI (colours, cursor moves), OSC
 // (titles, hyperlinks) and two-byte escapes.
-var ansiRe = regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b[@-Z\\\\-_]?")
+var ansiRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b[@-Z\\\\-_]?")
+})
 
 // StripANSI removes ANSI escape sequences.
 func StripANSI(s string) string {
 	if !strings.Contains(s, "\x1b") {
 		return s
 	}
-	return ansiRe.ReplaceAllString(s, "")
+	return ansiRe().ReplaceAllString(s, "")
 }
 
 // clip keeps the head and the tail of s within max characters (runes),
