@@ -122,6 +122,15 @@ func serverOptions(c *cli.Context, stderr io.Writer, cmd string) (server.Options
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = -1 // never
 	}
+	// The policy file's timeout is the whole run's for `tracecell run`; for
+	// a server the closest meaning is the time of one execution.
+	if s.Timeout > 0 && !c.IsSet("exec-timeout") {
+		o.ExecTimeout = time.Duration(s.Timeout)
+	}
+	for _, k := range unusedByServer(s) {
+		log.Warn().Str("policy", c.String("policy")).Str("key", k).
+			Msgf("policy key %q is not used by tracecell %s (denials are in each result and in this log); ignored", k, cmd)
+	}
 	if o.ExecTimeout <= 0 {
 		return fail(fmt.Errorf("--exec-timeout must be above 0"))
 	}
@@ -154,6 +163,21 @@ func serverOptions(c *cli.Context, stderr io.Writer, cmd string) (server.Options
 	}
 	o.Starter = server.RealStarter(log)
 	return o, nil
+}
+
+// unusedByServer names the policy keys that only mean something to
+// `tracecell run` (one command, one report).
+func unusedByServer(s *config.Settings) []string {
+	var keys []string
+	for _, k := range []struct {
+		name string
+		set  bool
+	}{{"report", s.Report != ""}, {"trace", s.Trace != ""}, {"cwd", s.Cwd != ""}, {"quiet", s.Quiet}} {
+		if k.set {
+			keys = append(keys, k.name)
+		}
+	}
+	return keys
 }
 
 // runServer serves until SIGINT, SIGTERM or SIGHUP, then shuts down cleanly.

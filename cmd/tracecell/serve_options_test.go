@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tracecell/tracecell/server"
+)
+
+// serverOptionsFor parses args as `tracecell serve` would and returns the options.
+func serverOptionsFor(t *testing.T, args ...string) (server.Options, string) {
+	t.Helper()
+	var o server.Options
+	var oerr error
+	var log bytes.Buffer
+	app := &cli.App{Flags: serveFlags(), Action: func(c *cli.Context) error {
+		o, oerr = serverOptions(c, &log, "serve")
+		return nil
+	}}
+	if err := app.Run(append([]string{"serve"}, args...)); err != nil {
+		t.Fatal(err)
+	}
+	if oerr != nil {
+		t.Fatal(oerr)
+	}
+	return o, log.String()
+}
+
+// The policy file's run-only keys: timeout becomes the execution timeout
+// (unless --exec-timeout is given); report, trace, cwd and quiet are
+// ignored with one warning line each naming the key.
+func TestServePolicyRunKeys(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(pol, []byte("timeout: 7s\nreport: /tmp/r.json\ntrace: /tmp/t.jsonl\nnet: deny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want time.Duration
+	}{
+		{"policy-timeout", []string{"--policy", pol}, 7 * time.Second},
+		{"flag-wins", []string{"--policy", pol, "--exec-timeout", "3s"}, 3 * time.Second},
+		{"default", nil, 60 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, log := serverOptionsFor(t, tc.args...)
+			if o.ExecTimeout != tc.want {
+				t.Errorf("exec timeout %v, want %v", o.ExecTimeout, tc.want)
+			}
+			warned := strings.Count(log, "is not used by tracecell serve")
+			if want := map[bool]int{true: 2, false: 0}[tc.args != nil]; warned != want {
+				t.Errorf("%d warnings, want %d: %s", warned, want, log)
+			}
+			if tc.args != nil && (!strings.Contains(log, `policy key \"report\"`) && !strings.Contains(log, `policy key "report"`)) {
+				t.Errorf("no warning names report: %s", log)
+			}
+		})
+	}
+}
