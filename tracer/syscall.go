@@ -76,14 +76,12 @@ func (t *tracer) seccompStop(tk *task) error {
 	if t.needsFreeze(c) {
 		f, err := t.freeze(tk)
 		if err != nil {
-			if f != nil {
-				t.thaw(f)
-			}
+			t.thaw()
 			return err
 		}
 		fr = f
 		if f.gone {
-			return t.thaw(f) // killed while the tree was being frozen
+			return t.thawIfDue() // killed while the tree was being frozen
 		}
 	}
 	op := t.decode(c)
@@ -146,7 +144,7 @@ func (t *tracer) seccompStop(tk *task) error {
 
 // release resumes tid from its seccomp stop. With a freeze, an allowed call
 // runs to its end before the tree is thawed; a denied one never runs, so
-// the tree is thawed at once.
+// the tree may be thawed at once.
 func (t *tracer) release(f *freezer, tid int, allowed bool) error {
 	if f == nil {
 		return t.resume(tid, 0)
@@ -154,10 +152,10 @@ func (t *tracer) release(f *freezer, tid int, allowed bool) error {
 	if allowed {
 		return t.runFrozen(f)
 	}
-	if err := t.thaw(f); err != nil {
+	if err := t.resume(tid, 0); err != nil {
 		return err
 	}
-	return t.resume(tid, 0)
+	return t.thawIfDue()
 }
 
 // newEvent builds the report entry of a decision.

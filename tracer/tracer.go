@@ -86,6 +86,9 @@ type Result struct {
 	CPUSystem   time.Duration
 	PeakRSSKB   int64
 	Wall        time.Duration
+	// Freezes counts the checked calls that ran with the rest of the tree
+	// stopped (freeze.go); 0 for a single-task tree.
+	Freezes int
 }
 
 // StartError is a failure to start the command, with the exit status the
@@ -248,6 +251,9 @@ type tracer struct {
 	backlog []pending
 	// freezes counts frozen checked calls (tests and debugging).
 	freezes int
+	// frozen are the tasks that freezes stopped and that are not let go
+	// yet (freeze.go).
+	frozen *frozenSet
 
 	mainStatus  *unix.WaitStatus
 	timedOut    bool
@@ -400,6 +406,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		CPUUser:   time.Duration(children.Utime.Nano()),
 		CPUSystem: time.Duration(children.Stime.Nano()),
 		PeakRSSKB: children.Maxrss,
+		Freezes:   t.freezes,
 	}
 	t.liveMu.Lock()
 	r.TimedOut, r.Interrupted = t.timedOut, t.interrupted
@@ -522,7 +529,14 @@ func (t *tracer) loop(rus *unix.Rusage) error {
 			if err := t.handle(p.tid, p.ws); err != nil {
 				return err
 			}
+			if err := t.thawIfDue(); err != nil {
+				return err
+			}
 			continue
+		}
+		// Never wait with tasks frozen.
+		if err := t.thaw(); err != nil {
+			return err
 		}
 		// A program that makes checked calls in a row stops again within
 		// microseconds: poll for that stop for a short while instead of
