@@ -334,3 +334,48 @@ print("ok")
 		})
 	}
 }
+
+// A checked call left to finish unfrozen because it blocked (a FIFO open
+// waiting for its reader) is interrupted by the next freeze; its restart
+// goes through seccomp again, so it is checked again, and the rendezvous
+// still happens.
+func TestBlockedCallCheckedAgainAfterInterrupt(t *testing.T) {
+	needPython(t)
+	script := `
+import os, threading, time
+os.mkfifo("fifo")
+def reader():
+    time.sleep(0.4)
+    with open("fifo", "rb") as f:
+        f.read()
+def other():
+    for i in range(40):
+        open("o%d" % i, "w").write("x")
+        time.sleep(0.005)
+ts = [threading.Thread(target=reader), threading.Thread(target=other)]
+[t.start() for t in ts]
+with open("fifo", "wb") as f:
+    f.write(b"x")
+[t.join() for t in ts]
+print("ok")
+`
+	sbx, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(sbx, "fifo")
+	o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.TraceAll = true }, python, "-c", script)
+	if o.err != nil || o.stdout != "ok\n" {
+		t.Fatalf("err %v stdout %q stderr %q", o.err, o.stdout, o.stderr)
+	}
+	checks := 0
+	for _, e := range o.events {
+		if len(e.Paths) > 0 && e.Paths[0].Resolved == fifo && e.Flags != "" && strings.Contains(e.Flags, "O_WRONLY") {
+			checks++
+		}
+	}
+	if checks < 2 {
+		t.Errorf("the blocked FIFO open was checked %d times, want it checked again after each interrupt", checks)
+	}
+	t.Logf("FIFO open for writing checked %d times, %d freezes", checks, o.res.Freezes)
+}
