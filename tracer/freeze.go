@@ -186,6 +186,9 @@ func (t *tracer) thaw() error {
 	}
 	t.frozen = nil
 	for _, tid := range fs.tids {
+		if !fs.in[tid] {
+			continue // exited meanwhile
+		}
 		if err := t.resume(tid, 0); err != nil {
 			return err
 		}

@@ -131,7 +131,7 @@ func TestBacklogAndFrozenSet(t *testing.T) {
 		tr.hold(a.tid)
 		tr.hold(a.tid)
 		tr.hold(b.tid)
-		if n := len(tr.frozen.tids); n != 2 {
+		if n := len(tr.frozen.tids); n != 2 || len(tr.frozen.in) != 2 {
 			t.Fatalf("frozen %v", tr.frozen.tids)
 		}
 	})

@@ -480,6 +480,9 @@ func (t *tracer) removeTask(tid int) {
 		return
 	}
 	delete(t.tasks, tid)
+	if t.frozen != nil {
+		delete(t.frozen.in, tid) // gone: nothing to resume (its tid may be reused)
+	}
 	if p := t.procs[tk.tgid]; p != nil {
 		p.threads--
 		if p.threads <= 0 {
