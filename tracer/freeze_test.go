@@ -291,6 +291,25 @@ print(len([n for n in os.listdir(".") if n.startswith("c")]))
 				t.Errorf("stdout %q exit %d stderr %q", o.stdout, o.res.ExitCode, o.stderr)
 			}
 		}},
+		{"job control: SIGSTOP to the tree while calls are frozen", `
+import os, threading, signal
+def w(k):
+    for i in range(200):
+        open("s%d" % k, "w").write(str(i))
+ts = [threading.Thread(target=w, args=(k,)) for k in range(3)]
+[t.start() for t in ts]
+for i in range(5):
+    os.kill(os.getpid(), signal.SIGSTOP)
+    os.kill(os.getpid(), signal.SIGCONT)
+[t.join() for t in ts]
+print("ok")
+`, 0, func(t *testing.T, o runOut) {
+			// A traced tree is not stopped by job control (group-stops,
+			// PTRACE_EVENT_STOP when seized, are resumed), as before.
+			if o.stdout != "ok\n" || o.res.ExitCode != 0 {
+				t.Errorf("stdout %q exit %d stderr %q", o.stdout, o.res.ExitCode, o.stderr)
+			}
+		}},
 		{"vfork parent is not waited for", `
 import subprocess, threading
 stop = False
