@@ -138,8 +138,23 @@ func (t *tracer) needsFreeze(c *call) bool {
 		return false
 	}
 	var flags uint64
-	if c.spec.Handler == syscalls.HOpen && c.spec.FlagsArg >= 0 {
-		flags = t.flagsArg(c)
+	switch c.spec.Handler {
+	case syscalls.HOpen:
+		if c.spec.FlagsArg >= 0 {
+			flags = t.flagsArg(c)
+		}
+	case syscalls.HSocket:
+		if c.name == "sendto" && t.regs.Arg(4) == 0 {
+			return false // no address: a connected socket, nothing read
+		}
+	case syscalls.HIoctl:
+		if _, ok := syscalls.LookupIoctl(uint32(t.regs.Arg(1))); !ok {
+			return false // passed on the command number alone
+		}
+	case syscalls.HSetOwn:
+		if uint32(t.regs.Arg(1)) != syscalls.FcntlSetOwnEx {
+			return false // F_SETOWN: the pid is in a register
+		}
 	}
 	return freezes(c.spec.Handler, c.name, flags, t.readsChecked)
 }
