@@ -391,6 +391,9 @@ func pollUntil(deadline time.Time) (int, unix.WaitStatus, error) {
 			return 0, 0, nil
 		}
 		if now.Before(spinEnd) {
+			// The tasks we wait for need a CPU to reach their stops:
+			// yield this one rather than spin on it.
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			continue
 		}
 		ts := unix.NsecToTimespec(int64(sleep))
