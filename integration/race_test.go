@@ -29,6 +29,13 @@ func raceCases() []raceCase {
 			w.victim = w.p("f")
 			return []string{"flip", w.s("ok"), w.victim, raceSeconds}
 		}},
+		// (a') the same through memory shared with another process of
+		// the tree (a MAP_SHARED mapping inherited across fork).
+		{"flip-path-in-shared-mapping", func(w *world) []string {
+			writeFile(w.t, w.s("ok"), "ok\n", 0o644)
+			w.victim = w.p("f")
+			return []string{"flipshm", w.s("ok"), w.victim, raceSeconds}
+		}},
 		// (b) another process of the tree swaps a symlink in the sandbox
 		// between the tracer's resolution and the kernel's lookup.
 		{"swap-symlink-in-sandbox", func(w *world) []string {

@@ -3,6 +3,8 @@
 //
 //   race flip    OKPATH VICTIM SECONDS   a thread flips the path buffer between
 //                                        OKPATH and VICTIM; main opens it for writing
+//   race flipshm OKPATH VICTIM SECONDS   the same, but the flipper is a forked
+//                                        process and the buffer a MAP_SHARED mapping
 //   race swap    LINK OKFILE VICTIM SECONDS
 //                                        a forked child swaps LINK between a
 //                                        symlink to OKFILE and one to VICTIM
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -39,7 +42,8 @@
 #endif
 
 static atomic_int stop;
-static char buf[4096];
+static char sbuf[4096];
+static char *buf = sbuf;
 static const char *pa, *pb;
 
 static double now(void) {
@@ -138,6 +142,25 @@ int main(int argc, char **argv) {
 		pthread_create(&th, NULL, flipper, NULL);
 		attack(buf, argv[3], atof(argv[4]));
 		pthread_join(th, NULL);
+		return 0;
+	}
+	if (!strcmp(c, "flipshm") && argc == 5) {
+		pa = argv[2];
+		pb = argv[3];
+		buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED) {
+			perror("mmap");
+			return 2;
+		}
+		memcpy(buf, pa, strlen(pa) + 1);
+		pid_t pid = fork();
+		if (pid == 0) {
+			flipper(NULL);
+			_exit(0);
+		}
+		attack(buf, argv[3], atof(argv[4]));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
 		return 0;
 	}
 	if (!strcmp(c, "cwd") && argc == 6) {
