@@ -10,7 +10,7 @@
 //	TRACECELL_SURFACE418 set to 1 when the suite runs under testdata/surface418
 //	                     (every syscall newer than Linux 4.18 fails with ENOSYS)
 //
-// The C escape programs are compiled with gcc at start-up.
+// The C escape and race programs are compiled with gcc at start-up.
 package integration
 
 import (
@@ -39,6 +39,7 @@ import (
 var (
 	tcBin     string // tracecell under test
 	escapeBin string // testdata/escapes/escape.c, compiled
+	raceBin   string // testdata/escapes/race.c, compiled
 	python    string // interpreter for testdata/py and testdata/compat
 	repoRoot  string // the module root (parent of integration/)
 )
@@ -88,6 +89,13 @@ func testMain(m *testing.M) int {
 	escapeBin = filepath.Join(tmp, "escape")
 	src := filepath.Join(repoRoot, "testdata", "escapes", "escape.c")
 	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", escapeBin, src).CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: gcc %s: %v\n%s", src, err, out)
+		return 1
+	}
+
+	raceBin = filepath.Join(tmp, "race")
+	src = filepath.Join(repoRoot, "testdata", "escapes", "race.c")
+	if out, err := exec.Command(gcc, "-O2", "-Wall", "-pthread", "-o", raceBin, src).CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: gcc %s: %v\n%s", src, err, out)
 		return 1
 	}

@@ -28,14 +28,19 @@ func (t *tracer) event(tk *task, cause int) error {
 		msg, err := unix.PtraceGetEventMsg(tid)
 		if err == nil {
 			nt := int(msg)
-			if t.tasks[nt] == nil {
+			n := t.tasks[nt]
+			if n == nil {
 				tgid := nt
 				if cause == unix.PTRACE_EVENT_CLONE {
 					tgid = tgidOf(nt)
 				}
-				n := t.addTask(nt, tgid)
+				n = t.addTask(nt, tgid)
 				n.waitStop = true
 				t.countNew(n)
+			}
+			if cause == unix.PTRACE_EVENT_VFORK {
+				// tid sleeps in the kernel until nt execs or exits.
+				n.vforkParent = tid
 			}
 		} else if err != unix.ESRCH {
 			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETEVENTMSG) pid %d", tid), err)
@@ -66,6 +71,7 @@ func (t *tracer) execEvent(tk *task) error {
 		}
 	}
 	tk.approvedExec, tk.initialExec, tk.chainExec = "", false, false
+	tk.vforkParent = 0 // the exec released the vfork parent
 	p := t.procs[tk.tgid]
 	if p == nil {
 		p = &proc{tgid: tk.tgid, threads: 1}
@@ -123,9 +129,11 @@ func interpreterOf(path string) string {
 	return r
 }
 
-// syscallStop handles a syscall-entry or -exit stop; they only happen for
-// the root thread while the stop order is probed.
+// syscallStop handles a syscall-entry or -exit stop: the root thread's
+// while the stop order is probed, and the syscall-exit stop of a checked
+// call that a freeze left to finish unfrozen (freeze.go).
 func (t *tracer) syscallStop(tk *task) error {
+	tk.inFlight = false
 	if t.probeState == 1 && tk.tid == t.rootPid {
 		if n, err := ptraceRegset(unix.PTRACE_GETREGSET, tk.tid, 1, t.regBuf); err == nil && t.regs.Decode(t.regBuf[:n]) == nil {
 			if t.regs.Nr() == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && t.regs.AtSyscallEntry() {

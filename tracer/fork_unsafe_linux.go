@@ -2,8 +2,8 @@ package tracer
 
 // The start of the traced command without a stub process: the tracer thread
 // forks, and the child — a copy of tracecell with one thread, running only
-// raw system calls on memory prepared before the fork — asks to be traced,
-// stops so that the tracer can set its options, loads the seccomp filter,
+// raw system calls on memory prepared before the fork — waits until the
+// tracer has attached to it with PTRACE_SEIZE and its options, loads the seccomp filter,
 // makes the probe calls and execs the command. This is what os/exec does
 // between fork and exec (syscall.forkAndExecInChild1), plus the steps os/exec
 // has no hook for. It saves re-executing tracecell (a Go binary of several
@@ -37,8 +37,7 @@ func runtimeAfterForkInChild()
 const (
 	stageSetsid = iota + 1
 	stagePdeathsig
-	stageTraceme
-	stageStop
+	stageSync
 	stageFiles
 	stageCloexec
 	stageRlimit
@@ -50,7 +49,7 @@ const (
 )
 
 var stageNames = map[int32]string{
-	stageSetsid: "setsid", stagePdeathsig: "pdeathsig", stageTraceme: "traceme", stageStop: "stop",
+	stageSetsid: "setsid", stagePdeathsig: "pdeathsig", stageSync: "sync",
 	stageFiles: "files", stageCloexec: "cloexec", stageRlimit: "rlimit", stageChdir: "chdir",
 	stageNoNewPrivs: "no_new_privs", stageSeccomp: "seccomp", stageProbe: "probe", stageExec: "exec",
 }
@@ -76,11 +75,13 @@ type childSpec struct {
 	probeNr uintptr
 	ppid    uintptr // tracecell's pid: the child exits if its parent is already gone
 	errFD   int     // write end of the error pipe (close-on-exec)
+	syncFD  int     // read end of the sync pipe: one byte once the tracer has seized the child
+	syncBuf [1]byte
 	report  [2]int32
 }
 
-func newChildSpec(path string, argv, env []string, dir string, files []int, rl []rlimit, prog []bpf.RawInstruction, probeNr int, errFD int) (*childSpec, error) {
-	s := &childSpec{files: files, probeNr: uintptr(probeNr), errFD: errFD, ppid: uintptr(unix.Getpid())}
+func newChildSpec(path string, argv, env []string, dir string, files []int, rl []rlimit, prog []bpf.RawInstruction, probeNr int, errFD, syncFD int) (*childSpec, error) {
+	s := &childSpec{files: files, probeNr: uintptr(probeNr), errFD: errFD, syncFD: syncFD, ppid: uintptr(unix.Getpid())}
 	var err error
 	if s.path, err = unix.BytePtrFromString(path); err != nil {
 		return nil, err
@@ -108,8 +109,8 @@ func newChildSpec(path string, argv, env []string, dir string, files []int, rl [
 }
 
 // forkTraced forks the child described by s and returns its pid. The child
-// stops with SIGSTOP once it is traced; everything after that happens while
-// the tracer answers its stops.
+// waits on the sync pipe until the tracer has seized it (seizeChild);
+// everything after that happens while the tracer answers its stops.
 //
 // Precondition: the calling goroutine is locked to the tracer thread (the
 // child is traced by, and dies with, this thread). syscall.ForkLock is held
@@ -169,13 +170,23 @@ func childMain(s *childSpec) {
 	if ppid, _, _ := unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0); ppid != s.ppid {
 		childFail(s, stagePdeathsig, unix.ESRCH)
 	}
-	if _, _, e = unix.RawSyscall6(unix.SYS_PTRACE, unix.PTRACE_TRACEME, 0, 0, 0, 0, 0); e != 0 {
-		childFail(s, stageTraceme, e)
-	}
-	// The tracer sets its options at this stop, before the filter exists.
-	pid, _, _ := unix.RawSyscall(unix.SYS_GETPID, 0, 0, 0)
-	if _, _, e = unix.RawSyscall(unix.SYS_KILL, pid, uintptr(unix.SIGSTOP), 0); e != 0 {
-		childFail(s, stageStop, e)
+	// Wait until the tracer has attached with PTRACE_SEIZE and its options
+	// (not PTRACE_TRACEME: only a seized tracee can be stopped with
+	// PTRACE_INTERRUPT, which the freeze needs; see freeze.go). The filter
+	// must not exist before that.
+	for {
+		var n uintptr
+		n, _, e = unix.RawSyscall(unix.SYS_READ, uintptr(s.syncFD), uintptr(unsafe.Pointer(&s.syncBuf[0])), 1)
+		if e == unix.EINTR {
+			continue
+		}
+		if e == 0 && n != 1 {
+			e = unix.EPIPE // the tracer closed the pipe without seizing us
+		}
+		if e != 0 {
+			childFail(s, stageSync, e)
+		}
+		break
 	}
 
 	// Files: files[i] becomes fd i. First move every source that a lower

@@ -39,7 +39,7 @@ type startConfig struct {
 // startError is a failure of the child before its exec, sent back to the
 // tracer as a stage and an errno instead of text on the user's stderr.
 type startError struct {
-	Stage string // "setsid", "traceme", "rlimit", "chdir", "no_new_privs", "seccomp", "probe", "exec", ...
+	Stage string // "setsid", "sync", "rlimit", "chdir", "no_new_privs", "seccomp", "probe", "exec", ...
 	Errno int
 	Msg   string
 }
@@ -74,8 +74,8 @@ func startStageMsg(stage string, sc *startConfig) string {
 		return "the probe call was not denied: the tracer cannot deny system calls on this kernel"
 	case "exec":
 		return sc.Path
-	case "traceme":
-		return "ptrace(PTRACE_TRACEME)"
+	case "sync":
+		return "waiting for the tracer to attach (PTRACE_SEIZE)"
 	case "pdeathsig":
 		return "prctl(PR_SET_PDEATHSIG) or the tracer is gone"
 	}

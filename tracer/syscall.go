@@ -73,6 +73,21 @@ func (t *tracer) seccompStop(tk *task) error {
 		return t.resume(tid, 0)
 	}
 	c.spec = spec
+	// Another task of the tree could change what the call's arguments name
+	// between this check and the kernel's use: stop them all before the
+	// arguments are read (freeze.go).
+	var fr *freezer
+	if t.needsFreeze(c) {
+		f, err := t.freeze(tk)
+		if err != nil {
+			t.thaw()
+			return err
+		}
+		fr = f
+		if f.gone {
+			return t.thawIfDue() // killed while the tree was being frozen
+		}
+	}
 	op := t.decode(c)
 	t.counts.Checked++
 	switch {
@@ -103,13 +118,13 @@ func (t *tracer) seccompStop(tk *task) error {
 		if err := t.deny(tid, c.fail); err != nil {
 			return err
 		}
-		return t.resume(tid, 0)
+		return t.release(fr, tid, false)
 	case c.pass:
 		if t.cfg.TraceAll && op != nil {
 			t.record(t.newEvent(c, op, policy.Decision{Allow: true}), true)
 		}
 		t.counts.Allowed++
-		return t.resume(tid, 0)
+		return t.release(fr, tid, true)
 	}
 	var d policy.Decision
 	if c.limit != nil {
@@ -129,7 +144,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		if t.cfg.TraceAll {
 			t.record(t.newEvent(c, op, d), true)
 		}
-		return t.resume(tid, 0)
+		return t.release(fr, tid, true)
 	}
 	ev := t.newEvent(c, op, d)
 	if t.audit && c.limit == nil {
@@ -151,7 +166,23 @@ func (t *tracer) seccompStop(tk *task) error {
 	if err := t.deny(tid, errno); err != nil {
 		return err
 	}
-	return t.resume(tid, 0)
+	return t.release(fr, tid, false)
+}
+
+// release resumes tid from its seccomp stop. With a freeze, an allowed call
+// runs to its end before the tree is thawed; a denied one never runs, so
+// the tree may be thawed at once.
+func (t *tracer) release(f *freezer, tid int, allowed bool) error {
+	if f == nil {
+		return t.resume(tid, 0)
+	}
+	if allowed {
+		return t.runFrozen(f)
+	}
+	if err := t.resume(tid, 0); err != nil {
+		return err
+	}
+	return t.thawIfDue()
 }
 
 // newEvent builds the report entry of a decision.

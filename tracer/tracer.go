@@ -86,6 +86,9 @@ type Result struct {
 	CPUSystem   time.Duration
 	PeakRSSKB   int64
 	Wall        time.Duration
+	// Freezes counts the checked calls that ran with the rest of the tree
+	// stopped (freeze.go); 0 for a single-task tree.
+	Freezes int
 }
 
 // StartError is a failure to start the command, with the exit status the
@@ -98,13 +101,15 @@ type StartError struct {
 func (e *StartError) Error() string { return e.Err.Error() }
 func (e *StartError) Unwrap() error { return e.Err }
 
-// Ptrace options, set at the child's first stop (its SIGSTOP after PTRACE_TRACEME).
+// Ptrace options, given to PTRACE_SEIZE (3.4) before the child loads the
+// filter. Auto-attached children inherit them and the seized mode: their
+// first stop, group-stops and PTRACE_INTERRUPT stops are PTRACE_EVENT_STOP.
 const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | // stop at SECCOMP_RET_TRACE
 	unix.PTRACE_O_TRACEFORK | // follow fork() children
 	unix.PTRACE_O_TRACEVFORK | // follow vfork() children (Python's subprocess)
 	unix.PTRACE_O_TRACECLONE | // follow clone(): threads and processes
 	unix.PTRACE_O_TRACEEXEC | // stop after a successful exec: enforce against /proc/<pid>/exe
-	unix.PTRACE_O_TRACESYSGOOD | // syscall stops report SIGTRAP|0x80 (probe phase only)
+	unix.PTRACE_O_TRACESYSGOOD | // syscall stops report SIGTRAP|0x80 (the probe; the end of a frozen call)
 	unix.PTRACE_O_EXITKILL // the tree dies with tracecell (3.8)
 
 // Run starts cfg's command and traces it to the end. A non-nil error with a
@@ -173,8 +178,19 @@ type task struct {
 	// attached is set once the task's first stop was seen (a new child's
 	// SIGSTOP can arrive before its parent's fork event).
 	attached bool
-	// waitStop is set between a fork event and the child's initial SIGSTOP.
+	// waitStop is set between a fork event and the child's first stop
+	// (PTRACE_EVENT_STOP: it is seized). Until then it cannot run any of
+	// its own code (see freeze.go).
 	waitStop bool
+	// vforkParent is the tid that vforked this task, until this task
+	// execs: that thread sleeps in the kernel until then (see freeze.go).
+	vforkParent int
+	// held counts this task's statuses waiting in tracer.backlog: it is
+	// stopped in a ptrace stop that the tracer has not answered yet.
+	held int
+	// inFlight: this task's checked call was left to finish unfrozen (it
+	// blocked, see freeze.go); its syscall-exit stop is still to come.
+	inFlight bool
 	// approvedExec is the program allowed at this task's execve stop,
 	// enforced again at the exec event.
 	approvedExec string
@@ -199,6 +215,9 @@ type tracer struct {
 	probeNr int
 
 	audit bool // policy mode audit: denials are recorded, not enforced
+	// readsChecked: the policy restricts reads (read roots, deny-read), so
+	// a read-only open is a decision a race could subvert.
+	readsChecked bool
 
 	rootPid int
 	tasks   map[int]*task
@@ -227,6 +246,15 @@ type tracer struct {
 	// chainLeft: the root process may still make its one InitialChain exec.
 	chainLeft bool
 
+	// backlog holds the wait statuses reaped while the tree was frozen, in
+	// the order the kernel reported them; the loop answers them first.
+	backlog []pending
+	// freezes counts frozen checked calls (tests and debugging).
+	freezes int
+	// frozen are the tasks that freezes stopped and that are not let go
+	// yet (freeze.go).
+	frozen *frozenSet
+
 	mainStatus  *unix.WaitStatus
 	timedOut    bool
 	interrupted bool
@@ -239,8 +267,9 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
 		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
 		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{},
-		audit:     cfg.Policy.Config().Mode == policy.Audit,
-		chainLeft: len(cfg.InitialChain) > 0,
+		audit:        cfg.Policy.Config().Mode == policy.Audit,
+		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
+		chainLeft:    len(cfg.InitialChain) > 0,
 	}
 }
 
@@ -257,11 +286,21 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		stdio.abort()
 		return nil, &StartError{125, fmt.Errorf("start error pipe: %w", err)}
 	}
+	// The child waits on syncR until it is seized (fork_unsafe_linux.go).
+	syncR, syncW, err := os.Pipe()
+	if err != nil {
+		stdio.abort()
+		errR.Close()
+		errW.Close()
+		return nil, &StartError{125, fmt.Errorf("start sync pipe: %w", err)}
+	}
+	defer syncR.Close()
+	defer syncW.Close()
 	files := stdio.fds()
 	for _, f := range t.cfg.ExtraFiles {
 		files = append(files, int(f.Fd()))
 	}
-	spec, err := newChildSpec(sc.Path, sc.Argv, sc.Env, sc.Dir, files, sc.Rlimits, sc.Filter, sc.ProbeNr, int(errW.Fd()))
+	spec, err := newChildSpec(sc.Path, sc.Argv, sc.Env, sc.Dir, files, sc.Rlimits, sc.Filter, sc.ProbeNr, int(errW.Fd()), int(syncR.Fd()))
 	if err != nil {
 		stdio.abort()
 		errR.Close()
@@ -281,6 +320,14 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		errR.Close()
 		stdio.abort()
 		return nil, &StartError{125, os.NewSyscallError("clone", err)}
+	}
+	if err := seizeChild(pid, syncW); err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, unix.WALL, nil)
+		errR.Close()
+		stdio.abort()
+		return nil, &StartError{125, err}
 	}
 	startErrs := make(chan *startError, 1)
 	go func() {
@@ -304,6 +351,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	t.rootPid = pid
 	t.addTask(t.rootPid, t.rootPid)
 	t.tasks[t.rootPid].initialExec = true
+	t.tasks[t.rootPid].attached = true
 	t.counts.Processes = 1
 	t.counts.Threads = 1
 
@@ -358,6 +406,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		CPUUser:   time.Duration(children.Utime.Nano()),
 		CPUSystem: time.Duration(children.Stime.Nano()),
 		PeakRSSKB: children.Maxrss,
+		Freezes:   t.freezes,
 	}
 	t.liveMu.Lock()
 	r.TimedOut, r.Interrupted = t.timedOut, t.interrupted
@@ -373,6 +422,23 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	}
 	r.ScratchLeft = t.ledger.left()
 	return r, nil
+}
+
+// seizeChild attaches to the forked child with PTRACE_SEIZE and the trace
+// options, then lets it go on by writing one byte on the sync pipe.
+//
+// Precondition: the calling goroutine is locked to the tracer thread (the
+// one that forked pid).
+func seizeChild(pid int, sync *os.File) error {
+	// unix.PtraceSeize passes no options; they must be set before the
+	// child runs on (it loads the filter next).
+	if _, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(pid), 0, ptraceOptions, 0, 0); e != 0 {
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SEIZE) pid %d", pid), e)
+	}
+	if _, err := sync.Write([]byte{1}); err != nil {
+		return fmt.Errorf("start sync pipe: %w", err)
+	}
+	return nil
 }
 
 // startFailure turns a failure before the exec into the error and exit status the
@@ -414,6 +480,9 @@ func (t *tracer) removeTask(tid int) {
 		return
 	}
 	delete(t.tasks, tid)
+	if t.frozen != nil {
+		delete(t.frozen.in, tid) // gone: nothing to resume (its tid may be reused)
+	}
 	if p := t.procs[tk.tgid]; p != nil {
 		p.threads--
 		if p.threads <= 0 {
@@ -458,6 +527,20 @@ func (t *tracer) drain() {
 func (t *tracer) loop(rus *unix.Rusage) error {
 	var ws unix.WaitStatus
 	for {
+		if len(t.backlog) > 0 {
+			p := t.unqueue()
+			if err := t.handle(p.tid, p.ws); err != nil {
+				return err
+			}
+			if err := t.thawIfDue(); err != nil {
+				return err
+			}
+			continue
+		}
+		// Never wait with tasks frozen.
+		if err := t.thaw(); err != nil {
+			return err
+		}
 		// A program that makes checked calls in a row stops again within
 		// microseconds: poll for that stop for a short while instead of
 		// sleeping, because waking a sleeping tracer costs a cross-CPU
@@ -511,31 +594,39 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 	sig := ws.StopSignal()
 	switch {
 	case sig == unix.SIGTRAP|0x80:
-		// Syscall stop: only during the probe.
+		// Syscall stop: the probe, or the end of a checked call that was
+		// left to finish unfrozen.
 		return t.syscallStop(tk)
-	case sig == unix.SIGTRAP && ws.TrapCause() > 0:
-		return t.event(tk, ws.TrapCause())
-	case sig == unix.SIGSTOP && !tk.attached && tid == t.rootPid:
-		// The child's own SIGSTOP right after PTRACE_TRACEME, before it
-		// loads the filter: set the options now, and swallow the signal.
-		tk.attached = true
-		if err := unix.PtraceSetOptions(tid, ptraceOptions); err != nil {
-			return os.NewSyscallError("ptrace(PTRACE_SETOPTIONS)", err)
-		}
-		return t.resume(tid, 0)
-	case sig == unix.SIGSTOP && tk.waitStop:
-		// The initial stop of an auto-attached child: swallow it.
+	case stopEvent(ws) == unix.PTRACE_EVENT_STOP:
+		// The tree is seized: a new child's first stop, a group-stop (the
+		// stop signal is reported, not SIGTRAP) or a PTRACE_INTERRUPT
+		// that a freeze sent to a task already stopped. None keeps the
+		// task stopped: job control does not stop a traced tree (as
+		// before), and a freeze is over once its call has finished.
 		tk.waitStop = false
 		tk.attached = true
 		return t.resume(tid, 0)
+	case sig == unix.SIGTRAP && ws.TrapCause() > 0:
+		return t.event(tk, ws.TrapCause())
 	}
 	tk.attached = true
 	// A signal-delivery stop: pass the signal on. A group-stop (GETSIGINFO
-	// fails with EINVAL) is resumed without a signal.
+	// fails with EINVAL; the tree is seized, so they come as
+	// PTRACE_EVENT_STOP above) is resumed without a signal.
 	if err := ptraceGetsiginfo(tid); err == unix.EINVAL {
 		return t.resume(tid, 0)
 	}
 	return t.resume(tid, int(sig))
+}
+
+// stopEvent is the PTRACE_EVENT_* of a stop status, 0 for none. Unlike
+// WaitStatus.TrapCause it also sees a group-stop's PTRACE_EVENT_STOP, which
+// reports the stop signal instead of SIGTRAP.
+func stopEvent(ws unix.WaitStatus) int {
+	if !ws.Stopped() {
+		return 0
+	}
+	return int(ws>>16) & 0xff
 }
 
 func (t *tracer) countNew(tk *task) {

@@ -1,0 +1,222 @@
+// race: time-of-check-to-time-of-use attacks on a path-checking tracer,
+// for the tracecell integration suite.
+//
+//   race flip    OKPATH VICTIM SECONDS   a thread flips the path buffer between
+//                                        OKPATH and VICTIM; main opens it for writing
+//   race flipshm OKPATH VICTIM SECONDS   the same, but the flipper is a forked
+//                                        process and the buffer a MAP_SHARED mapping
+//   race swap    LINK OKFILE VICTIM SECONDS
+//                                        a forked child swaps LINK between a
+//                                        symlink to OKFILE and one to VICTIM
+//                                        (renameat2 RENAME_EXCHANGE); main opens LINK
+//   race cwd     OKDIR OUTDIR NAME SECONDS
+//                                        a thread flips the shared cwd between
+//                                        OKDIR and OUTDIR; main opens NAME (relative)
+//   race fifo    FIFO                    main opens FIFO for writing (blocks); a
+//                                        second thread opens it for reading 300 ms later
+//
+// The attack cases loop until SECONDS have passed or until one open reached
+// the victim (fstat shows the victim's inode), write "ESCAPED" through what
+// they opened, and print "result: escapes=N opens=M denied=D tries=T".
+// The test never trusts this line: the victim's content and mtime are the
+// ground truth.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
+
+static atomic_int stop;
+static char sbuf[4096];
+static char *buf = sbuf;
+static const char *pa, *pb;
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void *flipper(void *arg) {
+	(void)arg;
+	size_t la = strlen(pa) + 1, lb = strlen(pb) + 1;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		memcpy(buf, pa, la);
+		for (volatile int i = 0; i < 50; i++)
+			;
+		memcpy(buf, pb, lb);
+		for (volatile int i = 0; i < 50; i++)
+			;
+	}
+	return NULL;
+}
+
+static const char *cwd_a, *cwd_b;
+
+static void *cwdflipper(void *arg) {
+	(void)arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		if (chdir(cwd_a) != 0 || chdir(cwd_b) != 0) {
+			perror("chdir");
+			exit(2);
+		}
+	}
+	return NULL;
+}
+
+// attack opens path for writing until secs have passed or the victim was
+// reached, and prints the result line.
+static void attack(const char *path, const char *victim, double secs) {
+	struct stat vst;
+	if (stat(victim, &vst) != 0) {
+		perror("stat victim");
+		exit(2);
+	}
+	long escapes = 0, opens = 0, denied = 0, tries = 0;
+	double end = now() + secs;
+	while (escapes == 0 && now() < end) {
+		for (int k = 0; k < 64; k++) {
+			tries++;
+			int fd = open(path, O_WRONLY | O_TRUNC);
+			if (fd < 0) {
+				if (errno == EACCES || errno == EPERM)
+					denied++;
+				continue;
+			}
+			opens++;
+			struct stat st;
+			if (fstat(fd, &st) == 0 && st.st_dev == vst.st_dev && st.st_ino == vst.st_ino) {
+				escapes++;
+				if (write(fd, "ESCAPED\n", 8) != 8)
+					perror("write");
+			}
+			close(fd);
+		}
+	}
+	atomic_store(&stop, 1);
+	printf("result: escapes=%ld opens=%ld denied=%ld tries=%ld\n", escapes, opens, denied, tries);
+	fflush(stdout);
+}
+
+static void *fifo_reader(void *arg) {
+	usleep(300 * 1000);
+	int fd = open((const char *)arg, O_RDONLY);
+	if (fd < 0) {
+		perror("open fifo for reading");
+		return NULL;
+	}
+	char c;
+	if (read(fd, &c, 1) != 1)
+		perror("read fifo");
+	close(fd);
+	return NULL;
+}
+
+int main(int argc, char **argv) {
+	if (argc < 2) {
+		fprintf(stderr, "usage: race flip|swap|cwd|fifo ARGS...\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	const char *c = argv[1];
+	pthread_t th;
+	if (!strcmp(c, "flip") && argc == 5) {
+		pa = argv[2];
+		pb = argv[3];
+		memcpy(buf, pa, strlen(pa) + 1);
+		pthread_create(&th, NULL, flipper, NULL);
+		attack(buf, argv[3], atof(argv[4]));
+		pthread_join(th, NULL);
+		return 0;
+	}
+	if (!strcmp(c, "flipshm") && argc == 5) {
+		pa = argv[2];
+		pb = argv[3];
+		buf = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (buf == MAP_FAILED) {
+			perror("mmap");
+			return 2;
+		}
+		memcpy(buf, pa, strlen(pa) + 1);
+		pid_t pid = fork();
+		if (pid == 0) {
+			flipper(NULL);
+			_exit(0);
+		}
+		attack(buf, argv[3], atof(argv[4]));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return 0;
+	}
+	if (!strcmp(c, "cwd") && argc == 6) {
+		cwd_a = argv[2];
+		cwd_b = argv[3];
+		char victim[4096];
+		snprintf(victim, sizeof victim, "%s/%s", argv[3], argv[4]);
+		pthread_create(&th, NULL, cwdflipper, NULL);
+		attack(argv[4], victim, atof(argv[5]));
+		pthread_join(th, NULL);
+		return 0;
+	}
+	if (!strcmp(c, "swap") && argc == 6) {
+		// LINK -> OKFILE, LINK.spare -> VICTIM; the child exchanges them.
+		char spare[4096];
+		snprintf(spare, sizeof spare, "%s.spare", argv[2]);
+		unlink(argv[2]);
+		unlink(spare);
+		if (symlink(argv[3], argv[2]) != 0 || symlink(argv[4], spare) != 0) {
+			perror("symlink");
+			return 2;
+		}
+		pid_t pid = fork();
+		if (pid == 0) {
+			for (;;) {
+				if (syscall(SYS_renameat2, AT_FDCWD, argv[2], AT_FDCWD, spare, RENAME_EXCHANGE) != 0) {
+					printf("info: renameat2: %s\n", strerror(errno));
+					_exit(1);
+				}
+			}
+		}
+		attack(argv[2], argv[4], atof(argv[5]));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return 0;
+	}
+	if (!strcmp(c, "fifo") && argc == 3) {
+		unlink(argv[2]);
+		if (mkfifo(argv[2], 0600) != 0) {
+			perror("mkfifo");
+			return 2;
+		}
+		pthread_create(&th, NULL, fifo_reader, argv[2]);
+		double t0 = now();
+		int fd = open(argv[2], O_WRONLY);
+		if (fd < 0) {
+			printf("result: errno=%d\n", errno);
+			return 0;
+		}
+		if (write(fd, "x", 1) != 1)
+			perror("write fifo");
+		close(fd);
+		pthread_join(th, NULL);
+		printf("result: ok waited=%.0fms\n", (now() - t0) * 1000);
+		return 0;
+	}
+	fprintf(stderr, "race: bad arguments\n");
+	return 2;
+}

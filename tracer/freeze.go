@@ -1,0 +1,449 @@
+package tracer
+
+// Freezing the tree while a checked call is in flight.
+//
+// The tracer reads a call's arguments (a path string, a sockaddr, a msghdr)
+// from the tracee's memory and resolves paths through the file system, the
+// fd table and the cwd at the seccomp stop; the kernel reads and resolves
+// them again after the stop. Any other task of the tree that runs in
+// between can rewrite the memory (a thread, or a process sharing the
+// mapping), swap a symlink or a directory in the sandbox, dup2 another file
+// onto a dirfd, or chdir a thread sharing the cwd: time of check to time of
+// use. So, for a call that needs it (freezes), when the tree has more than
+// one task:
+//
+//  1. Before the arguments are read, every other task is stopped: statuses
+//     already reported are taken (those tasks are stopped already and stay
+//     so: their statuses are queued in tracer.backlog and answered after the
+//     thaw, in order, never lost); every other attached task gets
+//     PTRACE_INTERRUPT (needs PTRACE_SEIZE, 3.4) and the freeze waits for its
+//     stop. A child whose first stop has not come yet needs nothing: a
+//     seized child is born with JOBCTL_TRAP_STOP and TIF_SIGPENDING
+//     (ptrace_init_task), so it stops before its first instruction. A
+//     vfork parent whose child has not exec'd is interrupted but not waited
+//     for: it sleeps in the kernel until its child (frozen, or the caller)
+//     execs or exits, and the pending interrupt stops it before it returns
+//     to its own code.
+//  2. The call is decoded and decided as always. A denied call never runs:
+//     the others are let go at once.
+//  3. An allowed call is resumed with PTRACE_SYSCALL: its syscall-exit stop
+//     (SIGTRAP|0x80, PTRACE_O_TRACESYSGOOD) says that the kernel has finished
+//     the call, path lookups included. Then the others are let go
+//     (PTRACE_CONT for the stops the freeze caused; the backlog is answered
+//     by the loop) and the caller is resumed with PTRACE_CONT.
+//
+// A call that blocks (a FIFO whose other end another thread will open, a
+// lock, a full socket backlog) would keep the tree frozen, and may wait for
+// a frozen task: a deadlock. When the call has not finished after
+// freezeBlocked and the caller sleeps interruptibly (/proc state S), the
+// others are let go and the call finishes unfrozen (task.inFlight; its
+// syscall-exit stop comes to the loop later). This is safe because the
+// kernel's path walk never sleeps interruptibly on local file systems,
+// procfs or NFS (inode locks, I/O and RPC waits are uninterruptible or
+// killable: state D): an interruptible sleep comes after the lookups, where
+// the call waits for its partner. A caller in D or R is waited for. Sending
+// the caller PTRACE_INTERRUPT instead (its call restarts, through seccomp,
+// and is checked again) would never let a FIFO rendezvous happen: the
+// partner is frozen every time the writer waits.
+//
+// A task that is killed while frozen (exit_group of another thread, the
+// timeout's SIGKILL) reports its exit, which is queued like any other
+// status; once the tree is dying the freeze ends at once.
+//
+// Not closed: processes outside the tree (a host process that swaps a
+// symlink in a sandbox it can write, or writes a mapping it shares with the
+// tree), memory written by the kernel without the task running
+// (asynchronous I/O completing, a DMA read into a buffer), a task that stays
+// in an uninterruptible sleep longer than freezeStuck (it is accepted as
+// frozen: it cannot return to its own code, but the call it sleeps in may
+// still complete), and file systems whose lookups sleep interruptibly (FUSE,
+// 9p) served from outside the tree.
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// Freeze timing.
+var (
+	// freezeBlocked: a frozen call that has not finished after this is
+	// looked at; if it sleeps interruptibly the others are let go.
+	freezeBlocked = 10 * time.Millisecond
+	// freezeStuck: a task that has not stopped after this (an
+	// uninterruptible sleep: a hung NFS server) is taken as frozen.
+	freezeStuck = time.Second
+	// freezeHold: how long tasks stopped by a freeze may stay stopped while
+	// the tracer answers the stops queued meanwhile (often more checked
+	// calls of other threads, each needing the same freeze) before they are
+	// let go, whatever is still queued: no task starves.
+	freezeHold = 2 * time.Millisecond
+)
+
+// pending is a wait status taken while the tree was frozen.
+type pending struct {
+	tid int
+	ws  unix.WaitStatus
+}
+
+// frozenSet are the tasks stopped by freezes (PTRACE_EVENT_STOP of a
+// PTRACE_INTERRUPT) and not let go yet. They stay stopped across the calls
+// answered one after another from the backlog, up to freezeHold.
+type frozenSet struct {
+	tids  []int
+	in    map[int]bool
+	since time.Time
+}
+
+// freezer is one frozen call.
+type freezer struct {
+	tk *task // the caller
+	// waiting are the tasks interrupted and not stopped yet.
+	waiting map[int]bool
+	// gone: the caller exited (killed) while the tree was being frozen.
+	gone bool
+}
+
+// freezes reports whether an allowed call of this handler must run with the
+// rest of the tree frozen: its decision rests on memory (paths, sockaddrs,
+// msghdrs, an f_owner_ex) or on the file system, fd table or cwd, which
+// another task can change between the check and the kernel's use. Calls
+// decided on registers alone (clone flags, a pid, a signal number) do not.
+// exec does not: the exec event checks what the kernel actually loaded
+// (execEvent), before any of it runs. Read-only opens do not when reads are
+// not restricted (they are trapped only to be reported).
+func freezes(h syscalls.Handler, name string, openFlags uint64, readsChecked bool) bool {
+	switch h {
+	case syscalls.HOpen:
+		return readsChecked || syscalls.OpenWrites(openFlags) || name == "creat"
+	case syscalls.HPath, syscalls.HFdMeta, syscalls.HIoctl, syscalls.HSocket, syscalls.HSetOwn:
+		return true
+	case syscalls.HSignal:
+		return name == "pidfd_send_signal" // the target is the pidfd's: the fd table
+	}
+	return false // HExec, HClone, HProcess, HProcMem, HForbidden (never allowed)
+}
+
+// needsFreeze reports whether c, if allowed, must run with the tree frozen.
+// A single-task tree never does: nobody can race it. In audit mode nothing
+// is enforced, so nothing is frozen.
+//
+// Precondition: t.regs holds c's registers.
+func (t *tracer) needsFreeze(c *call) bool {
+	if t.audit || len(t.tasks) < 2 {
+		return false
+	}
+	var flags uint64
+	switch c.spec.Handler {
+	case syscalls.HOpen:
+		if c.spec.FlagsArg >= 0 {
+			flags = t.flagsArg(c)
+		}
+	case syscalls.HSocket:
+		if c.name == "sendto" && t.regs.Arg(4) == 0 {
+			return false // no address: a connected socket, nothing read
+		}
+	case syscalls.HIoctl:
+		if _, ok := syscalls.LookupIoctl(uint32(t.regs.Arg(1))); !ok {
+			return false // passed on the command number alone
+		}
+	case syscalls.HSetOwn:
+		if uint32(t.regs.Arg(1)) != syscalls.FcntlSetOwnEx {
+			return false // F_SETOWN: the pid is in a register
+		}
+	}
+	return freezes(c.spec.Handler, c.name, flags, t.readsChecked)
+}
+
+// queue holds a status for the loop.
+func (t *tracer) queue(tid int, ws unix.WaitStatus) {
+	t.backlog = append(t.backlog, pending{tid, ws})
+	if tk := t.tasks[tid]; tk != nil {
+		tk.held++
+	}
+}
+
+// unqueue takes the oldest held status.
+func (t *tracer) unqueue() pending {
+	p := t.backlog[0]
+	t.backlog[0] = pending{}
+	t.backlog = t.backlog[1:]
+	if len(t.backlog) == 0 {
+		t.backlog = t.backlog[:0:0]
+	}
+	if tk := t.tasks[p.tid]; tk != nil && tk.held > 0 {
+		tk.held--
+	}
+	return p
+}
+
+// hold records a task stopped by a freeze.
+func (t *tracer) hold(tid int) {
+	if t.frozen == nil {
+		t.frozen = &frozenSet{in: map[int]bool{}, since: time.Now()}
+	}
+	if !t.frozen.in[tid] {
+		t.frozen.in[tid] = true
+		t.frozen.tids = append(t.frozen.tids, tid)
+	}
+}
+
+// thaw lets go every task stopped by freezes. The statuses queued during
+// the freezes are answered by the loop.
+func (t *tracer) thaw() error {
+	fs := t.frozen
+	if fs == nil {
+		return nil
+	}
+	t.frozen = nil
+	for _, tid := range fs.tids {
+		if !fs.in[tid] {
+			continue // exited meanwhile
+		}
+		if err := t.resume(tid, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// thawIfDue thaws unless more queued stops are waiting to be answered and
+// the tasks have not been stopped for freezeHold yet.
+func (t *tracer) thawIfDue() error {
+	if fs := t.frozen; fs != nil && (len(t.backlog) == 0 || t.dying.Load() || time.Since(fs.since) > freezeHold) {
+		return t.thaw()
+	}
+	return nil
+}
+
+// freeze stops every task of the tree but tk.
+//
+// Precondition: tk is in its seccomp stop; the calling goroutine is locked
+// to the tracer thread.
+func (t *tracer) freeze(tk *task) (*freezer, error) {
+	f := &freezer{tk: tk, waiting: map[int]bool{}}
+	t.freezes++
+	if t.frozen == nil {
+		t.frozen = &frozenSet{in: map[int]bool{}, since: time.Now()}
+	}
+	// Stops already reported: those tasks are frozen as they are.
+	for {
+		tid, ws, err := wait4NoHang()
+		if err != nil {
+			return f, err
+		}
+		if tid == 0 {
+			break
+		}
+		f.take(t, tid, ws)
+	}
+	vforkWait := map[int]bool{}
+	for _, o := range t.tasks {
+		if o.vforkParent != 0 {
+			vforkWait[o.vforkParent] = true
+		}
+	}
+	for tid, o := range t.tasks {
+		// Skipped: the caller; tasks whose stop is queued, or that a
+		// freeze stopped (in a stop: an interrupt would not be reported
+		// until after the next resume); children before their first stop.
+		if tid == tk.tid || o.held > 0 || !o.attached || t.frozen.in[tid] {
+			continue
+		}
+		if err := unix.PtraceInterrupt(tid); err != nil {
+			if err == unix.ESRCH {
+				continue // exiting: wait4 reports it
+			}
+			return f, os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_INTERRUPT) pid %d", tid), err)
+		}
+		if !vforkWait[tid] {
+			f.waiting[tid] = true
+		}
+	}
+	start := time.Now()
+	check := start.Add(time.Millisecond)
+	for len(f.waiting) > 0 && !f.gone && !t.dying.Load() {
+		tid, ws, err := pollUntil(check)
+		if err != nil {
+			return f, err
+		}
+		if tid != 0 {
+			f.take(t, tid, ws)
+			continue
+		}
+		// Slow to stop: a thread group leader that is a zombie while its
+		// other threads run never reports a stop; a task in an
+		// uninterruptible sleep stops only when it wakes.
+		for x := range f.waiting {
+			if st := procState(x); st == 'Z' || st == 'X' || st == 0 {
+				delete(f.waiting, x)
+			}
+		}
+		if time.Since(start) > freezeStuck {
+			for x := range f.waiting {
+				t.cfg.Log.Warn().Int("tid", x).Str("state", string(rune(procState(x)))).
+					Msg("task did not stop within the freeze bound; taken as frozen (it cannot run its own code before it stops)")
+			}
+			f.waiting = map[int]bool{}
+			break
+		}
+		check = time.Now().Add(time.Millisecond)
+	}
+	return f, nil
+}
+
+// take files a status reaped during a freeze.
+func (f *freezer) take(t *tracer, tid int, ws unix.WaitStatus) {
+	if tid == f.tk.tid {
+		// The caller was killed in its stop.
+		f.gone = true
+		t.queue(tid, ws)
+		return
+	}
+	delete(f.waiting, tid)
+	if o := t.tasks[tid]; o != nil && o.attached && o.held == 0 && stopEvent(ws) == unix.PTRACE_EVENT_STOP {
+		// The freeze's interrupt (or a group-stop): the loop would only
+		// resume it; the thaw does.
+		t.hold(tid)
+		return
+	}
+	t.queue(tid, ws)
+}
+
+// runFrozen runs the caller's allowed call to its end with the tree frozen.
+//
+// Precondition: f.tk is in its seccomp stop, its call allowed; the calling
+// goroutine is locked to the tracer thread.
+func (t *tracer) runFrozen(f *freezer) error {
+	tid := f.tk.tid
+	if f.gone || t.dying.Load() {
+		if err := t.thaw(); err != nil {
+			return err
+		}
+		return t.resume(tid, 0)
+	}
+	// The call runs, and stops at its syscall exit (the entry stop is
+	// behind us: since 4.8 the seccomp stop comes after it).
+	if err := unix.PtraceSyscall(tid, 0); err != nil {
+		if err == unix.ESRCH {
+			return t.thawIfDue()
+		}
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SYSCALL) pid %d", tid), err)
+	}
+	check := time.Now().Add(freezeBlocked)
+	for !t.dying.Load() {
+		x, ws, err := pollUntil(check)
+		if err != nil {
+			t.thaw()
+			return err
+		}
+		if x == tid {
+			if ws.Stopped() && ws.StopSignal() == unix.SIGTRAP|0x80 {
+				// The call has finished.
+				if err := t.resume(tid, 0); err != nil {
+					return err
+				}
+				return t.thawIfDue()
+			}
+			// Killed, or another stop: the loop answers it.
+			t.queue(x, ws)
+			return t.thawIfDue()
+		}
+		if x != 0 {
+			f.take(t, x, ws)
+			continue
+		}
+		st := procState(tid)
+		if st == 0 {
+			return t.thaw() // gone, and its exit not reported to us
+		}
+		if st == 'S' {
+			// Blocked after its lookups (see the comment at the top):
+			// let the tree run; the loop answers its syscall-exit stop.
+			f.tk.inFlight = true
+			return t.thaw()
+		}
+		check = time.Now().Add(freezeBlocked)
+	}
+	return t.thaw()
+}
+
+// pollUntil waits for a status until deadline without blocking the tracer
+// in wait4 (which no timer could interrupt: Go's signal handlers restart
+// it): it polls, spinning first, then sleeping a little longer each time.
+// The sleeps are nanosleep(2) on this thread: time.Sleep on a locked thread
+// takes about 1 ms whatever is asked (measured: 10 µs asked, 814 µs slept;
+// nanosleep: 66 µs). (0, 0, nil) means none came.
+func pollUntil(deadline time.Time) (int, unix.WaitStatus, error) {
+	spinEnd := time.Now().Add(spinFor)
+	sleep := 10 * time.Microsecond
+	for {
+		tid, ws, err := wait4NoHang()
+		if err != nil || tid != 0 {
+			return tid, ws, err
+		}
+		now := time.Now()
+		if now.After(deadline) {
+			return 0, 0, nil
+		}
+		if now.Before(spinEnd) {
+			// The tasks we wait for need a CPU to reach their stops:
+			// yield this one rather than spin on it.
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			continue
+		}
+		ts := unix.NsecToTimespec(int64(sleep))
+		unix.Nanosleep(&ts, nil) // EINTR: poll again
+		if sleep < 200*time.Microsecond {
+			sleep *= 2
+		}
+	}
+}
+
+// wait4NoHang reaps one status of any task, or returns 0.
+func wait4NoHang() (int, unix.WaitStatus, error) {
+	var ws unix.WaitStatus
+	for {
+		tid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.ECHILD {
+			return 0, 0, nil
+		}
+		if err != nil {
+			return 0, 0, os.NewSyscallError("wait4", err)
+		}
+		if tid <= 0 {
+			return 0, 0, nil
+		}
+		return tid, ws, nil
+	}
+}
+
+// procState is the state letter of /proc/<tid>/stat, 0 when it is gone.
+func procState(tid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
+	if err != nil {
+		return 0
+	}
+	return statState(b)
+}
+
+// statState is the state letter of a /proc/<pid>/stat line: the field after
+// the command, which is in parentheses and may itself hold ") ".
+func statState(b []byte) byte {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == ')' {
+			if i+2 < len(b) {
+				return b[i+2]
+			}
+			return 0
+		}
+	}
+	return 0
+}

@@ -1,0 +1,400 @@
+package tracer
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+func TestFreezes(t *testing.T) {
+	w := uint64(unix.O_WRONLY | unix.O_CREAT | unix.O_TRUNC)
+	cases := []struct {
+		name         string
+		h            syscalls.Handler
+		call         string
+		flags        uint64
+		readsChecked bool
+		want         bool
+	}{
+		{"open for writing", syscalls.HOpen, "openat", w, false, true},
+		{"O_RDONLY|O_TRUNC writes", syscalls.HOpen, "openat", unix.O_TRUNC, false, true},
+		{"read-only open, reads free", syscalls.HOpen, "openat", unix.O_RDONLY, false, false},
+		{"read-only open, reads checked", syscalls.HOpen, "openat", unix.O_RDONLY, true, true},
+		{"creat has no flags argument", syscalls.HOpen, "creat", 0, false, true},
+		{"rename", syscalls.HPath, "renameat2", 0, false, true},
+		{"fchmod: the fd table", syscalls.HFdMeta, "fchmod", 0, false, true},
+		{"ioctl", syscalls.HIoctl, "ioctl", 0, false, true},
+		{"sendmsg: msghdr in memory", syscalls.HSocket, "sendmsg", 0, false, true},
+		{"F_SETOWN_EX: f_owner_ex in memory", syscalls.HSetOwn, "fcntl", 0, false, true},
+		{"pidfd_send_signal: the fd table", syscalls.HSignal, "pidfd_send_signal", 0, false, true},
+		{"kill: registers only", syscalls.HSignal, "kill", 0, false, false},
+		{"exec: checked again at the exec event", syscalls.HExec, "execve", 0, false, false},
+		{"clone: registers only", syscalls.HClone, "clone", 0, false, false},
+		{"prlimit64: registers only", syscalls.HProcess, "prlimit64", 0, false, false},
+		{"forbidden: never allowed", syscalls.HForbidden, "ptrace", 0, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := freezes(c.h, c.call, c.flags, c.readsChecked); got != c.want {
+				t.Errorf("freezes(%v, %s, %#x, %v) = %v, want %v", c.h, c.call, c.flags, c.readsChecked, got, c.want)
+			}
+		})
+	}
+}
+
+func TestStopEvent(t *testing.T) {
+	stop := func(sig, ev int) unix.WaitStatus { return unix.WaitStatus(0x7f | sig<<8 | ev<<16) }
+	cases := []struct {
+		name string
+		ws   unix.WaitStatus
+		want int
+	}{
+		{"interrupt or first stop", stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_STOP), unix.PTRACE_EVENT_STOP},
+		{"group-stop reports the stop signal", stop(int(unix.SIGSTOP), unix.PTRACE_EVENT_STOP), unix.PTRACE_EVENT_STOP},
+		{"seccomp", stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_SECCOMP), unix.PTRACE_EVENT_SECCOMP},
+		{"syscall stop", stop(int(unix.SIGTRAP)|0x80, 0), 0},
+		{"signal-delivery stop", stop(int(unix.SIGUSR1), 0), 0},
+		{"exited", unix.WaitStatus(3 << 8), 0},
+		{"killed", unix.WaitStatus(unix.SIGKILL), 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := stopEvent(c.ws); got != c.want {
+				t.Errorf("stopEvent(%#x) = %d, want %d", uint32(c.ws), got, c.want)
+			}
+		})
+	}
+}
+
+func TestStatState(t *testing.T) {
+	cases := []struct {
+		name, line string
+		want       byte
+	}{
+		{"running", "42 (python3) R 1 42 42 0", 'R'},
+		{"tracing stop", "42 (python3) t 1 42", 't'},
+		{"parenthesis in the name", "42 (a) S (b)) D 1 42", 'D'},
+		{"zombie", "42 (x) Z 1", 'Z'},
+		{"truncated", "42 (x)", 0},
+		{"garbage", "", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := statState([]byte(c.line)); got != c.want {
+				t.Errorf("statState(%q) = %q, want %q", c.line, got, c.want)
+			}
+		})
+	}
+	if st := procState(os.Getpid()); st != 'R' && st != 'S' {
+		t.Errorf("procState(self) = %q", st)
+	}
+}
+
+// noTid is a tid no process has (above PID_MAX_LIMIT): ptrace says ESRCH,
+// which resume treats as "gone".
+const noTid = 1 << 23
+
+func TestBacklogAndFrozenSet(t *testing.T) {
+	tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
+	a := tr.addTask(noTid, noTid)
+	b := tr.addTask(noTid+1, noTid)
+	seccomp := unix.WaitStatus(0x7f | int(unix.SIGTRAP)<<8 | unix.PTRACE_EVENT_SECCOMP<<16)
+
+	t.Run("queue keeps the kernel's order and counts per task", func(t *testing.T) {
+		tr.queue(a.tid, seccomp)
+		tr.queue(noTid+2, 0) // not known yet: a child's first stop
+		tr.queue(a.tid, unix.WaitStatus(unix.SIGKILL))
+		if a.held != 2 || b.held != 0 {
+			t.Fatalf("held a=%d b=%d", a.held, b.held)
+		}
+		var got []int
+		for len(tr.backlog) > 0 {
+			got = append(got, tr.unqueue().tid)
+		}
+		if want := []int{noTid, noTid + 2, noTid}; !equalInts(got, want) {
+			t.Fatalf("order %v, want %v", got, want)
+		}
+		if a.held != 0 {
+			t.Fatalf("held a=%d after unqueue", a.held)
+		}
+	})
+	t.Run("a task is held once", func(t *testing.T) {
+		tr.hold(a.tid)
+		tr.hold(a.tid)
+		tr.hold(b.tid)
+		if n := len(tr.frozen.tids); n != 2 || len(tr.frozen.in) != 2 {
+			t.Fatalf("frozen %v", tr.frozen.tids)
+		}
+	})
+	t.Run("stays frozen while stops are queued, within freezeHold", func(t *testing.T) {
+		tr.queue(b.tid, seccomp)
+		if err := tr.thawIfDue(); err != nil || tr.frozen == nil {
+			t.Fatalf("thawed early: %v %v", err, tr.frozen)
+		}
+		tr.frozen.since = time.Now().Add(-2 * freezeHold)
+		if err := tr.thawIfDue(); err != nil || tr.frozen != nil {
+			t.Fatalf("not thawed after freezeHold: %v %v", err, tr.frozen)
+		}
+		tr.unqueue()
+	})
+	t.Run("thawed when nothing is queued", func(t *testing.T) {
+		tr.hold(a.tid)
+		if err := tr.thawIfDue(); err != nil || tr.frozen != nil {
+			t.Fatalf("not thawed: %v %v", err, tr.frozen)
+		}
+	})
+	t.Run("thawed at once when the tree is dying", func(t *testing.T) {
+		tr.hold(a.tid)
+		tr.queue(b.tid, seccomp)
+		tr.dying.Store(true)
+		if err := tr.thawIfDue(); err != nil || tr.frozen != nil {
+			t.Fatalf("not thawed: %v %v", err, tr.frozen)
+		}
+	})
+}
+
+func mustPolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	p, err := policy.New(policy.Config{WriteRoots: []string{t.TempDir()}, Scratch: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// A single-task tree never freezes; a threaded one does for its writes;
+// audit mode never does.
+func TestFreezeOnlyWithOtherTasks(t *testing.T) {
+	needPython(t)
+	single := `
+for i in range(20):
+    open("f%d" % i, "w").write("x")
+print("ok")
+`
+	threaded := `
+import threading
+def w(k):
+    for i in range(20):
+        open("t%d-%d" % (k, i), "w").write("x")
+ts = [threading.Thread(target=w, args=(k,)) for k in range(3)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print("ok")
+`
+	cases := []struct {
+		name   string
+		script string
+		audit  bool
+		frozen bool
+	}{
+		{"single task", single, false, false},
+		{"threads", threaded, false, true},
+		{"threads, audit mode", threaded, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := runTraced(t, t.TempDir(), func(pc *policy.Config, _ *Config) {
+				if c.audit {
+					pc.Mode = policy.Audit
+				}
+			}, python, "-c", c.script)
+			if o.err != nil || o.stdout != "ok\n" {
+				t.Fatalf("err %v stdout %q stderr %q", o.err, o.stdout, o.stderr)
+			}
+			if (o.res.Freezes > 0) != c.frozen {
+				t.Errorf("%d freezes, want frozen=%v", o.res.Freezes, c.frozen)
+			}
+		})
+	}
+}
+
+// Exits, clones, vfork, signals and the timeout while calls are frozen: no
+// task is left stopped, the run ends, nothing waits for the freeze bound.
+func TestFreezeLifecycle(t *testing.T) {
+	needPython(t)
+	cases := []struct {
+		name    string
+		script  string
+		timeout time.Duration
+		check   func(t *testing.T, o runOut)
+	}{
+		{"exit_group while other threads are frozen", `
+import os, threading, time
+def w(k):
+    i = 0
+    while True:
+        open("w%d" % k, "w").write(str(i)); i += 1
+for k in range(3):
+    threading.Thread(target=w, args=(k,), daemon=True).start()
+time.sleep(0.3)
+os._exit(7)
+`, 0, func(t *testing.T, o runOut) {
+			if o.res.ExitCode != 7 || o.res.Freezes == 0 {
+				t.Errorf("exit %d, %d freezes", o.res.ExitCode, o.res.Freezes)
+			}
+		}},
+		{"timeout during freezes", `
+import threading
+def w(k):
+    i = 0
+    while True:
+        open("w%d" % k, "w").write(str(i)); i += 1
+for k in range(3):
+    threading.Thread(target=w, args=(k,)).start()
+`, 700 * time.Millisecond, func(t *testing.T, o runOut) {
+			if !o.res.TimedOut {
+				t.Errorf("not timed out: %+v", o.res)
+			}
+		}},
+		{"clones, forks and signals during freezes", `
+import os, threading, signal
+signal.signal(signal.SIGUSR1, lambda *a: None)
+def w(k, n):
+    for i in range(n):
+        open("c%d-%d" % (k, i), "w").write("x")
+        if i % 10 == 0:
+            os.kill(os.getpid(), signal.SIGUSR1)
+ts = []
+for k in range(12):
+    t = threading.Thread(target=w, args=(k, 30)); t.start(); ts.append(t)
+    if k % 4 == 0:
+        pid = os.fork()
+        if pid == 0:
+            w(100 + k, 20)
+            os._exit(0)
+        os.waitpid(pid, 0)
+[t.join() for t in ts]
+print(len([n for n in os.listdir(".") if n.startswith("c")]))
+`, 0, func(t *testing.T, o runOut) {
+			if o.stdout != "420\n" || o.res.ExitCode != 0 {
+				t.Errorf("stdout %q exit %d stderr %q", o.stdout, o.res.ExitCode, o.stderr)
+			}
+		}},
+		{"job control: SIGSTOP to the tree while calls are frozen", `
+import os, threading, signal
+def w(k):
+    for i in range(200):
+        open("s%d" % k, "w").write(str(i))
+ts = [threading.Thread(target=w, args=(k,)) for k in range(3)]
+[t.start() for t in ts]
+for i in range(5):
+    os.kill(os.getpid(), signal.SIGSTOP)
+    os.kill(os.getpid(), signal.SIGCONT)
+[t.join() for t in ts]
+print("ok")
+`, 0, func(t *testing.T, o runOut) {
+			// A traced tree is not stopped by job control (group-stops,
+			// PTRACE_EVENT_STOP when seized, are resumed), as before.
+			if o.stdout != "ok\n" || o.res.ExitCode != 0 {
+				t.Errorf("stdout %q exit %d stderr %q", o.stdout, o.res.ExitCode, o.stderr)
+			}
+		}},
+		{"vfork parent is not waited for", `
+import subprocess, threading
+stop = False
+def w():
+    i = 0
+    while not stop:
+        open("v", "w").write(str(i)); i += 1
+t = threading.Thread(target=w); t.start()
+for i in range(15):
+    subprocess.run(["/bin/true"], check=True)
+stop = True
+t.join()
+print("ok")
+`, 0, func(t *testing.T, o runOut) {
+			if o.stdout != "ok\n" || o.res.Wall > 10*time.Second {
+				t.Errorf("stdout %q wall %v stderr %q", o.stdout, o.res.Wall, o.stderr)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logb bytes.Buffer
+			start := time.Now()
+			o := runTraced(t, t.TempDir(), func(pc *policy.Config, cfg *Config) {
+				cfg.Timeout = c.timeout
+				cfg.Log = zerolog.New(&logb)
+				if tp, err := filepath.EvalSymlinks("/bin/true"); err == nil {
+					pc.AllowExec = append(pc.AllowExec, tp)
+				}
+			}, python, "-c", c.script)
+			if o.err != nil {
+				t.Fatalf("err %v stderr %q", o.err, o.stderr)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("run took %v", d)
+			}
+			if strings.Contains(logb.String(), "did not stop") {
+				t.Errorf("a task hit the freeze bound:\n%s", logb.String())
+			}
+			c.check(t, o)
+		})
+	}
+}
+
+// A checked call left to finish unfrozen because it blocked (a FIFO open
+// waiting for its reader) is interrupted by the next freeze; its restart
+// goes through seccomp again, so it is checked again, and the rendezvous
+// still happens.
+func TestBlockedCallCheckedAgainAfterInterrupt(t *testing.T) {
+	needPython(t)
+	script := `
+import os, threading, time
+os.mkfifo("fifo")
+def reader():
+    time.sleep(0.4)
+    with open("fifo", "rb") as f:
+        f.read()
+def other():
+    for i in range(40):
+        open("o%d" % i, "w").write("x")
+        time.sleep(0.005)
+ts = [threading.Thread(target=reader), threading.Thread(target=other)]
+[t.start() for t in ts]
+with open("fifo", "wb") as f:
+    f.write(b"x")
+[t.join() for t in ts]
+print("ok")
+`
+	sbx, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(sbx, "fifo")
+	o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.TraceAll = true }, python, "-c", script)
+	if o.err != nil || o.stdout != "ok\n" {
+		t.Fatalf("err %v stdout %q stderr %q", o.err, o.stdout, o.stderr)
+	}
+	checks := 0
+	for _, e := range o.events {
+		if len(e.Paths) > 0 && e.Paths[0].Resolved == fifo && e.Flags != "" && strings.Contains(e.Flags, "O_WRONLY") {
+			checks++
+		}
+	}
+	if checks < 2 {
+		t.Errorf("the blocked FIFO open was checked %d times, want it checked again after each interrupt", checks)
+	}
+	t.Logf("FIFO open for writing checked %d times, %d freezes", checks, o.res.Freezes)
+}
