@@ -104,13 +104,13 @@ func (t *tracer) seccompStop(tk *task) error {
 			ev.Decision, ev.Errno = report.Audit, ""
 			ev.Reason = strings.Replace(ev.Reason, "so the call is denied to be safe", "which enforce mode denies to be safe", 1)
 			t.record(ev, true)
-			return t.resume(tid, 0)
+			return t.release(fr, tid, true)
 		}
 		t.record(ev, false)
 		if err := t.deny(tid, c.fail); err != nil {
 			return err
 		}
-		return t.resume(tid, 0)
+		return t.release(fr, tid, false)
 	case c.fail != 0:
 		// The kernel would fail this call the same way before touching
 		// anything (a missing directory, a bad fd or pointer): not a denial.
