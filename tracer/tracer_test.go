@@ -388,9 +388,13 @@ func TestUnresolvableAndFailedCalls(t *testing.T) {
 		audit  bool
 		exists bool
 		dec    string
+		script string
 	}{
-		{"enforce", false, false, report.Deny},
-		{"audit", true, true, report.Audit},
+		{"enforce", false, false, report.Deny, ""},
+		{"audit", true, true, report.Audit, ""},
+		// Two tasks (a forked subshell counting): the call is checked under
+		// a freeze, and the tree goes on after the denial.
+		{"enforce-frozen", false, false, report.Deny, "( i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done ) & "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sbx := t.TempDir()
@@ -398,7 +402,7 @@ func TestUnresolvableAndFailedCalls(t *testing.T) {
 				if tc.audit {
 					pc.Mode = policy.Audit
 				}
-			}, "/bin/sh", "-c", "echo x > unresolvable.txt; echo x > missing-dir/f.txt; true")
+			}, "/bin/sh", "-c", tc.script+"echo x > unresolvable.txt; echo x > missing-dir/f.txt; wait")
 			if o.err != nil {
 				t.Fatal(o.err)
 			}
