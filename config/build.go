@@ -58,6 +58,8 @@ type Plan struct {
 	// tree's PATH. The tracer lets the root process exec one of them right
 	// after the initial exec, as part of starting the command.
 	InitialChain []string
+	// NoFreeze: see Settings.NoFreeze.
+	NoFreeze bool
 	// Warnings are one-line hints for the operator (a pyenv shim as the
 	// command, say); the CLI prints them unless --quiet.
 	Warnings []string
@@ -233,6 +235,10 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 		return nil, usagef("--max-procs %d: must be 0 (unlimited) or more", s.MaxProcs)
 	}
 	p.MaxProcs = s.MaxProcs
+	p.NoFreeze = s.NoFreeze
+	if s.NoFreeze {
+		p.Warnings = append(p.Warnings, "no_freeze is set: checked calls of threaded or multi-process programs are not protected against races (a hostile program could rewrite a checked path between the check and its use); use it only for trusted code")
+	}
 	if s.CPUTime > 0 {
 		sec := uint64((time.Duration(s.CPUTime) + time.Second - 1) / time.Second)
 		// SIGXCPU at the soft limit, SIGKILL one second later.

@@ -43,6 +43,9 @@ type Settings struct {
 	LogLevel  string   `yaml:"log_level" json:"log_level,omitempty"`
 	LogFormat string   `yaml:"log_format" json:"log_format,omitempty"`
 	Quiet     bool     `yaml:"quiet" json:"quiet,omitempty"`
+	// NoFreeze turns off stopping the rest of the tree while a checked call
+	// is in flight (the race hardening): for trusted, thread-heavy work.
+	NoFreeze bool `yaml:"no_freeze" json:"no_freeze,omitempty"`
 }
 
 // Duration is a time.Duration written as "90s", "5m" or a number of seconds.

@@ -66,6 +66,11 @@ func TestLoadFile(t *testing.T) {
 				}
 			}},
 		{"empty", "e.yaml", "", nil, func(t *testing.T, s *Settings) {}},
+		{"no-freeze", "f.yaml", "no_freeze: true\n", nil, func(t *testing.T, s *Settings) {
+			if !s.NoFreeze {
+				t.Fatalf("%+v", s)
+			}
+		}},
 		{"unknown-yaml", "u.yaml", "write: [/a]\nwirte: [/b]\n", []string{"u.yaml", `unknown key "wirte"`, "line 2"}, nil},
 		{"unknown-json", "u.json", `{"wirte": 1}`, []string{"u.json", `unknown key "wirte"`}, nil},
 		{"bad-size", "b.yaml", "memory: lots\n", []string{"b.yaml", `invalid size "lots"`}, nil},
@@ -131,6 +136,13 @@ func TestBuild(t *testing.T) {
 	}
 	if p.Policy.RuntimeRoots == nil {
 		t.Errorf("--read given but no runtime roots")
+	}
+	if p.NoFreeze || len(p.Warnings) != 0 {
+		t.Errorf("no_freeze %v, warnings %q by default", p.NoFreeze, p.Warnings)
+	}
+	if p, err := Build(&Settings{Write: []string{sbx}, NoFreeze: true}, []string{"true"}, env); err != nil ||
+		!p.NoFreeze || len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "no_freeze") {
+		t.Errorf("no_freeze: %v %+v", err, p)
 	}
 
 	for _, tc := range []struct {

@@ -130,7 +130,10 @@ type Counts struct {
 	// Failed calls were failed as the kernel itself would have failed them
 	// (a missing directory on the path, a bad fd or pointer, a name too
 	// long), without a policy decision: not denials.
-	Failed       int `json:"failed"`
+	Failed int `json:"failed"`
+	// Freezes counts the checked calls that ran with the rest of the tree
+	// stopped (the race hardening; 0 for a single-task tree).
+	Freezes      int `json:"freezes"`
 	Audited      int `json:"audited"`
 	KilledAtExit int `json:"killed_at_exit"`
 }
@@ -152,7 +155,9 @@ type Report struct {
 	PeakRSSKB        int64         `json:"peak_rss_kb"`
 	TracerPeakRSSKB  int64         `json:"tracer_peak_rss_kb"`
 	Counts           Counts        `json:"counts"`
-	Denials          []Event       `json:"denials"`
+	// NoFreeze is set when the operator turned the race hardening off.
+	NoFreeze bool    `json:"no_freeze,omitempty"`
+	Denials  []Event `json:"denials"`
 	// DenialsDropped counts denials past the report's cap (the counts stay exact).
 	DenialsDropped int      `json:"denials_dropped,omitempty"`
 	ScratchLeft    []string `json:"scratch_left"`

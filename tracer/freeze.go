@@ -134,7 +134,7 @@ func freezes(h syscalls.Handler, name string, openFlags uint64, readsChecked boo
 //
 // Precondition: t.regs holds c's registers.
 func (t *tracer) needsFreeze(c *call) bool {
-	if t.audit || len(t.tasks) < 2 {
+	if t.audit || t.cfg.NoFreeze || len(t.tasks) < 2 {
 		return false
 	}
 	var flags uint64

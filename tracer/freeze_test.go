@@ -203,21 +203,24 @@ ts = [threading.Thread(target=w, args=(k,)) for k in range(3)]
 print("ok")
 `
 	cases := []struct {
-		name   string
-		script string
-		audit  bool
-		frozen bool
+		name     string
+		script   string
+		audit    bool
+		noFreeze bool
+		frozen   bool
 	}{
-		{"single task", single, false, false},
-		{"threads", threaded, false, true},
-		{"threads, audit mode", threaded, true, false},
+		{"single task", single, false, false, false},
+		{"threads", threaded, false, false, true},
+		{"threads, audit mode", threaded, true, false, false},
+		{"threads, NoFreeze", threaded, false, true, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			o := runTraced(t, t.TempDir(), func(pc *policy.Config, _ *Config) {
+			o := runTraced(t, t.TempDir(), func(pc *policy.Config, cfg *Config) {
 				if c.audit {
 					pc.Mode = policy.Audit
 				}
+				cfg.NoFreeze = c.noFreeze
 			}, python, "-c", c.script)
 			if o.err != nil || o.stdout != "ok\n" {
 				t.Fatalf("err %v stdout %q stderr %q", o.err, o.stdout, o.stderr)

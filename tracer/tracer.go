@@ -67,6 +67,11 @@ type Config struct {
 	ExtraFiles []*os.File
 	Log        zerolog.Logger
 
+	// NoFreeze turns off the race hardening (freeze.go): checked calls of a
+	// tree with several tasks then run while the other tasks go on, which
+	// is faster for threaded programs that write many files but lets a
+	// hostile program race the check. Operators opt in with --no-freeze.
+	NoFreeze bool
 	// MaxDenials caps Result.Denials (0: 10000). Counts stay exact.
 	MaxDenials int
 }
@@ -408,6 +413,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		PeakRSSKB: children.Maxrss,
 		Freezes:   t.freezes,
 	}
+	r.Counts.Freezes = t.freezes
 	t.liveMu.Lock()
 	r.TimedOut, r.Interrupted = t.timedOut, t.interrupted
 	t.liveMu.Unlock()

@@ -122,6 +122,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default warn)"},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no notices on stderr (the report still has everything)"},
+		&cli.BoolFlag{Name: "no-freeze", Usage: "do not stop the rest of the tree while a checked call runs: faster for threaded programs that write many files, but a hostile program can race the checks (trusted code only)"},
 	}
 }
 
@@ -159,6 +160,9 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 	str("trace", &s.Trace)
 	str("log-level", &s.LogLevel)
 	str("log-format", &s.LogFormat)
+	if c.IsSet("no-freeze") {
+		s.NoFreeze = c.Bool("no-freeze")
+	}
 	if c.IsSet("quiet") {
 		s.Quiet = c.Bool("quiet")
 	}
@@ -337,7 +341,7 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 
 	tcfg := &tracer.Config{
 		Path: plan.Path, Argv: plan.Argv, Env: plan.Env, Dir: plan.Cwd, Policy: pol,
-		Timeout: plan.Timeout, MaxProcs: plan.MaxProcs, TraceAll: s.Trace != "", InitialChain: plan.InitialChain,
+		Timeout: plan.Timeout, MaxProcs: plan.MaxProcs, TraceAll: s.Trace != "", InitialChain: plan.InitialChain, NoFreeze: plan.NoFreeze,
 		OnEvent: onEvent, Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: log,
 	}
 	for _, r := range plan.Rlimits {
@@ -369,6 +373,7 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		rep.CPUSystemSeconds = res.CPUSystem.Seconds()
 		rep.PeakRSSKB = res.PeakRSSKB
 		rep.Counts = res.Counts
+		rep.NoFreeze = plan.NoFreeze
 		rep.Denials = res.Denials
 		rep.DenialsDropped = res.Dropped
 		rep.ScratchLeft = res.ScratchLeft

@@ -127,6 +127,9 @@ func serverOptions(c *cli.Context, stderr io.Writer, cmd string) (server.Options
 	if s.Timeout > 0 && !c.IsSet("exec-timeout") {
 		o.ExecTimeout = time.Duration(s.Timeout)
 	}
+	if s.NoFreeze {
+		log.Warn().Msg("no_freeze is set: checked calls of threaded or multi-process code are not protected against races; use it only for trusted code")
+	}
 	for _, k := range unusedByServer(s) {
 		log.Warn().Str("policy", c.String("policy")).Str("key", k).
 			Msgf("policy key %q is not used by tracecell %s (denials are in each result and in this log); ignored", k, cmd)
