@@ -40,7 +40,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
 STRACE = ["strace", "-f", "--seccomp-bpf", "-e", "trace=%file,%process,%network",
           "-o", "/dev/null"]
-MODES = ("bare", "tracecell", "strace")
+MODES = ("bare", "tracecell", "nofreeze", "strace")
+# nofreeze is tracecell with --no-freeze: what the race hardening (stopping
+# the rest of the tree during a checked call) costs threaded programs.
+MODE_LABELS = {"nofreeze": "tracecell --no-freeze"}
 
 # Variables tracecell passes through from its own environment (config.KeptEnv
 # plus LC_*); the bare and strace runs get exactly the same environment.
@@ -209,6 +212,8 @@ class Bench:
             return STRACE + argv
         cmd = [self.tc, "run", "--quiet", "--write", wd, "--report", report,
                "--env", "PYTHONDONTWRITEBYTECODE=1"]
+        if mode == "nofreeze":
+            cmd.append("--no-freeze")
         for prog in wl.allow_exec:
             cmd += ["--allow-exec", prog]
         return cmd + ["--"] + argv
@@ -466,6 +471,13 @@ def evaluate(results, modes):
                         "MISS" if slower or not ok else "PASS",
                         ("not faster on: " + ", ".join(slower)) if slower else
                         f"all {len(ok)} workloads"))
+    if "strace" in modes and "nofreeze" in modes:
+        slower = [r["name"] for r in ok
+                  if r["nofreeze"]["median_ms"] >= r["strace"]["median_ms"]]
+        targets.append(("(for comparison) tracecell --no-freeze faster than strace on every workload",
+                        "MISS" if slower or not ok else "PASS",
+                        ("not faster on: " + ", ".join(slower)) if slower else
+                        f"all {len(ok)} workloads"))
     return targets
 
 
@@ -504,7 +516,7 @@ def markdown(results, info, targets, modes, elapsed, rss_source):
     head = ["workload"]
     if "tracecell" in modes:
         head.append("checked calls")
-    head += [f"{m} ms" + (" (ratio)" if m != "bare" else "") for m in modes]
+    head += [f"{MODE_LABELS.get(m, m)} ms" + (" (ratio)" if m != "bare" else "") for m in modes]
     if "tracecell" in modes:
         head.append("tracer RSS MB")
     L.append("| " + " | ".join(head) + " |")
@@ -571,8 +583,9 @@ def parse_args(argv):
                    help="smoke test: 1 run, no warm-up, scale 0.2, results to quick.md")
     p.add_argument("--scale", type=float, default=None,
                    help="workload size factor (default 1; 0.2 with --quick)")
-    p.add_argument("--modes", default="bare,tracecell,strace",
-                   help="comma-separated subset of bare,tracecell,strace (bare first)")
+    p.add_argument("--modes", default="bare,tracecell,nofreeze,strace",
+                   help="comma-separated subset of bare,tracecell,nofreeze,strace (bare first;"
+                        " nofreeze is tracecell --no-freeze)")
     p.add_argument("--only", default="", help="comma-separated workload names")
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--tmpfs-dir", default="/dev/shm")
@@ -596,7 +609,7 @@ def parse_args(argv):
     a.warmup = not a.quick
     if a.runs < 1:
         p.error("--runs must be at least 1")
-    if "tracecell" in a.modes:
+    if "tracecell" in a.modes or "nofreeze" in a.modes:
         if not a.tracecell:
             p.error("--tracecell BIN is required (or leave tracecell out of --modes)")
         if not os.access(a.tracecell, os.X_OK):

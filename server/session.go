@@ -241,7 +241,8 @@ func (p *pool) startOne() {
 	if err != nil {
 		closed := p.closed
 		p.mu.Unlock()
-		if !closed {
+		// A start cut short by the shutdown is not an error worth a line.
+		if !closed && p.s.ctx.Err() == nil {
 			p.s.log.Error().Err(err).Msg("pool: could not pre-start a worker; sessions will start theirs on demand")
 		}
 		return // no retry loop: the next take refills
