@@ -428,3 +428,62 @@ func TestToken(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserRequests: a web page must not reach any route of the MCP port
+// (the session API on it runs code and copies host files) through DNS
+// rebinding (a Host that is not loopback) or a cross-site request.
+func TestBrowserRequests(t *testing.T) {
+	e := newTestEnv(t, nil)
+	hs := httptest.NewServer(e.m.Handler())
+	t.Cleanup(hs.Close)
+	_, port, _ := strings.Cut(strings.TrimPrefix(hs.URL, "http://"), ":")
+	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, tc := range []struct {
+		name, method, path, host, origin, ctype, body string
+		want                                          int
+	}{
+		{"api rebinding", "GET", "/v1/sessions", "evil.example:" + port, "", "", "", 403},
+		{"api rebinding one-shot", "POST", "/v1/execute", "evil.example:" + port, "", "application/json", `{"code":"1"}`, 403},
+		{"api cross-site text/plain", "POST", "/v1/sessions", "", "http://evil.example", "text/plain", `{"id":"x"}`, 403},
+		{"sse rebinding", "GET", "/sse", "evil.example:" + port, "", "", "", 403},
+		{"mcp rebinding", "POST", "/mcp", "evil.example:" + port, "", "application/json", initBody, 403},
+		{"mcp cross-site", "POST", "/mcp", "", "http://evil.example", "application/json", initBody, 403},
+		{"sse message cross-site", "POST", "/sse?sessionid=x", "", "http://evil.example", "application/json", "{}", 403},
+		{"api loopback", "GET", "/v1/sessions", "localhost:" + port, "", "", "", 200},
+		{"mcp loopback", "POST", "/mcp", "127.0.0.1:" + port, "", "application/json", initBody, 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rd io.Reader
+			if tc.body != "" {
+				rd = strings.NewReader(tc.body)
+			}
+			req, _ := http.NewRequest(tc.method, hs.URL+tc.path, rd)
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.path == "/sse" && resp.StatusCode == 200 {
+				resp.Body.Close() // an open event stream
+				t.Fatalf("status 200, want %d", tc.want)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("status %d %s, want %d", resp.StatusCode, b, tc.want)
+			}
+		})
+	}
+	if got := sessions(t, e); len(got) != 0 {
+		t.Fatalf("sessions made by refused requests: %v", got)
+	}
+}

@@ -163,7 +163,9 @@ func (s *Server) OpenFile(id, rel string) (*os.File, os.FileInfo, error) {
 	return openSandboxFile(ss.sandbox, rel)
 }
 
-// Authorize wraps h with the bearer-token check of the HTTP API (when a
-// token is configured), so that another front door served by Run is
-// guarded the same way.
+// Authorize wraps h with the guards of the HTTP API: requests a web page
+// could make a browser send are refused (a Host that is not loopback on a
+// loopback listener: DNS rebinding; a cross-site state-changing request),
+// and the bearer token is required when one is configured. Another front
+// door served by Run is thus guarded the same way.
 func (s *Server) Authorize(h http.Handler) http.Handler { return s.auth(h) }

@@ -55,9 +55,14 @@ func (s *Server) Handler() http.Handler {
 	return s.auth(mux)
 }
 
-// auth requires the bearer token (when one is configured) on everything
-// but GET /healthz.
+// auth refuses requests a web page could make a browser send (browserGuard),
+// and requires the bearer token (when one is configured) on everything but
+// GET /healthz.
 func (s *Server) auth(next http.Handler) http.Handler {
+	return browserGuard(s.tokenCheck(next))
+}
+
+func (s *Server) tokenCheck(next http.Handler) http.Handler {
 	if s.opts.Token == "" {
 		return next
 	}

@@ -664,3 +664,63 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestBrowserRequestsRefused: a web page must not drive a loopback server,
+// neither through DNS rebinding (its own host name resolving to 127.0.0.1:
+// the Host header names it) nor by a cross-site POST a browser sends without
+// a preflight (text/plain). Clients that are not browsers send no Origin.
+func TestBrowserRequestsRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("a")
+	_, port, _ := strings.Cut(strings.TrimPrefix(e.hs.URL, "http://"), ":")
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   map[string]string
+		status                   int
+		code                     string
+	}{
+		{"rebinding GET", "GET", "/v1/sessions", "", map[string]string{"Host": "evil.example:" + port}, 403, "forbidden_host"},
+		{"rebinding POST", "POST", "/v1/sessions/a/execute", `{"code":"1"}`, map[string]string{"Host": "evil.example:" + port}, 403, "forbidden_host"},
+		{"rebinding no port", "GET", "/v1/sessions/a/files", "", map[string]string{"Host": "evil.example"}, 403, "forbidden_host"},
+		{"rebinding localhost suffix", "GET", "/v1/sessions", "", map[string]string{"Host": "localhost.evil.example:" + port}, 403, "forbidden_host"},
+		{"cross-site POST", "POST", "/v1/sessions/a/execute", `{"code":"1"}`, map[string]string{"Origin": "http://evil.example", "Content-Type": "text/plain"}, 403, "cross_origin"},
+		{"cross-site Sec-Fetch-Site", "POST", "/v1/execute", `{"code":"1"}`, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403, "cross_origin"},
+		{"cross-site DELETE", "DELETE", "/v1/sessions/a", "", map[string]string{"Origin": "http://evil.example"}, 403, "cross_origin"},
+		{"localhost", "GET", "/v1/sessions", "", map[string]string{"Host": "localhost:" + port}, 200, ""},
+		{"LOCALHOST", "GET", "/v1/sessions", "", map[string]string{"Host": "LOCALHOST:" + port}, 200, ""},
+		{"127.0.0.1", "POST", "/v1/sessions/a/execute", `{"code":"1"}`, map[string]string{"Host": "127.0.0.1:" + port}, 200, ""},
+		{"::1", "GET", "/v1/sessions", "", map[string]string{"Host": "[::1]:" + port}, 200, ""},
+		{"same origin POST", "POST", "/v1/sessions/a/execute", `{"code":"1"}`, map[string]string{"Origin": "http://127.0.0.1:" + port}, 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rd io.Reader
+			if tc.body != "" {
+				rd = strings.NewReader(tc.body)
+			}
+			req, _ := http.NewRequest(tc.method, e.hs.URL+tc.path, rd)
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			if h := tc.header["Host"]; h != "" {
+				req.Host = h
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("%d %s, want %d", resp.StatusCode, b, tc.status)
+			}
+			if tc.code != "" {
+				if code, _ := errCode(t, b); code != tc.code {
+					t.Fatalf("code %s, want %s", code, tc.code)
+				}
+			}
+		})
+	}
+	if st, _ := e.do("GET", "/v1/sessions/a", ""); st != 200 {
+		t.Fatalf("the cross-site DELETE was not refused: the session is gone (%d)", st)
+	}
+}
