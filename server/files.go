@@ -46,6 +46,11 @@ func errf(status int, code, format string, a ...any) *apiError {
 }
 
 const maxCopyEntries = 100000
+
+// copyTestHook, when set by a test, runs between the policy check of a
+// copy's source and the copy itself.
+var copyTestHook func()
+
 const maxListEntries = 10000
 
 // sandboxRel turns a client path into components below the sandbox. An
@@ -444,6 +449,10 @@ func (s *Server) copyIn(sandbox string, req copyRequest) (*copyReport, error) {
 		return nil, errf(413, "copy_too_large", "source %s is %d bytes, more than the server's copy limit of %d bytes (--max-copy-size); nothing was copied", real, total, s.opts.MaxCopySize)
 	}
 
+	if copyTestHook != nil {
+		copyTestHook()
+	}
+
 	// Write.
 	root, err := openRoot(sandbox)
 	if err != nil {
@@ -527,14 +536,38 @@ func partial(err error, rep *copyReport) error {
 	return err
 }
 
-// copyFile copies the regular file src (not followed if it became a
-// symlink) to name in dirfd via a temporary file and a rename, writing at
+// openResolved opens for reading the file at the absolute path p, which
+// was resolved (no symlink on it) when the policy allowed it: each
+// directory is opened with O_NOFOLLOW relative to its parent's descriptor,
+// so a component swapped for a symlink since then gives ELOOP or ENOTDIR
+// instead of leading the open somewhere the policy did not see (a plain
+// open follows symlinks in every component but the last).
+func openResolved(p string) (int, error) {
+	comps := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	dir, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, c := range comps[:len(comps)-1] {
+		next, err := unix.Openat(dir, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dir)
+		if err != nil {
+			return -1, err
+		}
+		dir = next
+	}
+	defer unix.Close(dir)
+	return unix.Openat(dir, comps[len(comps)-1], unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+}
+
+// copyFile copies the regular file src (not followed if it, or a directory
+// on its path, became a symlink) to name in dirfd via a temporary file and a rename, writing at
 // most budget bytes.
 func copyFile(src string, dirfd int, name string, mode os.FileMode, budget int64, shown string) (int64, error) {
-	sfd, err := unix.Open(src, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	sfd, err := openResolved(src)
 	if err != nil {
-		if err == unix.ELOOP {
-			return 0, errf(409, "source_changed", "source %s became a symbolic link; not followed", src)
+		if err == unix.ELOOP || err == unix.ENOTDIR {
+			return 0, errf(409, "source_changed", "source %s changed after the policy check (it or a directory on its path became a symbolic link or another type); not followed", src)
 		}
 		return 0, errf(403, "source_unreadable", "open source %s: %v", src, err)
 	}

@@ -724,3 +724,63 @@ func TestBrowserRequestsRefused(t *testing.T) {
 		t.Fatalf("the cross-site DELETE was not refused: the session is gone (%d)", st)
 	}
 }
+
+// TestCopySourceSwappedForSymlink: a directory on the source's path that
+// is replaced by a symlink after the policy check (whoever can write next to
+// the source: a shared --write root, /tmp) must not lead the copy into a
+// denied tree. The source's path is resolved before the check, so a symlink
+// met while opening it means the tree changed.
+func TestCopySourceSwappedForSymlink(t *testing.T) {
+	base := t.TempDir()
+	secret := filepath.Join(base, "secret")
+	shared := filepath.Join(base, "shared")
+	e := newEnv(t, func(o *Options) { o.Settings = config.Settings{DenyRead: []string{secret}} })
+	e.create("c")
+	sbx := e.sandboxOf("c")
+	for _, tc := range []struct {
+		name, source, swap string // swap: the directory replaced by a symlink to secret
+		file               bool
+	}{
+		{"file, parent swapped", "d1/f", "d1", true},
+		{"file, grandparent swapped", "d2/x/f", "d2", true},
+		{"tree, subdirectory swapped", "t3", "t3/sub", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.RemoveAll(secret)
+			os.MkdirAll(filepath.Join(secret, "x", "sub"), 0o755)
+			for _, p := range []string{"f", "x/f", "sub/f", "x/sub/f"} {
+				os.WriteFile(filepath.Join(secret, p), []byte("SECRET"), 0o600)
+			}
+			os.RemoveAll(shared)
+			for _, p := range []string{"d1/f", "d2/x/f", "t3/sub/f"} {
+				os.MkdirAll(filepath.Dir(filepath.Join(shared, p)), 0o755)
+				os.WriteFile(filepath.Join(shared, p), []byte("public"), 0o644)
+			}
+			swap := filepath.Join(shared, tc.swap)
+			copyTestHook = func() {
+				os.Rename(swap, swap+".old")
+				if err := os.Symlink(secret, swap); err != nil {
+					t.Error(err)
+				}
+			}
+			defer func() { copyTestHook = nil }()
+			dst := strings.ReplaceAll(tc.name, " ", "_")
+			st, b := e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q,"destination":%q}`, filepath.Join(shared, tc.source), dst))
+			filepath.Walk(filepath.Join(sbx, dst), func(p string, fi os.FileInfo, err error) error {
+				if err == nil && fi.Mode().IsRegular() {
+					if got, _ := os.ReadFile(p); string(got) == "SECRET" {
+						t.Errorf("a denied file was copied to %s (%d %s)", p, st, b)
+					}
+				}
+				return nil
+			})
+			if tc.file {
+				if code, _ := errCode(t, b); st != 409 || code != "source_changed" {
+					t.Fatalf("%d %s, want 409 source_changed", st, b)
+				}
+			} else if st != 200 || !strings.Contains(string(b), "source_changed") && !strings.Contains(string(b), "symbolic link") {
+				t.Fatalf("%d %s, want the swapped entry skipped", st, b)
+			}
+		})
+	}
+}
