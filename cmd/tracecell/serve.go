@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -162,6 +163,14 @@ func serverOptions(c *cli.Context, stderr io.Writer, cmd string) (server.Options
 		}
 		if st, err := os.Stat(f); err == nil && st.Mode().Perm()&0o077 != 0 {
 			log.Warn().Str("file", f).Msg("the token file is readable by other users; chmod 600 it")
+		}
+		// The code reads the host: it must not read the token (with it,
+		// whoever the code hands it to could drive this server).
+		if a, err := filepath.Abs(f); err == nil {
+			if r, err := filepath.EvalSymlinks(a); err == nil {
+				a = r
+			}
+			o.Settings.DenyRead = append(append([]string(nil), o.Settings.DenyRead...), a)
 		}
 	}
 	o.Starter = server.RealStarter(log)

@@ -64,3 +64,39 @@ func TestServePolicyRunKeys(t *testing.T) {
 		})
 	}
 }
+
+// The token file is never readable by the code the server runs (the code
+// reads the host, and with the token anyone it hands it to could drive the
+// server): it is added to deny_read.
+func TestServeTokenFileDenied(t *testing.T) {
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	if err := os.WriteFile(tok, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(tok, filepath.Join(dir, "link"))
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"absolute", []string{"--token-file", tok}},
+		{"through a symlink", []string{"--token-file", filepath.Join(dir, "link")}},
+		{"with a deny-read flag", []string{"--token-file", tok, "--deny-read", "/nonexistent"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _ := serverOptionsFor(t, tc.args...)
+			if o.Token != "s3cret" {
+				t.Fatalf("token %q", o.Token)
+			}
+			found := false
+			for _, d := range o.Settings.DenyRead {
+				if d == tok {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("deny_read %v does not hold the token file %s", o.Settings.DenyRead, tok)
+			}
+		})
+	}
+}
