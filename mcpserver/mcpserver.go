@@ -259,7 +259,10 @@ func (c *conn) sessionKey(req *mcp.CallToolRequest) (key, error) {
 	id := c.fallback
 	if req != nil && req.Session != nil {
 		if sid := req.Session.ID(); sid != "" {
-			id = idFor("mcp-" + sid)
+			// A digest: the Mcp-Session-Id lets its holder act in that MCP
+			// session, and session ids are listed by GET /v1/sessions.
+			sum := sha256.Sum256([]byte("mcp-session\x00" + sid))
+			id = "mcp-" + hex.EncodeToString(sum[:12])
 		}
 		// The Python session ends with the MCP session.
 		ss := req.Session

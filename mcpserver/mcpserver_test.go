@@ -487,3 +487,34 @@ func TestBrowserRequests(t *testing.T) {
 		t.Fatalf("sessions made by refused requests: %v", got)
 	}
 }
+
+// TestStreamableSessionIDNotListed: the Mcp-Session-Id lets whoever holds it
+// act in that MCP session; the Python session of a connection must not
+// publish it in GET /v1/sessions (whose ids every client of the port sees).
+func TestStreamableSessionIDNotListed(t *testing.T) {
+	e := newTestEnv(t, nil)
+	hs := httptest.NewServer(e.m.Handler())
+	t.Cleanup(hs.Close)
+	for _, tc := range []struct{ name string }{{"streamable"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(),
+				&mcp.StreamableClientTransport{Endpoint: hs.URL + "/mcp"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			python(t, cs, "x = 1")
+			sid := cs.ID()
+			if sid == "" {
+				t.Fatal("no Mcp-Session-Id")
+			}
+			ids := sessions(t, e)
+			if len(ids) != 1 {
+				t.Fatalf("sessions %v, want one", ids)
+			}
+			if strings.Contains(ids[0], sid) {
+				t.Fatalf("the Python session id %q shows the Mcp-Session-Id %q", ids[0], sid)
+			}
+		})
+	}
+}
