@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"net"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -124,4 +125,122 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
+}
+
+// TestRaceUnixRelookup: an AF_UNIX connect or sendto whose peer's queue is
+// full sleeps interruptibly in the kernel after the name was looked up, and
+// looks the name up again when it wakes (testdata/py/unix_relookup.py). Left
+// to finish unfrozen after 10 ms (the blocked-call rule), the call would
+// reach whatever the name means by then: here a socket outside the writable
+// roots, through a chdir of another thread (not a checked call). The host
+// socket is the ground truth: nothing may arrive on it under tracecell.
+func TestRaceUnixRelookup(t *testing.T) {
+	for _, mode := range []string{"stream", "dgram"} {
+		for _, traced := range []bool{false, true} {
+			name := mode + "/bare"
+			if traced {
+				name = mode + "/traced"
+			}
+			t.Run(name, func(t *testing.T) {
+				sbx, host := realDir(t), realDir(t)
+				got := hostSocket(t, mode, filepath.Join(host, "s.sock"))
+				argv := []string{python, pyScript("unix_relookup.py"), mode, sbx, host}
+				var r result
+				if traced {
+					r = runTraced(t, sbx, runEnv(t, sbx), []string{"--timeout", "30s"}, argv...)
+				} else {
+					r = runBare(t, sbx, runEnv(t, sbx), argv...)
+				}
+				msg, escaped := got()
+				res := resultOf(r.stdout)
+				switch {
+				case !traced && !escaped:
+					t.Fatalf("bare run did not reach the host socket: status %d, %s\nstderr:\n%s", r.status, res, tail(r.stderr, 2000))
+				case traced && escaped:
+					t.Errorf("ESCAPED: the host socket outside the writable roots received %q; result %s", msg, res)
+				case traced && (r.status != 0 || r.report.Exit.TimedOut || r.report.Error != ""):
+					t.Errorf("status %d, timed out %v, report error %q, result %s\nstderr:\n%s", r.status, r.report.Exit.TimedOut, r.report.Error, res, tail(r.stderr, 2000))
+				}
+				t.Logf("%s in %v", res, r.wall.Round(time.Millisecond))
+			})
+		}
+	}
+}
+
+// TestRaceUnixBlockedConnect: the honest side of TestRaceUnixRelookup. A
+// connect or send that waits for room in a full queue of a peer in the tree
+// is interrupted and checked again while the tree is frozen, never left
+// unfrozen; it must still go through once the peer empties its queue.
+func TestRaceUnixBlockedConnect(t *testing.T) {
+	for _, mode := range []string{"stream-drain", "dgram-drain"} {
+		t.Run(mode, func(t *testing.T) {
+			sbx := realDir(t)
+			r := runTraced(t, sbx, runEnv(t, sbx), []string{"--timeout", "20s"}, python, pyScript("unix_relookup.py"), mode, sbx, sbx)
+			res := resultOf(r.stdout)
+			if r.status != 0 || r.report.Exit.TimedOut || !strings.Contains(res, "'got': 'ESCAPED\\n'") || strings.Contains(res, "err") {
+				t.Fatalf("status %d, timed out %v, result %s\nstderr:\n%s", r.status, r.report.Exit.TimedOut, res, tail(r.stderr, 2000))
+			}
+			if r.wall > 5*time.Second {
+				t.Errorf("took %v (the queue is emptied after 300 ms)", r.wall)
+			}
+			t.Logf("%s in %v", res, r.wall.Round(time.Millisecond))
+		})
+	}
+}
+
+// hostSocket listens on path (a stream or datagram AF_UNIX socket) and
+// returns a function that says, once the run is over, what arrived.
+func hostSocket(t *testing.T, mode, path string) func() (string, bool) {
+	t.Helper()
+	type arrival struct {
+		msg string
+		ok  bool
+	}
+	ch := make(chan arrival, 1)
+	var closer func()
+	if mode == "stream" {
+		l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+		if err != nil {
+			t.Fatalf("listen %s: %v", path, err)
+		}
+		closer = func() { l.Close() }
+		go func() {
+			c, err := l.Accept()
+			if err != nil {
+				ch <- arrival{}
+				return
+			}
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			b := make([]byte, 64)
+			n, _ := c.Read(b)
+			ch <- arrival{string(b[:n]), true}
+		}()
+	} else {
+		c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+		if err != nil {
+			t.Fatalf("listen %s: %v", path, err)
+		}
+		closer = func() { c.Close() }
+		go func() {
+			b := make([]byte, 64)
+			n, err := c.Read(b)
+			if err != nil {
+				ch <- arrival{}
+				return
+			}
+			ch <- arrival{string(b[:n]), true}
+		}()
+	}
+	return func() (string, bool) {
+		select {
+		case a := <-ch:
+			closer()
+			return a.msg, a.ok
+		case <-time.After(500 * time.Millisecond):
+			closer()
+			a := <-ch
+			return a.msg, a.ok
+		}
+	}
 }

@@ -41,7 +41,14 @@ package tracer
 // kernel's path walk never sleeps interruptibly on local file systems,
 // procfs or NFS (inode locks, I/O and RPC waits are uninterruptible or
 // killable: state D): an interruptible sleep comes after the lookups, where
-// the call waits for its partner. A caller in D or R is waited for. Sending
+// the call waits for its partner. Not so for an AF_UNIX connect or send to
+// a full queue: unix_wait_for_peer sleeps interruptibly after the lookup,
+// and the call then resolves the name again ("goto restart"), so the tree
+// let go could chdir the caller's shared cwd or swap a symlink and wake it
+// (integration TestRaceUnixRelookup: a host socket reached). Such a call
+// (call.relookup) is interrupted instead and checked again at its restart;
+// it needs no partner present, only room in the queue, which its peer makes
+// while the call is out. A caller in D or R is waited for. Sending
 // the caller PTRACE_INTERRUPT instead (its call restarts, through seccomp,
 // and is checked again) would never let a FIFO rendezvous happen: the
 // partner is frozen every time the writer waits.
@@ -106,6 +113,12 @@ type freezer struct {
 	waiting map[int]bool
 	// gone: the caller exited (killed) while the tree was being frozen.
 	gone bool
+	// relookup: the call may resolve its name again after it slept
+	// (call.relookup): when it blocks it is interrupted, never left to
+	// finish unfrozen.
+	relookup bool
+	// interrupted: the caller was sent PTRACE_INTERRUPT (relookup).
+	interrupted bool
 }
 
 // freezes reports whether an allowed call of this handler must run with the
@@ -360,6 +373,27 @@ func (t *tracer) runFrozen(f *freezer) error {
 		st := procState(tid)
 		if st == 0 {
 			return t.thaw() // gone, and its exit not reported to us
+		}
+		if st == 'S' && f.relookup {
+			// Blocked, but the kernel resolves the name again when it
+			// wakes (an AF_UNIX connect or send waiting for room in the
+			// peer's queue): were the tree let go now, another task
+			// could change what the name means (a chdir, a symlink) and
+			// wake it. Interrupt it instead: the sleep ends, the call
+			// reaches its syscall-exit stop (-ERESTARTSYS) and, once
+			// the tree is let go and the interrupt's stop answered,
+			// restarts through seccomp and is checked again. Its peer
+			// empties the queue while it is not in the call: no
+			// rendezvous is needed, so this cannot deadlock.
+			if !f.interrupted {
+				if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
+					t.thaw()
+					return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_INTERRUPT) pid %d", tid), err)
+				}
+				f.interrupted = true
+			}
+			check = time.Now().Add(freezeBlocked)
+			continue
 		}
 		if st == 'S' {
 			// Blocked after its lookups (see the comment at the top):

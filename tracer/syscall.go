@@ -45,6 +45,10 @@ type call struct {
 	pass bool
 	// limit is a tracer-decided denial (max-procs).
 	limit *policy.Decision
+	// relookup: the kernel may look the call's name up again after an
+	// interruptible sleep (an AF_UNIX connect or send to a full queue), so
+	// a frozen run of it must never be left to finish unfrozen (freeze.go).
+	relookup bool
 }
 
 // seccompStop answers a PTRACE_EVENT_SECCOMP stop.
@@ -89,6 +93,9 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 	}
 	op := t.decode(c)
+	if fr != nil {
+		fr.relookup = c.relookup
+	}
 	t.counts.Checked++
 	switch {
 	case c.fail != 0 && c.failWhy != "":
@@ -898,6 +905,12 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int) *p
 		sp := b[2:n]
 		if len(sp) == 0 {
 			return nil // unnamed: autobind
+		}
+		if kind != syscalls.KindBind {
+			// unix_stream_connect and unix_dgram_sendmsg wait for room
+			// in the peer's queue (unix_wait_for_peer, interruptible),
+			// then "goto restart": the name is resolved again.
+			c.relookup = true
 		}
 		if sp[0] == 0 {
 			op.Abstract = true
