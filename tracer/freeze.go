@@ -175,6 +175,16 @@ func (t *tracer) needsFreeze(c *call) bool {
 // queue holds a status for the loop.
 func (t *tracer) queue(tid int, ws unix.WaitStatus) {
 	t.backlog = append(t.backlog, pending{tid, ws})
+	if t.frozen != nil && t.frozen.in[tid] {
+		// A tid stopped by a freeze reports nothing more until it is let
+		// go, unless it is gone or no longer that task: a non-leader
+		// thread that execs takes over the leader's tid (de_thread kills
+		// the frozen leader silently) and reports PTRACE_EVENT_EXEC under
+		// it. The thaw must not PTRACE_CONT this tid: that would resume
+		// the new program from the stop queued here, before the loop
+		// checks it.
+		delete(t.frozen.in, tid)
+	}
 	if tk := t.tasks[tid]; tk != nil {
 		tk.held++
 	}

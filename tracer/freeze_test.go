@@ -401,3 +401,41 @@ print("ok")
 	}
 	t.Logf("FIFO open for writing checked %d times, %d freezes", checks, o.res.Freezes)
 }
+
+// TestFrozenTidReportsAgain: a task stopped by a freeze reports nothing
+// until it is let go, unless its tid now belongs to another stop: a
+// non-leader thread that execs takes the leader's tid (de_thread kills the
+// leader, frozen or not, without an exit status) and reports
+// PTRACE_EVENT_EXEC under it. Such a status is queued for the loop, and the
+// thaw must not PTRACE_CONT that tid: it would resume the exec'd program
+// from its exec event before execEvent has checked what was loaded (or from
+// its next, unseen, seccomp stop, without any check).
+func TestFrozenTidReportsAgain(t *testing.T) {
+	stop := func(sig, ev int) unix.WaitStatus { return unix.WaitStatus(0x7f | sig<<8 | ev<<16) }
+	cases := []struct {
+		name string
+		ws   unix.WaitStatus
+	}{
+		{"exec event under the leader's tid", stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_EXEC)},
+		{"seccomp stop of the exec'd program", stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_SECCOMP)},
+		{"killed", unix.WaitStatus(unix.SIGKILL)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
+			leader := tr.addTask(noTid, noTid)
+			leader.attached = true
+			caller := tr.addTask(noTid+1, noTid)
+			caller.attached = true
+			tr.hold(leader.tid)
+			f := &freezer{tk: caller, waiting: map[int]bool{}}
+			f.take(tr, leader.tid, c.ws)
+			if tr.frozen.in[leader.tid] {
+				t.Errorf("tid %d still in the frozen set after reporting %#x: the thaw would resume it", leader.tid, uint32(c.ws))
+			}
+			if len(tr.backlog) != 1 || tr.backlog[0].tid != leader.tid || leader.held != 1 {
+				t.Errorf("backlog %v, held %d: the status must be queued for the loop", tr.backlog, leader.held)
+			}
+		})
+	}
+}
