@@ -784,3 +784,35 @@ func TestCopySourceSwappedForSymlink(t *testing.T) {
 		})
 	}
 }
+
+// TestDownloadIsInert: a file the code wrote is served as an inert document:
+// opened in a browser from the server's own origin, a model-written HTML or
+// SVG page could otherwise run script with same-origin access to the API
+// (run code, copy host files) and send what it reads anywhere: the browser
+// is not under the policy's net rule.
+func TestDownloadIsInert(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("d")
+	sbx := e.sandboxOf("d")
+	for _, tc := range []struct{ name, file, body string }{
+		{"html", "page.html", "<script>fetch('/v1/execute',{method:'POST',body:'{}'})</script>"},
+		{"svg", "img.svg", `<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>`},
+		{"png", "fig.png", "\x89PNG\r\n\x1a\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.WriteFile(filepath.Join(sbx, tc.file), []byte(tc.body), 0o644)
+			resp, err := http.Get(e.hs.URL + "/v1/sessions/d/files/" + tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			csp := resp.Header.Get("Content-Security-Policy")
+			if resp.StatusCode != 200 || !strings.Contains(csp, "sandbox") || !strings.Contains(csp, "default-src 'none'") {
+				t.Fatalf("%d, Content-Security-Policy %q: want sandbox and default-src 'none'", resp.StatusCode, csp)
+			}
+			if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Fatal("no nosniff")
+			}
+		})
+	}
+}
