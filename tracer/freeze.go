@@ -23,7 +23,9 @@ package tracer
 //     vfork parent whose child has not exec'd is interrupted but not waited
 //     for: it sleeps in the kernel until its child (frozen, or the caller)
 //     execs or exits, and the pending interrupt stops it before it returns
-//     to its own code.
+//     to its own code. Unless the child has exec'd or exited already, its
+//     status not answered yet (the kernel woke the parent first): then the
+//     parent is waited for like any other task.
 //  2. The call is decoded and decided as always. A denied call never runs:
 //     the others are let go at once.
 //  3. An allowed call is resumed with PTRACE_SYSCALL: its syscall-exit stop
@@ -264,12 +266,13 @@ func (t *tracer) freeze(tk *task) (*freezer, error) {
 		}
 		f.take(t, tid, ws)
 	}
-	vforkWait := map[int]bool{}
+	vforkWait := map[int]int{} // vfork parent -> its child
 	for _, o := range t.tasks {
 		if o.vforkParent != 0 {
-			vforkWait[o.vforkParent] = true
+			vforkWait[o.vforkParent] = o.tid
 		}
 	}
+	asleep := map[int]int{} // interrupted vfork parents not waited for
 	for tid, o := range t.tasks {
 		// Skipped: the caller; tasks whose stop is queued, or that a
 		// freeze stopped (in a stop: an interrupt would not be reported
@@ -283,16 +286,56 @@ func (t *tracer) freeze(tk *task) (*freezer, error) {
 			}
 			return f, os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_INTERRUPT) pid %d", tid), err)
 		}
-		if !vforkWait[tid] {
+		if c, ok := vforkWait[tid]; ok {
+			asleep[tid] = c
+		} else {
 			f.waiting[tid] = true
 		}
 	}
 	start := time.Now()
-	check := start.Add(time.Millisecond)
+	if err := t.awaitStops(f, start); err != nil {
+		return f, err
+	}
+	// A vfork parent sleeps only until its child execs or exits, and the
+	// kernel wakes it then (exec_mmap, exit_mm), before the child's exec
+	// event or exit status is reported, let alone answered: a child whose
+	// status says so (now that every other task has stopped) has released
+	// its parent, which runs its own code until the interrupt stops it. Wait
+	// for those parents too.
+	for p, c := range asleep {
+		if t.vforkReleased(c) {
+			f.waiting[p] = true
+		}
+	}
+	if err := t.awaitStops(f, start); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// vforkReleased reports whether the vfork child c has released its parent
+// as far as the tracer can tell: it is gone, or an exec event or its end is
+// queued.
+func (t *tracer) vforkReleased(c int) bool {
+	if t.tasks[c] == nil {
+		return true
+	}
+	for _, p := range t.backlog {
+		if p.tid == c && (p.ws.Exited() || p.ws.Signaled() || (p.ws.Stopped() && stopEvent(p.ws) == unix.PTRACE_EVENT_EXEC)) {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitStops waits until every task in f.waiting has stopped (or is gone, or
+// stuck since start for freezeStuck), the caller is gone or the tree dies.
+func (t *tracer) awaitStops(f *freezer, start time.Time) error {
+	check := time.Now().Add(time.Millisecond)
 	for len(f.waiting) > 0 && !f.gone && !t.dying.Load() {
 		tid, ws, err := pollUntil(check)
 		if err != nil {
-			return f, err
+			return err
 		}
 		if tid != 0 {
 			f.take(t, tid, ws)
@@ -316,7 +359,7 @@ func (t *tracer) freeze(tk *task) (*freezer, error) {
 		}
 		check = time.Now().Add(time.Millisecond)
 	}
-	return f, nil
+	return nil
 }
 
 // take files a status reaped during a freeze.

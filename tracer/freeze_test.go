@@ -439,3 +439,43 @@ func TestFrozenTidReportsAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestVforkReleased: a vfork parent is not waited for by a freeze while it
+// sleeps until its child execs or exits; once the child's exec event or
+// exit is reported (even if not answered yet) the kernel has woken the
+// parent, which must then be waited for like any task.
+func TestVforkReleased(t *testing.T) {
+	stop := func(sig, ev int) unix.WaitStatus { return unix.WaitStatus(0x7f | sig<<8 | ev<<16) }
+	cases := []struct {
+		name   string
+		queued []unix.WaitStatus // the child's statuses in the backlog
+		gone   bool
+		want   bool
+	}{
+		{"child running or frozen", nil, false, false},
+		{"child's seccomp stop queued: not exec'd yet", []unix.WaitStatus{stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_SECCOMP)}, false, false},
+		{"child's interrupt stop queued", []unix.WaitStatus{stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_STOP)}, false, false},
+		{"child's exec event queued", []unix.WaitStatus{stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_SECCOMP), stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_EXEC)}, false, true},
+		{"child exited", []unix.WaitStatus{unix.WaitStatus(127 << 8)}, false, true},
+		{"child killed", []unix.WaitStatus{unix.WaitStatus(unix.SIGKILL)}, false, true},
+		{"child gone", nil, true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
+			tr.addTask(noTid, noTid)
+			child := tr.addTask(noTid+1, noTid+1)
+			child.vforkParent = noTid
+			tr.queue(noTid, stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_EXEC)) // another task's: not the child's
+			for _, ws := range c.queued {
+				tr.queue(child.tid, ws)
+			}
+			if c.gone {
+				tr.removeTask(child.tid)
+			}
+			if got := tr.vforkReleased(child.tid); got != c.want {
+				t.Errorf("vforkReleased = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
