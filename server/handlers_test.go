@@ -816,3 +816,38 @@ func TestDownloadIsInert(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteRootOverStateDir: a writable root shared by every session must
+// not contain the state directory (each session could write into the
+// others' sandboxes, and connect to the server's Unix socket, which the
+// net rule allows inside writable roots), nor lie inside it.
+func TestWriteRootOverStateDir(t *testing.T) {
+	base := t.TempDir()
+	state := filepath.Join(base, "state")
+	for _, tc := range []struct {
+		name  string
+		write string
+		ok    bool
+	}{
+		{"parent of the state dir", base, false},
+		{"the state dir", state, false},
+		{"inside the state dir", filepath.Join(state, "shared"), false},
+		{"with a trailing slash", base + "/", false},
+		{"beside it", filepath.Join(base, "other"), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.MkdirAll(filepath.Join(base, "other"), 0o755)
+			s, err := New(Options{StateDir: state, Starter: (&fakeStarter{}).start, PoolSize: -1, IdleTimeout: -1,
+				Log: zerolog.Nop(), Settings: config.Settings{Write: []string{tc.write}}})
+			if s != nil {
+				s.Close()
+			}
+			if tc.ok && err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tc.ok && (err == nil || !strings.Contains(err.Error(), "state directory")) {
+				t.Fatalf("--write %s accepted over the state directory %s (err %v)", tc.write, state, err)
+			}
+		})
+	}
+}

@@ -183,6 +183,9 @@ func New(opts Options) (*Server, error) {
 	if r, err := filepath.EvalSymlinks(opts.StateDir); err == nil {
 		opts.StateDir = r // the policy compares resolved paths
 	}
+	if err := checkWriteRoots(opts); err != nil {
+		return nil, err
+	}
 	pol, err := readPolicy(opts)
 	if err != nil {
 		return nil, err
@@ -200,6 +203,28 @@ func New(opts Options) (*Server, error) {
 		go s.reaper()
 	}
 	return s, nil
+}
+
+// checkWriteRoots refuses a writable root (--write, shared by every
+// session) that contains the state directory or lies inside it: every
+// session could write into the others' sandboxes, and connect to the
+// server's Unix socket (the net rule allows Unix sockets inside writable
+// roots).
+func checkWriteRoots(opts Options) error {
+	for _, w := range opts.Settings.Write {
+		a, err := config.Abs(w)
+		if err != nil {
+			continue // config.Build reports it
+		}
+		if r, err := filepath.EvalSymlinks(a); err == nil {
+			a = r
+		}
+		if policy.Under(opts.StateDir, a) || policy.Under(a, opts.StateDir) {
+			return fmt.Errorf("--write %s: overlaps the state directory %s, which holds every session's sandbox and the socket; "+
+				"write elsewhere, or choose another --state-dir", w, opts.StateDir)
+		}
+	}
+	return nil
 }
 
 // readPolicy builds the policy a worker of this server runs under (the
