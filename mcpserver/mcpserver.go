@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -153,7 +154,7 @@ func (m *MCP) newServer(h http.Header, transport string) *mcp.Server {
 		Title:       "Run Python code",
 		Description: m.instructions,
 		Annotations: &mcp.ToolAnnotations{Title: "Run Python code", OpenWorldHint: boolp(m.limits.Net == "allow")},
-	}, c.python)
+	}, recovered(m.log, c.python))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  "cleanup_session",
 		Title: "End a Python session",
@@ -161,12 +162,27 @@ func (m *MCP) newServer(h http.Header, transport string) *mcp.Server {
 			"session of this request (X-Session-Id) or connection; a session named by the X-Tracecell-Session header is kept " +
 			"unless session_id names it.",
 		Annotations: &mcp.ToolAnnotations{Title: "End a Python session", DestructiveHint: boolp(true), IdempotentHint: true, OpenWorldHint: boolp(false)},
-	}, c.cleanup)
+	}, recovered(m.log, c.cleanup))
 	s.AddReceivingMiddleware(hideFromPrompt)
 	return s
 }
 
 func boolp(b bool) *bool { return &b }
+
+// recovered turns a panic in a tool handler into an error result: the
+// go-sdk runs handlers without recovering, and a panic would end the
+// process and with it every session of every client.
+func recovered[In any](log zerolog.Logger, h mcp.ToolHandlerFor[In, any]) mcp.ToolHandlerFor[In, any] {
+	return func(ctx context.Context, req *mcp.CallToolRequest, in In) (res *mcp.CallToolResult, out any, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error().Interface("panic", p).Bytes("stack", debug.Stack()).Msg("mcp: tool handler panicked")
+				res, out, err = errorResult("internal error in the tool server (logged); retry, or end the session with cleanup_session"), nil, nil
+			}
+		}()
+		return h(ctx, req, in)
+	}
+}
 
 func randomHex(n int) string {
 	b := make([]byte, n)
