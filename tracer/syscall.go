@@ -163,7 +163,9 @@ func (t *tracer) seccompStop(tk *task) error {
 		for _, p := range d.Scratch {
 			t.ledger[p] = true
 		}
-		return t.resume(tid, 0)
+		// No freeze in audit mode (needsFreeze), but a decision always
+		// leaves through release: a frozen tree is never left stopped.
+		return t.release(fr, tid, true)
 	}
 	t.record(ev, false)
 	errno := d.Errno
