@@ -10,7 +10,9 @@ import (
 	"math"
 	"mime"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,7 +61,29 @@ func (s *Server) Handler() http.Handler {
 // and requires the bearer token (when one is configured) on everything but
 // GET /healthz.
 func (s *Server) auth(next http.Handler) http.Handler {
-	return browserGuard(s.tokenCheck(next))
+	return browserGuard(s.peerGuard(s.tokenCheck(next)))
+}
+
+// peerGuard serves a loopback TCP connection without a token only to a
+// client of the server's own uid (see peer.go).
+func (s *Server) peerGuard(next http.Handler) http.Handler {
+	if s.opts.Token != "" || s.opts.AllowOtherUsers {
+		return next
+	}
+	me := os.Geteuid()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if onLoopbackTCP(r) {
+			if uid, ok := peerUID(r); !ok || uid != me {
+				who := "an unknown user (its socket was not found in /proc/net/tcp)"
+				if ok {
+					who = "uid " + strconv.Itoa(uid)
+				}
+				writeError(w, errf(403, "other_user", "this server runs code as uid %d and serves only that user on loopback; the client is %s. Run the client as the same user, or start the server with --token-file (or --allow-other-users)", me, who))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) tokenCheck(next http.Handler) http.Handler {

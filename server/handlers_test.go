@@ -7,9 +7,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -847,6 +849,62 @@ func TestWriteRootOverStateDir(t *testing.T) {
 			}
 			if !tc.ok && (err == nil || !strings.Contains(err.Error(), "state directory")) {
 				t.Fatalf("--write %s accepted over the state directory %s (err %v)", tc.write, state, err)
+			}
+		})
+	}
+}
+
+// TestOtherUserRefused: on loopback TCP without a token only the server's
+// own uid is served: any local user could otherwise connect and run code
+// as the user who runs the server. (Needs root to be another user.)
+func TestOtherUserRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to connect as another uid")
+	}
+	py := "/usr/bin/python3" // not a per-user shim: the client runs as nobody
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no /usr/bin/python3 to connect with")
+	}
+	get := func(t *testing.T, url string, uid uint32, header string) string {
+		t.Helper()
+		code := `import sys, urllib.request, urllib.error
+req = urllib.request.Request(sys.argv[1])
+if sys.argv[2]: req.add_header("Authorization", sys.argv[2])
+try:
+    r = urllib.request.urlopen(req); print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())`
+		cmd := exec.Command(py, "-c", code, url, header)
+		cmd.Dir = "/"
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("client as uid %d: %v %s", uid, err, out)
+		}
+		return string(out)
+	}
+	for _, tc := range []struct {
+		name   string
+		mut    func(*Options)
+		uid    uint32
+		header string
+		want   string
+	}{
+		{"other uid refused", nil, 65534, "", "403 "},
+		{"same uid served", nil, 0, "", "200 "},
+		{"other uid with the token", func(o *Options) { o.Token = "t0k" }, 65534, "Bearer t0k", "200 "},
+		{"other uid without the token", func(o *Options) { o.Token = "t0k" }, 65534, "", "401 "},
+		{"other uid allowed by the operator", func(o *Options) { o.AllowOtherUsers = true }, 65534, "", "200 "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.mut)
+			e.hs.Config.ConnContext = e.s.ConnContext
+			out := get(t, e.hs.URL+"/v1/sessions", tc.uid, tc.header)
+			if !strings.HasPrefix(out, tc.want) {
+				t.Fatalf("got %s, want %s", out, tc.want)
+			}
+			if tc.want == "403 " && !strings.Contains(out, "other_user") {
+				t.Fatalf("not other_user: %s", out)
 			}
 		})
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	Listen string
 	// AllowRemote permits a TCP address that is not loopback; Token is then required.
 	AllowRemote bool
+	// AllowOtherUsers serves loopback TCP clients of any uid without a
+	// token (by default only the server's own uid: see peer.go).
+	AllowOtherUsers bool
 	// Token, when set, is required as "Authorization: Bearer TOKEN" on every
 	// request except GET /healthz.
 	Token string
@@ -452,6 +455,7 @@ func Run(ctx context.Context, opts Options) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute, // idle keep-alive connections do not hold fds forever
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
+		ConnContext:       s.ConnContext,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

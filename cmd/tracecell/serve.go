@@ -41,6 +41,7 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "state-dir", Usage: "`DIR` holding the session sandboxes (default $XDG_STATE_HOME/tracecell or /var/tmp/tracecell-<uid>)"},
 		&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding a bearer token required on every request but /healthz (needed with --allow-remote)"},
 		&cli.BoolFlag{Name: "allow-remote", Usage: "allow a TCP address that is not loopback (requires --token-file)"},
+		&cli.BoolFlag{Name: "allow-other-users", Usage: "on loopback TCP without a token, serve clients of any local user (default: only the server's own uid; the code runs as that uid)"},
 		&cli.IntFlag{Name: "pool-size", Value: 2, Usage: "warm workers kept ready (`N`, 0: none)"},
 		&cli.StringSliceFlag{Name: "preload", Usage: "`MODULE` imported by every worker before it is used, e.g. numpy,pandas,matplotlib.pyplot (repeatable)"},
 		&cli.IntFlag{Name: "max-sessions", Value: 64, Usage: "most sessions plus running one-shot executions (`N`)"},
@@ -94,7 +95,8 @@ func serverOptions(c *cli.Context, stderr io.Writer, cmd string) (server.Options
 	}
 	o := server.Options{
 		Listen: c.String("listen"), StateDir: c.String("state-dir"), AllowRemote: c.Bool("allow-remote"),
-		Settings: *s, Python: c.String("python"), PoolSize: c.Int("pool-size"),
+		AllowOtherUsers: c.Bool("allow-other-users"),
+		Settings:        *s, Python: c.String("python"), PoolSize: c.Int("pool-size"),
 		MaxSessions: c.Int("max-sessions"), KeepSandboxes: c.Bool("keep-sandboxes"), Log: log,
 	}
 	if o.PoolSize == 0 {

@@ -100,3 +100,17 @@ func TestServeTokenFileDenied(t *testing.T) {
 		})
 	}
 }
+
+func TestServeAllowOtherUsers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want bool
+	}{{"default", nil, false}, {"flag", []string{"--allow-other-users"}, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if o, _ := serverOptionsFor(t, tc.args...); o.AllowOtherUsers != tc.want {
+				t.Fatalf("AllowOtherUsers %v, want %v", o.AllowOtherUsers, tc.want)
+			}
+		})
+	}
+}
