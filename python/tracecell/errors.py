@@ -89,6 +89,9 @@ ERROR_CODES: Dict[str, Type[TracecellError]] = {
     "read_denied": AccessDenied,
     "source_unreadable": AccessDenied,
     "symlink_refused": AccessDenied,
+    "forbidden_host": AccessDenied,
+    "cross_origin": AccessDenied,
+    "other_user": AuthError,
     # 404
     "session_not_found": SessionNotFound,
     "file_not_found": NotFound,
