@@ -368,13 +368,29 @@ func (p *Policy) scratchDir(res string) (string, bool) {
 	return "", false
 }
 
+// denyRead is the deny-read entry res falls under. A writable root nested
+// strictly inside a deny-read tree is carved out of it: the more specific
+// grant wins (a session server denies its whole state directory and gives
+// each session its own sandbox inside it). Deny-read entries inside a
+// writable root still apply to it.
 func (p *Policy) denyRead(res string) (Decision, bool) {
 	for _, d := range p.cfg.DenyRead {
-		if Under(res, d) {
+		if Under(res, d) && !p.carvedOut(res, d) {
 			return deny(syscall.EACCES, RuleDenyRead, "matches deny-read "+d), true
 		}
 	}
 	return Decision{}, false
+}
+
+// carvedOut reports whether res lies in a writable root that is strictly
+// inside the deny-read tree d.
+func (p *Policy) carvedOut(res, d string) bool {
+	for _, r := range p.cfg.WriteRoots {
+		if r != d && Under(r, d) && Under(res, r) {
+			return true
+		}
+	}
+	return false
 }
 
 // procOwner names the process of a /proc/<pid>/... path for a reason.

@@ -355,6 +355,36 @@ func TestDecideRead(t *testing.T) {
 			}
 		}
 	}
+	// A writable root nested in a deny-read tree (a session's sandbox in
+	// the server's state directory) is readable and writable; its siblings
+	// and the tree itself are not; a deny-read entry inside the root or a
+	// root equal to the entry still applies.
+	nested := baseConfig()
+	nested.WriteRoots = []string{"/state/sbx-1", "/secret"}
+	nested.DenyRead = []string{"/state", "/state/sbx-1/.env", "/secret"}
+	pn := mustNew(t, nested)
+	for _, c := range []struct {
+		name string
+		kind syscalls.Kind
+		path Path
+		rule string
+	}{
+		{"own sandbox read", syscalls.KindRead, ex("/state/sbx-1/data.csv"), RuleRead},
+		{"own sandbox dir", syscalls.KindRead, dir("/state/sbx-1"), RuleRead},
+		{"own sandbox write", syscalls.KindWrite, ex("/state/sbx-1/data.csv"), RuleInsideRoot},
+		{"sibling read", syscalls.KindRead, ex("/state/sbx-2/data.csv"), RuleDenyRead},
+		{"prefix sibling read", syscalls.KindRead, ex("/state/sbx-10/data.csv"), RuleDenyRead},
+		{"state dir itself", syscalls.KindRead, dir("/state"), RuleDenyRead},
+		{"socket beside", syscalls.KindRead, ex("/state/tracecell.sock"), RuleDenyRead},
+		{"deny inside the root", syscalls.KindRead, ex("/state/sbx-1/.env"), RuleDenyRead},
+		{"root equal to the entry", syscalls.KindRead, ex("/secret/k"), RuleDenyRead},
+	} {
+		t.Run("nested/"+c.name, func(t *testing.T) {
+			d := pn.Decide(&Op{Kind: c.kind, Syscall: "openat", Paths: []Path{c.path}}, nil)
+			check(t, d, c.rule, syscall.EACCES, nil)
+		})
+	}
+
 	p := mustNew(t, restricted)
 	d := p.Decide(&Op{Kind: syscalls.KindRead, Paths: []Path{ex("/etc/hosts")}}, nil)
 	if want := "outside readable roots (/data, /srv/sbx, /work/b, /dev/shm)"; d.Reason != want {

@@ -704,3 +704,32 @@ func TestRealKill9Server(t *testing.T) {
 	ln.Close()
 	cleanup()
 }
+
+// Sessions do not read each other's sandboxes (nor the state directory);
+// each reads and writes its own.
+func TestRealSessionsDoNotReadEachOther(t *testing.T) {
+	e := newRealEnv(t, func(o *Options) { o.PoolSize = -1 })
+	a := e.create("iso-a")
+	b := e.create("iso-b")
+	if r := e.run("iso-a", "open('secret.txt', 'w').write('sk-live-123'); open('secret.txt').read()"); str(r.Result) != "'sk-live-123'" {
+		t.Fatalf("own write and read: %+v", r)
+	}
+	other := filepath.Join(a.Sandbox, "secret.txt")
+	for _, c := range []struct{ name, code, path string }{
+		{"other sandbox file", fmt.Sprintf("open(%q).read()", other), other},
+		{"state directory listing", fmt.Sprintf("import os; os.listdir(%q)", filepath.Dir(a.Sandbox)), filepath.Dir(a.Sandbox)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.run("iso-b", c.code)
+			if r.Error == nil || r.Error.Name != "PermissionError" || strings.Contains(r.Stdout+str(r.Result), "sk-live") {
+				t.Fatalf("read not refused: %+v", r)
+			}
+			if len(r.Denials) == 0 || r.Denials[0].Rule != "deny-read" || r.Denials[0].Paths[0].Resolved != c.path {
+				t.Fatalf("denials: %+v", r.Denials)
+			}
+		})
+	}
+	if r := e.run("iso-b", "open('mine.txt', 'w').write('ok'); open('mine.txt').read()"); str(r.Result) != "'ok'" {
+		t.Fatalf("own sandbox after the denials: %+v (sandbox %s)", r, b.Sandbox)
+	}
+}

@@ -270,8 +270,13 @@ func readPolicy(opts Options) (*policy.Policy, error) {
 
 // hostConfig is the worker configuration for a sandbox.
 func (s *Server) hostConfig(sandbox string) worker.HostConfig {
+	// Sessions do not read each other: the state directory is denied for
+	// reading, and each worker's own sandbox, a writable root inside it, is
+	// carved out of that (policy: the more specific grant wins).
+	st := s.opts.Settings
+	st.DenyRead = append(append([]string(nil), st.DenyRead...), s.opts.StateDir)
 	return worker.HostConfig{
-		Settings: s.opts.Settings, Sandbox: sandbox, Python: s.opts.Python,
+		Settings: st, Sandbox: sandbox, Python: s.opts.Python,
 		Preload: s.opts.Preload, MaxOutput: s.opts.MaxOutput, Grace: s.opts.Grace,
 		DefaultTimeout: s.opts.ExecTimeout,
 	}
