@@ -244,6 +244,8 @@ func TestFilterCases(t *testing.T) {
 			{name: "fcntl_getfl", call: "fcntl", args: arg(1, 3), want: RetAllow},
 			{name: "fcntl_setfd", call: "fcntl", args: arg(1, 2), want: RetAllow},
 			{name: "fcntl_setown", call: "fcntl", args: arg(1, syscalls.FcntlSetOwn), want: RetTrace},
+			{name: "fcntl_setdeleg", call: "fcntl", args: arg(1, syscalls.FcntlSetDeleg), want: RetTrace},
+			{name: "fcntl_setlease_allowed", call: "fcntl", args: arg(1, 1024), want: RetAllow},
 			{name: "fcntl_setown_ex_hi_garbage", call: "fcntl", args: arg(1, 0xdead<<32|syscalls.FcntlSetOwnEx), want: RetTrace},
 			{name: "seccomp_filter", call: "seccomp", args: [6]uint64{1, 1}, want: RetAllow}, // SET_MODE_FILTER, TSYNC
 			{name: "seccomp_new_listener", call: "seccomp", args: [6]uint64{1, syscalls.SeccompFilterFlagNewListener}, want: RetTrace},

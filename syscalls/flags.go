@@ -260,6 +260,12 @@ func SignalName(sig int) string {
 const (
 	FcntlSetOwn   = 8  // F_SETOWN: arg is a pid, or -pgid
 	FcntlSetOwnEx = 15 // F_SETOWN_EX: arg points to struct f_owner_ex
+	// F_SETDELEG (F_LINUX_SPECIFIC_BASE+16, Linux 6.19): a user-space file
+	// delegation makes link, rename, unlink and create by another task wait
+	// interruptibly for its break and then look their paths up again, past
+	// the freeze (tracer/freeze.go). Denied as a forbidden call; older
+	// kernels answer EINVAL anyway.
+	FcntlSetDeleg = 1040
 )
 
 // SeccompFilterFlagNewListener is SECCOMP_FILTER_FLAG_NEW_LISTENER (5.0):

@@ -588,6 +588,9 @@ func (t *tracer) decodeSetOwn(c *call) *policy.Op {
 			pid = -pid
 		}
 		return t.ownerOp(c, pid)
+	case syscalls.FcntlSetDeleg:
+		c.flags = "F_SETDELEG"
+		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 	}
 	c.pass = true
 	return nil

@@ -439,3 +439,30 @@ func TestUnresolvableAndFailedCalls(t *testing.T) {
 		})
 	}
 }
+
+// fcntl(F_SETDELEG) (Linux 6.19) is denied and reported as a forbidden
+// call on every kernel; F_SETLEASE and other commands pass untouched.
+func TestFcntlSetDelegDenied(t *testing.T) {
+	needPython(t)
+	script := `
+import fcntl, os
+fd = os.open(".", os.O_RDONLY)
+try:
+    fcntl.fcntl(fd, 1040, 0)
+    print("allowed")
+except OSError as e:
+    print("errno", e.errno)
+print("getfl", fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE)
+`
+	o := runTraced(t, t.TempDir(), nil, python, "-c", script)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.stdout != "errno 1\ngetfl 0\n" {
+		t.Fatalf("stdout %q stderr %q", o.stdout, o.stderr)
+	}
+	if len(o.res.Denials) != 1 || o.res.Denials[0].Kind.String() != "forbidden-syscall" ||
+		o.res.Denials[0].Flags != "F_SETDELEG" || o.res.Denials[0].Errno != "EPERM" {
+		t.Fatalf("denials %+v", o.res.Denials)
+	}
+}
