@@ -18,6 +18,7 @@ const (
 	RuleRootItself       = "writable-root-itself"
 	RuleScratchNotOwned  = "scratch-not-owned"
 	RuleProcWrite        = "proc-write"
+	RuleProcRead         = "proc-read"
 	RuleDenyRead         = "deny-read"
 	RuleReadNotAllowed   = "read-not-allowed"
 	RuleExecNotAllowed   = "exec-not-allowed"
@@ -393,6 +394,36 @@ func (p *Policy) carvedOut(res, d string) bool {
 	return false
 }
 
+// procSecrets are the /proc/<pid> (and /proc/<pid>/task/<tid>) entries that
+// hold what another program keeps to itself: its environment (API tokens),
+// command line (passwords given as flags), memory and stack.
+var procSecrets = map[string]string{
+	"environ": "environment", "cmdline": "command line", "mem": "memory", "auxv": "auxiliary vector",
+	"pagemap": "page map", "stack": "kernel stack", "syscall": "current system call",
+	"maps": "memory map", "smaps": "memory map", "smaps_rollup": "memory map", "numa_maps": "memory map",
+	"io": "I/O counters", "personality": "personality", "timerslack_ns": "timer slack",
+}
+
+// procSecret reports whether res (under /proc/<pid>) is one of procSecrets.
+func procSecret(res string) (string, bool) {
+	rest, ok := strings.CutPrefix(res, "/proc/")
+	if !ok {
+		return "", false
+	}
+	parts := strings.Split(rest, "/")
+	var name string
+	switch {
+	case len(parts) == 2:
+		name = parts[1]
+	case len(parts) == 4 && parts[1] == "task":
+		name = parts[3]
+	default:
+		return "", false
+	}
+	what, ok := procSecrets[name]
+	return what, ok
+}
+
 // procOwner names the process of a /proc/<pid>/... path for a reason.
 func procOwner(res string) string {
 	rest, _ := strings.CutPrefix(res, "/proc/")
@@ -420,9 +451,17 @@ func (p *Policy) decideRead(op *Op) Decision {
 	for i := range op.Paths {
 		pa := &op.Paths[i]
 		if pa.Special != "" {
-			continue // a pipe or socket the caller reaches through /proc
+			if pa.SpecialInTree {
+				continue // a pipe or socket of the tree, reached through /proc
+			}
+			return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("%s belongs to %s outside the traced tree", pa.Special, procOwner(pa.Resolved)))
 		}
 		res := pa.Resolved
+		if pa.ProcOutside {
+			if name, secret := procSecret(res); secret {
+				return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("the %s of %s, a process outside the traced tree, is not readable", name, procOwner(res)))
+			}
+		}
 		if !clean(res) {
 			return deny(syscall.EACCES, RuleUnresolvedPath, fmt.Sprintf("path %q is not resolved", res))
 		}

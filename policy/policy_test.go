@@ -329,7 +329,8 @@ func TestDecideRead(t *testing.T) {
 		{ex("/dev/shm/x"), RuleRead, RuleRead, RuleRead},
 		{ex("/proc/1/status"), RuleRead, RuleRead, RuleRead},
 		{ex("/proc/cpuinfo"), RuleRead, RuleRead, RuleRead},
-		{special(1, "pipe:[3]", false), RuleRead, RuleRead, RuleRead},
+		{special(1, "pipe:[3]", false), RuleProcRead, RuleProcRead, RuleProcRead},
+		{special(1, "pipe:[3]", true), RuleRead, RuleRead, RuleRead},
 		{ex("/sys/devices/system/cpu/online"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
 		{ex("/srv/sbx/../etc/hosts"), RuleUnresolvedPath, RuleUnresolvedPath, RuleUnresolvedPath},
 		{dir("/"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
@@ -355,6 +356,30 @@ func TestDecideRead(t *testing.T) {
 			}
 		}
 	}
+	// /proc of processes outside the tree: their secrets and their pipes
+	// are not readable; the rest of /proc, and the tree's own, are.
+	po := mustNew(t, baseConfig())
+	outside := func(p string) Path { x := ex(p); x.ProcOutside = true; return x }
+	for _, c := range []struct {
+		name string
+		path Path
+		rule string
+	}{
+		{"environ outside", outside("/proc/77/environ"), RuleProcRead},
+		{"cmdline outside", outside("/proc/77/cmdline"), RuleProcRead},
+		{"thread mem outside", outside("/proc/77/task/78/mem"), RuleProcRead},
+		{"status outside", outside("/proc/77/status"), RuleRead},
+		{"stat outside", outside("/proc/77/stat"), RuleRead},
+		{"environ in tree", ex("/proc/42/environ"), RuleRead},
+		{"pipe outside", special(77, "pipe:[9]", false), RuleProcRead},
+		{"pipe in tree", special(42, "pipe:[3]", true), RuleRead},
+	} {
+		t.Run("proc/"+c.name, func(t *testing.T) {
+			d := po.Decide(&Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{c.path}}, nil)
+			check(t, d, c.rule, syscall.EACCES, nil)
+		})
+	}
+
 	// A writable root nested in a deny-read tree (a session's sandbox in
 	// the server's state directory) is readable and writable; its siblings
 	// and the tree itself are not; a deny-read entry inside the root or a

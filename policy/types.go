@@ -108,6 +108,10 @@ type Path struct {
 	// traced tree. Re-opening a pipe the tree holds (/dev/stdout) is no way
 	// out; opening the pipe of a host process through /proc/<pid>/fd/N is.
 	SpecialInTree bool `json:"special_in_tree,omitempty"`
+	// ProcOutside is set by the tracer when Resolved lies under /proc/<pid>
+	// of a process outside the traced tree (its environment, command line
+	// and memory hold other programs' secrets).
+	ProcOutside bool `json:"-"`
 }
 
 // Op is one checked operation.

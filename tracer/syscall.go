@@ -426,6 +426,9 @@ func (t *tracer) fill(c *call, p policy.Path, r pathres.Result, err error) (poli
 	// A pipe or socket reached through /proc/<pid>/fd/N may be reopened
 	// only when that process is in the tree.
 	p.SpecialInTree = r.Special != "" && t.pidInTree(r.ProcPid)
+	if pid, ok := procPid(r.Path); ok {
+		p.ProcOutside = !t.pidInTree(pid)
+	}
 	return p, true
 }
 
@@ -631,6 +634,20 @@ func (t *tracer) decodeExec(c *call) *policy.Op {
 
 // pidInTree reports whether every process pid (as kill(2) reads it) reaches
 // is in the traced tree.
+// procPid is the pid of a /proc/<pid>/... path (resolved: /proc/self has
+// become the caller's tgid).
+func procPid(res string) (int, bool) {
+	rest, ok := strings.CutPrefix(res, "/proc/")
+	if !ok {
+		return 0, false
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	pid, err := strconv.Atoi(rest)
+	return pid, err == nil && pid > 0
+}
+
 func (t *tracer) pidInTree(pid int) bool {
 	switch {
 	case pid == 0:

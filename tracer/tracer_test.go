@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -464,5 +465,54 @@ print("getfl", fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE)
 	if len(o.res.Denials) != 1 || o.res.Denials[0].Kind.String() != "forbidden-syscall" ||
 		o.res.Denials[0].Flags != "F_SETDELEG" || o.res.Denials[0].Errno != "EPERM" {
 		t.Fatalf("denials %+v", o.res.Denials)
+	}
+}
+
+// With reads trapped (a deny-read entry), the environment, command line and
+// pipes of a process outside the tree are not readable through /proc; its
+// status and the tree's own /proc entries are.
+func TestProcOfOutsideProcess(t *testing.T) {
+	needPython(t)
+	// Not a child of this process: the tracer's wait4(-1) would reap it
+	// (a thread group shares its children). Its stdin is a pipe.
+	out, err := exec.Command("/bin/sh", "-c", "echo | HF_TOKEN=hf_secret_123 sleep 30 >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	script := `
+import os, sys
+pid = sys.argv[1]
+for p in ["/proc/%s/environ" % pid, "/proc/%s/cmdline" % pid, "/proc/%s/fd/0" % pid,
+          "/proc/%s/status" % pid, "/proc/self/environ"]:
+    try:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+        data = os.read(fd, 100000)
+        os.close(fd)
+        print(p.replace(pid, "PID"), "read", b"hf_secret" in data)
+    except OSError as e:
+        print(p.replace(pid, "PID"), "errno", e.errno)
+`
+	o := runTraced(t, t.TempDir(), func(pc *policy.Config, _ *Config) {
+		pc.DenyRead = []string{"/nonexistent-tracecell-deny"}
+	}, python, "-c", script, strconv.Itoa(pid))
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	want := "/proc/PID/environ errno 13\n/proc/PID/cmdline errno 13\n/proc/PID/fd/0 errno 13\n" +
+		"/proc/PID/status read False\n/proc/self/environ read False\n"
+	if o.stdout != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr %s", o.stdout, want, o.stderr)
+	}
+	rules := map[string]int{}
+	for _, d := range o.res.Denials {
+		rules[d.Rule]++
+	}
+	if rules["proc-read"] != 3 {
+		t.Errorf("denials %+v", o.res.Denials)
 	}
 }
