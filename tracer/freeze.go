@@ -303,6 +303,11 @@ func (t *tracer) freeze(tk *task) (*freezer, error) {
 	// its parent, which runs its own code until the interrupt stops it. Wait
 	// for those parents too.
 	for p, c := range asleep {
+		// A parent whose stop came in during the first wait (held by the
+		// freeze, or queued) is frozen already: its stop will not come again.
+		if o := t.tasks[p]; o == nil || o.held > 0 || t.frozen.in[p] {
+			continue
+		}
 		if t.vforkReleased(c) {
 			f.waiting[p] = true
 		}
