@@ -136,11 +136,12 @@ func (s *Server) Execute(ctx context.Context, id, code string, timeout time.Dura
 	if timeout <= 0 || timeout > s.opts.ExecTimeout {
 		timeout = s.opts.ExecTimeout
 	}
-	if err := ss.acquire(); err != nil {
-		return nil, busyError(id, err)
-	}
-	defer ss.release()
-	return s.executeIn(ctx, ss, worker.ExecRequest{Code: code, Timeout: timeout})
+	var res *worker.Result
+	err = ss.exclusive(func() error {
+		res, err = s.executeIn(ctx, ss, worker.ExecRequest{Code: code, Timeout: timeout})
+		return err
+	})
+	return res, err
 }
 
 // Delete ends session id: its worker is killed (an execution in flight

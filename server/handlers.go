@@ -32,16 +32,44 @@ type route struct {
 var routes = []route{
 	{"POST", "/v1/sessions", (*Server).handleCreate},
 	{"GET", "/v1/sessions", (*Server).handleList},
-	{"GET", "/v1/sessions/{id}", (*Server).handleDescribe},
-	{"DELETE", "/v1/sessions/{id}", (*Server).handleDelete},
-	{"POST", "/v1/sessions/{id}/execute", (*Server).handleExecute},
-	{"POST", "/v1/sessions/{id}/reset", (*Server).handleReset},
-	{"POST", "/v1/sessions/{id}/copy", (*Server).handleCopy},
-	{"GET", "/v1/sessions/{id}/files", (*Server).handleFiles},
-	{"GET", "/v1/sessions/{id}/files/{path...}", (*Server).handleDownload},
+	{"GET", "/v1/sessions/{id}", sessionRoute((*Server).handleDescribe)},
+	{"DELETE", "/v1/sessions/{id}", sessionRoute((*Server).handleDelete)},
+	{"POST", "/v1/sessions/{id}/execute", sessionRoute((*Server).handleExecute)},
+	{"POST", "/v1/sessions/{id}/reset", sessionRoute((*Server).handleReset)},
+	{"POST", "/v1/sessions/{id}/copy", sessionRoute((*Server).handleCopy)},
+	{"GET", "/v1/sessions/{id}/files", sessionRoute((*Server).handleFiles)},
+	{"GET", "/v1/sessions/{id}/files/{path...}", sessionRoute((*Server).handleDownload)},
 	{"POST", "/v1/execute", (*Server).handleOneshot},
 	{"GET", "/healthz", (*Server).handleHealth},
 	{"GET", "/metrics", (*Server).handleMetrics},
+}
+
+// sessionHandler serves a request on one session, already looked up; an
+// error it returns is written as the JSON error.
+type sessionHandler func(*Server, http.ResponseWriter, *http.Request, *session) error
+
+// sessionRoute adapts a sessionHandler to a route: the {id} of the path is
+// looked up first (404 session_not_found).
+func sessionRoute(h sessionHandler) func(*Server, http.ResponseWriter, *http.Request) {
+	return func(s *Server, w http.ResponseWriter, r *http.Request) {
+		ss, err := s.lookup(r)
+		if err == nil {
+			err = h(s, w, r, ss)
+		}
+		if err != nil {
+			writeError(w, err)
+		}
+	}
+}
+
+// exclusive runs f with the session held for this request: a second
+// execute or reset meanwhile is refused (409 session_busy), never queued.
+func (ss *session) exclusive(f func() error) error {
+	if err := ss.acquire(); err != nil {
+		return busyError(ss.id, err)
+	}
+	defer ss.release()
+	return f()
 }
 
 // Handler is the HTTP API.
@@ -309,26 +337,17 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, out)
 }
 
-func (s *Server) handleDescribe(w http.ResponseWriter, r *http.Request) {
-	ss, err := s.lookup(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+func (s *Server) handleDescribe(w http.ResponseWriter, _ *http.Request, ss *session) error {
 	writeJSON(w, 200, ss.describe())
+	return nil
 }
 
-func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
-	ss, err := s.lookup(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+func (s *Server) handleDelete(w http.ResponseWriter, _ *http.Request, ss *session) error {
 	if err := s.remove(ss); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	w.WriteHeader(204)
+	return nil
 }
 
 // remove deletes a session at a client's request: its worker is killed
@@ -375,28 +394,19 @@ func (s *Server) parseExec(w http.ResponseWriter, r *http.Request) (worker.ExecR
 	return out, nil
 }
 
-func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
-	ss, err := s.lookup(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request, ss *session) error {
 	req, err := s.parseExec(w, r)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
-	if err := ss.acquire(); err != nil {
-		writeError(w, busyError(ss.id, err))
-		return
-	}
-	defer ss.release()
-	res, err := s.executeIn(r.Context(), ss, req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, 200, res)
+	return ss.exclusive(func() error {
+		res, err := s.executeIn(r.Context(), ss, req)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, 200, res)
+		return nil
+	})
 }
 
 func busyError(id string, err error) error {
@@ -495,22 +505,18 @@ type resetRequest struct {
 	ClearSandbox bool `json:"clear_sandbox,omitempty"`
 }
 
-func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
-	ss, err := s.lookup(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request, ss *session) error {
 	var req resetRequest
 	if err := s.decode(w, r, &req, true); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
-	if err := ss.acquire(); err != nil {
-		writeError(w, busyError(ss.id, err))
-		return
-	}
-	defer ss.release()
+	return ss.exclusive(func() error { return s.reset(w, r, ss, req) })
+}
+
+// reset replaces the session's worker, clearing the sandbox first if asked.
+//
+// Precondition: the session is held (exclusive).
+func (s *Server) reset(w http.ResponseWriter, r *http.Request, ss *session, req resetRequest) error {
 	ss.mu.Lock()
 	old := ss.w
 	ss.mu.Unlock()
@@ -520,17 +526,16 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	if req.ClearSandbox {
 		if err := clearDir(ss.sandbox); err != nil {
 			ss.log.Error().Err(err).Msg("reset: could not clear the sandbox")
-			writeError(w, errf(500, "reset_failed", "clear the sandbox %s: %v", ss.sandbox, err))
-			return
+			return errf(500, "reset_failed", "clear the sandbox %s: %v", ss.sandbox, err)
 		}
 	}
 	ss.replace("reset by the client")
 	if _, err := ss.worker(r.Context()); err != nil {
-		writeError(w, errf(503, "worker_start_failed", "reset: could not start a fresh worker: %v", err))
-		return
+		return errf(503, "worker_start_failed", "reset: could not start a fresh worker: %v", err)
 	}
 	ss.log.Info().Bool("clear_sandbox", req.ClearSandbox).Msg("session reset")
 	writeJSON(w, 200, ss.describe())
+	return nil
 }
 
 // clearDir removes everything inside dir, never following symlinks.
@@ -607,22 +612,15 @@ func (s *Server) handleOneshot(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, 200, res)
 }
 
-func (s *Server) handleCopy(w http.ResponseWriter, r *http.Request) {
-	ss, err := s.lookup(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+func (s *Server) handleCopy(w http.ResponseWriter, r *http.Request, ss *session) error {
 	var req copyRequest
 	if err := s.decode(w, r, &req, false); err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	rep, err := s.copyIn(ss.sandbox, req)
 	if err != nil {
 		ss.log.Warn().Str("source", req.Source).Str("destination", req.Destination).Err(err).Msg("copy refused or failed")
-		writeError(w, err)
-		return
+		return err
 	}
 	ss.mu.Lock()
 	ss.lastUsed = time.Now()
@@ -632,36 +630,27 @@ func (s *Server) handleCopy(w http.ResponseWriter, r *http.Request) {
 	ss.log.Info().Str("source", rep.Source).Str("destination", rep.Destination).Int("files", rep.Files).
 		Int64("bytes", rep.Bytes).Int("skipped", len(rep.Skipped)).Msg("copied into the sandbox")
 	writeJSON(w, 200, rep)
+	return nil
 }
 
-func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
-	ss, err := s.lookup(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+func (s *Server) handleFiles(w http.ResponseWriter, _ *http.Request, ss *session) error {
 	list, err := listSandbox(ss.sandbox)
 	if err != nil {
-		writeError(w, err)
-		return
+		return err
 	}
 	writeJSON(w, 200, list)
+	return nil
 }
 
-func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request) {
-	ss, err := s.lookup(r)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
+func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request, ss *session) error {
 	f, st, err := openSandboxFile(ss.sandbox, r.PathValue("path"))
 	if err != nil {
 		ss.log.Warn().Str("path", r.PathValue("path")).Err(err).Msg("download refused")
-		writeError(w, err)
-		return
+		return err
 	}
 	defer f.Close()
 	serveFile(w, r, f, st)
+	return nil
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
