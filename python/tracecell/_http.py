@@ -14,7 +14,7 @@ import os
 import socket
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Generator, List, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
 from .errors import ClientTimeout, ProtocolError, ServerUnavailable, TracecellError, error_for
@@ -199,6 +199,55 @@ class _Stale(Exception):
     """A reused connection was closed by the server before any answer."""
 
 
+#: What the response parser asks its connection for: a line, exactly n bytes, or all until EOF.
+_Read = Tuple[str, int]
+_LINE: _Read = ("line", 0)
+_EOF: _Read = ("eof", 0)
+
+#: The response parser: it yields reads, is sent their bytes, returns (response, keep-alive).
+_Parser = Generator[_Read, bytes, Tuple[Response, bool]]
+
+
+def parse_response(method: str, status_line: bytes) -> _Parser:
+    """Parse the rest of an HTTP/1.1 answer after its status line, without doing I/O.
+
+    One parser serves the blocking and the asyncio connections: each drives it with
+    its own reads (``_SyncConn.drive``, ``_AsyncConn.drive``).
+    """
+    version, status = parse_status(status_line)
+    headers: Dict[str, str] = {}
+    while True:
+        h = yield _LINE
+        if not h:
+            raise ProtocolError("the server closed the connection in the middle of the headers")
+        if h in (b"\r\n", b"\n"):
+            break
+        parse_header(h, headers)
+    mode, n = body_mode(method, status, headers)
+    if mode == "length":
+        body = yield ("exact", n)
+    elif mode == "chunked":
+        chunks: List[bytes] = []
+        while True:
+            size_line = yield _LINE
+            try:
+                size = int(size_line.split(b";", 1)[0].strip(), 16)
+            except ValueError:
+                raise ProtocolError("bad chunk size %r from the server" % size_line[:40])
+            if size == 0:
+                while (yield _LINE) not in (b"\r\n", b"\n", b""):
+                    pass
+                break
+            chunks.append((yield ("exact", size)))
+            yield ("exact", 2)
+        body = b"".join(chunks)
+    elif mode == "eof":
+        body = yield _EOF
+    else:
+        body = b""
+    return Response(status, headers, body), keep_alive(version, headers, mode)
+
+
 # ---------------------------------------------------------------- sync
 
 
@@ -237,38 +286,19 @@ class _SyncConn:
             if reused:
                 raise _Stale()
             raise ProtocolError("the server closed the connection without answering")
-        version, status = parse_status(line)
-        headers: Dict[str, str] = {}
-        while True:
-            h = self._line()
-            if not h:
-                raise ProtocolError("the server closed the connection in the middle of the headers")
-            if h in (b"\r\n", b"\n"):
-                break
-            parse_header(h, headers)
-        mode, n = body_mode(method, status, headers)
-        if mode == "length":
-            body = self._exact(n)
-        elif mode == "chunked":
-            chunks: List[bytes] = []
+        return self.drive(parse_response(method, line))
+
+    def drive(self, parser: _Parser) -> Tuple[Response, bool]:
+        """Run a response parser on this connection's blocking reads."""
+        try:
+            want = next(parser)
             while True:
-                size_line = self._line()
-                try:
-                    size = int(size_line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise ProtocolError("bad chunk size %r from the server" % size_line[:40])
-                if size == 0:
-                    while self._line() not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                chunks.append(self._exact(size))
-                self._exact(2)
-            body = b"".join(chunks)
-        elif mode == "eof":
-            body = self.file.read()
-        else:
-            body = b""
-        return Response(status, headers, body), keep_alive(version, headers, mode)
+                kind, n = want
+                data = self._line() if kind == "line" else self._exact(n) if kind == "exact" else self.file.read()
+                want = parser.send(data)
+        except StopIteration as done:
+            result: Tuple[Response, bool] = done.value
+            return result
 
 
 class SyncTransport:
@@ -389,38 +419,24 @@ class _AsyncConn:
             if reused:
                 raise _Stale()
             raise ProtocolError("the server closed the connection without answering")
-        version, status = parse_status(line)
-        headers: Dict[str, str] = {}
-        while True:
-            h = await self._line()
-            if not h:
-                raise ProtocolError("the server closed the connection in the middle of the headers")
-            if h in (b"\r\n", b"\n"):
-                break
-            parse_header(h, headers)
-        mode, n = body_mode(method, status, headers)
-        if mode == "length":
-            body = await self._exact(n)
-        elif mode == "chunked":
-            chunks: List[bytes] = []
+        return await self.drive(parse_response(method, line))
+
+    async def drive(self, parser: _Parser) -> Tuple[Response, bool]:
+        """Run a response parser on this connection's stream reads."""
+        try:
+            want = next(parser)
             while True:
-                size_line = await self._line()
-                try:
-                    size = int(size_line.split(b";", 1)[0].strip(), 16)
-                except ValueError:
-                    raise ProtocolError("bad chunk size %r from the server" % size_line[:40])
-                if size == 0:
-                    while (await self._line()) not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                chunks.append(await self._exact(size))
-                await self._exact(2)
-            body = b"".join(chunks)
-        elif mode == "eof":
-            body = await self.reader.read()
-        else:
-            body = b""
-        return Response(status, headers, body), keep_alive(version, headers, mode)
+                kind, n = want
+                if kind == "line":
+                    data = await self._line()
+                elif kind == "exact":
+                    data = await self._exact(n)
+                else:
+                    data = await self.reader.read()
+                want = parser.send(data)
+        except StopIteration as done:
+            result: Tuple[Response, bool] = done.value
+            return result
 
 
 class AsyncTransport:
