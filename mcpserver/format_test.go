@@ -16,7 +16,7 @@ import (
 )
 
 func TestStripFences(t *testing.T) {
-	for _, tc := range []struct{ name, in, want string }{
+	stringCases(t, "StripFences", StripFences, []stringCase{
 		{"plain", "x = 1\nx", "x = 1\nx"},
 		{"python fence", "```python\nx = 1\nx\n```", "x = 1\nx"},
 		{"py fence crlf", "```py\r\nprint(1)\r\n```\r\n", "print(1)"},
@@ -29,17 +29,11 @@ func TestStripFences(t *testing.T) {
 		{"indentation kept", "```python\nif True:\n    print(7)\n```", "if True:\n    print(7)"},
 		{"prose after the fence word", "```python is great\nprint(8)\n```", "```python is great\nprint(8)\n```"},
 		{"prose before", "Here is code:\n```python\nprint(9)\n```", "Here is code:\n```python\nprint(9)\n```"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := StripFences(tc.in); got != tc.want {
-				t.Fatalf("StripFences(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestNormalizeCode(t *testing.T) {
-	for _, tc := range []struct{ name, in, want string }{
+	stringCases(t, "NormalizeCode", NormalizeCode, []stringCase{
 		{"plain", "print(1)", "print(1)"},
 		{"fenced", "```python\nprint(1)\n```", "print(1)"},
 		{"json wrapped", `{"code": "x = 1\nx"}`, "x = 1\nx"},
@@ -48,17 +42,11 @@ func TestNormalizeCode(t *testing.T) {
 		{"a dict of another key", `{"a": 1}`, `{"a": 1}`},
 		{"a set literal", `{1, 2}`, `{1, 2}`},
 		{"code not a string", `{"code": 3}`, `{"code": 3}`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := NormalizeCode(tc.in); got != tc.want {
-				t.Fatalf("NormalizeCode(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func TestStripANSI(t *testing.T) {
-	for _, tc := range []struct{ name, in, want string }{
+	stringCases(t, "StripANSI", StripANSI, []stringCase{
 		{"none", "plain", "plain"},
 		{"colour", "\x1b[31mred\x1b[0m text", "red text"},
 		{"bold 256", "\x1b[1;38;5;208mx\x1b[m", "x"},
@@ -66,13 +54,7 @@ func TestStripANSI(t *testing.T) {
 		{"osc link", "\x1b]8;;http://x\x07link\x1b]8;;\x07", "link"},
 		{"osc st", "\x1b]0;title\x1b\\body", "body"},
 		{"lone esc", "a\x1bb", "ab"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := StripANSI(tc.in); got != tc.want {
-				t.Fatalf("StripANSI(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
+	})
 }
 
 func strp(s string) *string { return &s }
@@ -233,6 +215,21 @@ func TestPromptHidden(t *testing.T) {
 				if tc.tools[i].Annotations != nil && tl.Annotations["title"] != tc.tools[i].Annotations.Title {
 					t.Errorf("annotations lost: %s", b)
 				}
+			}
+		})
+	}
+}
+
+// stringCase is one input and the wanted output of a string function.
+type stringCase struct{ name, in, want string }
+
+// stringCases runs f on each case as a subtest.
+func stringCases(t *testing.T, name string, f func(string) string, cases []stringCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := f(tc.in); got != tc.want {
+				t.Fatalf("%s(%q) = %q, want %q", name, tc.in, got, tc.want)
 			}
 		})
 	}
