@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, List, Optional, Type, Union
+from typing import Any, Dict, List, Optional, Tuple, Type, Union
 
 try:
     from agents import FunctionTool, RunContextWrapper, ToolOutputImage, ToolOutputText, function_tool
@@ -253,25 +253,26 @@ async def _python_oneshot(ctx: RunContextWrapper[Any], code: str) -> str:
     return format_result(r, max_chars=tc.max_output_chars, files_kept=False)
 
 
+#: What a model is told for each copy error code: ("source" or "destination", the message).
+_COPY_ERRORS: Dict[str, Tuple[str, str]] = {
+    "read_denied": ("source", "cannot copy %s: this path is private or unreadable; do not try to read it"),
+    "source_unreadable": ("source", "cannot copy %s: this path is private or unreadable; do not try to read it"),
+    "source_not_found": ("source", "cannot copy %s: it does not exist; check the path (absolute, or ~/...)"),
+    "symlink_refused": ("destination", "cannot copy to %s: a symbolic link in the sandbox is on that path; choose another destination"),
+    "path_outside_sandbox": ("destination", "cannot copy to %s: the destination must be a path inside the sandbox, relative to it, without '..'"),
+    "destination_is_directory": ("destination", "cannot copy to %s: it is an existing directory; give a file path inside it"),
+    "source_changed": ("source", "cannot copy %s: it changed while being copied; try again"),
+    "copy_too_large": ("source", "cannot copy %s: it is larger than the copy limit; copy a smaller part (a file instead of a directory)"),
+    "no_space": ("source", "cannot copy %s: no space left for the sandbox; delete files you no longer need"),
+}
+
+
 def _copy_error(e: TracecellError, source: str, destination: str) -> str:
     dest = destination or "its base name"
-    code = e.code
-    if code in ("read_denied", "source_unreadable"):
-        return "cannot copy %s: this path is private or unreadable; do not try to read it" % source
-    if code == "source_not_found":
-        return "cannot copy %s: it does not exist; check the path (absolute, or ~/...)" % source
-    if code == "symlink_refused":
-        return "cannot copy to %s: a symbolic link in the sandbox is on that path; choose another destination" % dest
-    if code == "path_outside_sandbox":
-        return "cannot copy to %s: the destination must be a path inside the sandbox, relative to it, without '..'" % dest
-    if code == "destination_is_directory":
-        return "cannot copy to %s: it is an existing directory; give a file path inside it" % dest
-    if code == "source_changed":
-        return "cannot copy %s: it changed while being copied; try again" % source
-    if code == "copy_too_large":
-        return "cannot copy %s: it is larger than the copy limit; copy a smaller part (a file instead of a directory)" % source
-    if code == "no_space":
-        return "cannot copy %s: no space left for the sandbox; delete files you no longer need" % source
+    known = _COPY_ERRORS.get(e.code or "")
+    if known is not None:
+        which, text = known
+        return text % (source if which == "source" else dest)
     return "cannot copy %s to %s: check that the source is an absolute path and the destination a relative one" % (source, dest)
 
 
