@@ -24,6 +24,8 @@ from mcp import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests._server import alive, descendants
+
 CALL_TIMEOUT = 60.0  # seconds for one whole scenario; a hang fails instead of blocking the suite
 
 PNG_CODE = r"""
@@ -36,37 +38,6 @@ png = (b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', 3, 3, 8, 2,
 os.makedirs('outputs', exist_ok=True)
 open('outputs/blue.png', 'wb').write(png)
 """
-
-
-def _descendants(pid: int) -> List[int]:
-    """Every live process below pid (from /proc's ppid links)."""
-    children: Dict[int, List[int]] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % d) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        children.setdefault(ppid, []).append(int(d))
-    out: List[int] = []
-    todo = [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 class MCPServerTest(unittest.TestCase):
@@ -250,7 +221,7 @@ class MCPServerTest(unittest.TestCase):
                     self.assertIn("[result]", res.content[0].text)
 
         self.run_async(warm())  # a live session and a pool worker at SIGTERM
-        below = _descendants(self.proc.pid)
+        below = sorted(descendants(self.proc.pid))
         self.assertGreaterEqual(len(below), 2, "expected worker processes below the server")
         self.proc.send_signal(signal.SIGTERM)
         try:
@@ -260,10 +231,10 @@ class MCPServerTest(unittest.TestCase):
             self.fail("tracecell mcp did not exit within 30s of SIGTERM: %s" % self._log())
         self.assertEqual(code, 0, self._log())
         deadline = time.monotonic() + 10  # Pdeathsig and EXITKILL are asynchronous
-        left = [p for p in below if _alive(p)]
+        left = [p for p in below if alive(p)]
         while left and time.monotonic() < deadline:
             time.sleep(0.05)
-            left = [p for p in below if _alive(p)]
+            left = [p for p in below if alive(p)]
         self.assertEqual(left, [], "processes left after SIGTERM")
         self.assertEqual([d for d in os.listdir(self.state) if d.startswith("sbx-")], [], "sandboxes left after SIGTERM")
         self.assertIn('"session_from":"X-Session-Id"', self._log())
