@@ -62,10 +62,7 @@ func TestRaces(t *testing.T) {
 	for _, c := range raceCases() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			w := &world{t: t, sbx: realDir(t), host: realDir(t)}
-			w.populate()
-			args := c.args(w)
-			before := snapshot(t, w.host)
+			w, args, before := raceWorld(t, c)
 			r := runTraced(t, w.sbx, runEnv(t, w.sbx), nil, append([]string{raceBin}, args...)...)
 			res := resultOf(r.stdout)
 			if d := diffSnap(before, snapshot(t, w.host)); len(d) > 0 {
@@ -91,17 +88,22 @@ func TestRacesBare(t *testing.T) {
 	for _, c := range raceCases() {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			w := &world{t: t, sbx: realDir(t), host: realDir(t)}
-			w.populate()
-			args := c.args(w)
+			w, args, before := raceWorld(t, c)
 			args[len(args)-1] = "2"
-			before := snapshot(t, w.host)
 			r := runBare(t, w.sbx, runEnv(t, w.sbx), append([]string{raceBin}, args...)...)
 			if d := diffSnap(before, snapshot(t, w.host)); len(d) == 0 {
 				t.Errorf("bare run did not reach the victim: %s", resultOf(r.stdout))
 			}
 		})
 	}
+}
+
+// raceWorld makes a case's sandbox and host directory, its program
+// arguments, and the host's state before the run (the ground truth).
+func raceWorld(t *testing.T, c raceCase) (*world, []string, map[string]entry) {
+	w := &world{t: t, sbx: realDir(t), host: realDir(t)}
+	w.populate()
+	return w, c.args(w), snapshot(t, w.host)
 }
 
 // TestRaceBlockingOpen: a checked open that blocks (a FIFO whose reader is
