@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -195,15 +196,22 @@ func (p *Proc) send(r *hostRequest) error {
 func (p *Proc) readMessages(r *os.File) {
 	defer close(p.msgsDone)
 	defer r.Close()
+	readJSONLines(r, p.log, "the worker-host", p.dispatch)
+}
+
+// readJSONLines decodes one JSON object per line of r and hands each to f,
+// until r ends; a line that does not decode is logged (naming its sender)
+// and skipped.
+func readJSONLines[T any](r io.Reader, log zerolog.Logger, from string, f func(*T)) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	for {
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			var m hostMessage
-			if jerr := json.Unmarshal(line, &m); jerr != nil {
-				p.log.Error().Err(jerr).Int("bytes", len(line)).Msg("bad message from the worker-host")
+			m := new(T)
+			if jerr := json.Unmarshal(line, m); jerr != nil {
+				log.Error().Err(jerr).Int("bytes", len(line)).Msg("bad message from " + from)
 			} else {
-				p.dispatch(&m)
+				f(m)
 			}
 		}
 		if err != nil {

@@ -438,21 +438,7 @@ func lastLines(b []byte, n int) string {
 func (h *host) readResponses(r *os.File) {
 	defer close(h.resps)
 	defer r.Close()
-	br := bufio.NewReaderSize(r, 1<<16)
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(line)) > 0 {
-			var m workerMsg
-			if jerr := json.Unmarshal(line, &m); jerr != nil {
-				h.log.Error().Err(jerr).Int("bytes", len(line)).Msg("bad message from the worker")
-			} else {
-				h.resps <- &m
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+	readJSONLines(r, h.log, "the worker", func(m *workerMsg) { h.resps <- m })
 }
 
 func (h *host) writeRequest(r *workerRequest) {
