@@ -126,16 +126,7 @@ func TestFormatResult(t *testing.T) {
 				c = tc.ctx
 			}
 			got := FormatResult(&tc.res, c)
-			for _, h := range tc.has {
-				if !strings.Contains(got, h) {
-					t.Errorf("missing %q in:\n%s", h, got)
-				}
-			}
-			for _, h := range tc.hasNot {
-				if strings.Contains(got, h) {
-					t.Errorf("unexpected %q in:\n%s", h, got)
-				}
-			}
+			checkText(t, got, tc.has, tc.hasNot)
 			if tc.maxSize > 0 && len([]rune(got)) > tc.maxSize {
 				t.Errorf("%d characters, want at most %d", len([]rune(got)), tc.maxSize)
 			}
@@ -169,16 +160,7 @@ func TestInstructions(t *testing.T) {
 				tc.mut(&l)
 			}
 			got := Instructions(l)
-			for _, h := range tc.has {
-				if !strings.Contains(got, h) {
-					t.Errorf("missing %q in:\n%s", h, got)
-				}
-			}
-			for _, h := range tc.hasNot {
-				if strings.Contains(got, h) {
-					t.Errorf("unexpected %q in:\n%s", h, got)
-				}
-			}
+			checkText(t, got, tc.has, tc.hasNot)
 		})
 	}
 }
@@ -232,5 +214,20 @@ func stringCases(t *testing.T, name string, f func(string) string, cases []strin
 				t.Fatalf("%s(%q) = %q, want %q", name, tc.in, got, tc.want)
 			}
 		})
+	}
+}
+
+// checkText wants every string of has in got, and none of hasNot.
+func checkText(t *testing.T, got string, has, hasNot []string) {
+	t.Helper()
+	for _, h := range has {
+		if !strings.Contains(got, h) {
+			t.Errorf("missing %q in:\n%s", h, got)
+		}
+	}
+	for _, h := range hasNot {
+		if strings.Contains(got, h) {
+			t.Errorf("unexpected %q in:\n%s", h, got)
+		}
 	}
 }

@@ -301,8 +301,8 @@ class _SyncConn:
             return result
 
 
-class SyncTransport:
-    """Thread-safe: each request takes an idle connection or opens one."""
+class _Transport:
+    """What both transports keep: where the server is, how to authenticate, how long to wait."""
 
     def __init__(self, ep: Endpoint, token: Optional[str], timeout: Optional[float], connect_timeout: float,
                  is_default: bool) -> None:
@@ -311,9 +311,17 @@ class SyncTransport:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.is_default = is_default
+        self._closed = False
+
+
+class SyncTransport(_Transport):
+    """Thread-safe: each request takes an idle connection or opens one."""
+
+    def __init__(self, ep: Endpoint, token: Optional[str], timeout: Optional[float], connect_timeout: float,
+                 is_default: bool) -> None:
+        super().__init__(ep, token, timeout, connect_timeout, is_default)
         self._idle: List[_SyncConn] = []
         self._lock = threading.Lock()
-        self._closed = False
 
     def _connect(self) -> _SyncConn:
         try:
@@ -439,18 +447,13 @@ class _AsyncConn:
             return result
 
 
-class AsyncTransport:
+class AsyncTransport(_Transport):
     """asyncio streams; a cancelled request closes its connection (the server then interrupts the execution)."""
 
     def __init__(self, ep: Endpoint, token: Optional[str], timeout: Optional[float], connect_timeout: float,
                  is_default: bool) -> None:
-        self.ep = ep
-        self.token = token
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.is_default = is_default
+        super().__init__(ep, token, timeout, connect_timeout, is_default)
         self._idle: List[_AsyncConn] = []
-        self._closed = False
 
     async def _connect(self) -> _AsyncConn:
         try:
