@@ -123,6 +123,9 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	if cfg.Policy == nil {
 		return nil, &StartError{125, errors.New("no policy")}
 	}
+	if err := quietChildStops(); err != nil {
+		return nil, &StartError{125, err}
+	}
 	if err := checkPtraceAllowed(); err != nil {
 		return nil, &StartError{125, err}
 	}

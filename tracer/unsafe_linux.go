@@ -64,3 +64,22 @@ func pollWait4(ws *unix.WaitStatus, rus *unix.Rusage, d time.Duration) (int, err
 		}
 	}
 }
+
+// kernelSigaction is struct sigaction as rt_sigaction(2) takes it on amd64
+// and arm64 (both define SA_RESTORER, so both have sa_restorer).
+type kernelSigaction struct {
+	Handler  uintptr
+	Flags    uint64
+	Restorer uintptr
+	Mask     uint64
+}
+
+// rtSigaction calls rt_sigaction(sig, act, old) with an 8-byte sigset.
+func rtSigaction(sig int, act, old *kernelSigaction) error {
+	_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(sig),
+		uintptr(unsafe.Pointer(act)), uintptr(unsafe.Pointer(old)), 8, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
