@@ -96,6 +96,12 @@ type Result struct {
 // path (a dirfd naming a pipe), EINVAL when /proc/self is met but t has no
 // pid. Other errors are unexpected failures of lstat or readlink.
 func Resolve(t Task, base string, p []byte, follow bool) (Result, error) {
+	return ResolveCached(t, base, p, follow, nil)
+}
+
+// ResolveCached is Resolve with a cache of directories already walked (nil
+// for none): see DirCache for when that is sound.
+func ResolveCached(t Task, base string, p []byte, follow bool, c *DirCache) (Result, error) {
 	if len(p) == 0 {
 		return Result{}, pathErr(p, syscall.ENOENT)
 	}
@@ -110,7 +116,7 @@ func Resolve(t Task, base string, p []byte, follow bool) (Result, error) {
 		}
 		cur = path.Clean(base)
 	}
-	w := walker{t: t, orig: p, follow: follow}
+	w := walker{t: t, orig: p, follow: follow, cache: c}
 	return w.run(cur, string(p))
 }
 
@@ -146,6 +152,7 @@ type walker struct {
 	follow bool // follow the last component (sticky once a last link was followed)
 	links  int  // symlinks expanded so far
 	isDir  bool // a trailing slash asked for a directory
+	cache  *DirCache
 }
 
 // deletedSuffix is what d_path appends to the name of an unlinked dentry
@@ -154,7 +161,14 @@ const deletedSuffix = " (deleted)"
 
 func (w *walker) run(cur, rest string) (Result, error) {
 	var last fs.FileInfo // lstat of cur when the walk ended on a component
+	// jumped: the walk (re)starts at cur, where cached directories may take
+	// it further down rest at once.
+	jumped := true
 	for {
+		if jumped && w.cache != nil {
+			cur, rest = w.cache.skip(cur, rest)
+		}
+		jumped = false
 		rest = strings.TrimLeft(rest, "/")
 		if rest == "" {
 			break
@@ -213,6 +227,7 @@ func (w *walker) run(cur, rest string) (Result, error) {
 					return r, err
 				}
 				cur, rest = "/", nrest
+				jumped = true
 				continue
 			}
 			body, err := os.Readlink(next)
@@ -228,12 +243,16 @@ func (w *walker) run(cur, rest string) (Result, error) {
 				cur = "/"
 			}
 			rest = body + rest // rest is empty or starts with "/"
+			jumped = true
 			continue
 		}
 		cur = next
 		if !isLast && !fi.IsDir() {
 			// walk_component on a non-directory with components left.
 			return lexical(cur, true, rest, syscall.ENOTDIR), nil
+		}
+		if w.cache != nil && fi.IsDir() {
+			w.cache.add(cur, fi)
 		}
 		last = fi
 	}

@@ -298,33 +298,51 @@ func TestResolve(t *testing.T) {
 		}
 	}
 
+	// Every case also runs through a cache shared by all cases, twice:
+	// once filling it and once using it. The cache must never change a
+	// result.
+	cache := NewDirCache(1 << 10)
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			task := self
-			if c.task != nil {
-				task = *c.task
-			}
-			got, err := Resolve(task, c.base, []byte(c.p), c.follow)
-			if c.errno != 0 {
-				if !errors.Is(err, c.errno) {
-					t.Fatalf("Resolve(%q, %q) = %+v, %v; want error %v", c.base, c.p, got, err, c.errno)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("Resolve(%q, %q): %v", c.base, c.p, err)
-			}
-			gotMode := got.Mode
-			got.Mode = 0
-			if got != c.want {
-				t.Fatalf("Resolve(%q, %q, follow=%v)\n got %+v\nwant %+v", c.base, c.p, c.follow, got, c.want)
-			}
-			if c.mode != 0 && gotMode&fs.ModeType != c.mode&fs.ModeType {
-				t.Errorf("mode type = %v, want %v", gotMode&fs.ModeType, c.mode&fs.ModeType)
-			}
-		})
+		for _, mode := range []string{"", "/cache-fill", "/cache-use"} {
+			t.Run(c.name+mode, func(t *testing.T) { checkCase(t, c, self, mode, cache) })
+		}
+	}
+	if cache.Len() == 0 {
+		t.Error("the cache holds nothing after every case")
 	}
 	t.Logf("%d cases", len(cases))
+}
+
+func checkCase(t *testing.T, c tcase, self Task, mode string, cache *DirCache) {
+	t.Helper()
+	task := self
+	if c.task != nil {
+		task = *c.task
+	}
+	var got Result
+	var err error
+	if mode == "" {
+		got, err = Resolve(task, c.base, []byte(c.p), c.follow)
+	} else {
+		got, err = ResolveCached(task, c.base, []byte(c.p), c.follow, cache)
+	}
+	if c.errno != 0 {
+		if !errors.Is(err, c.errno) {
+			t.Fatalf("Resolve(%q, %q) = %+v, %v; want error %v", c.base, c.p, got, err, c.errno)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Resolve(%q, %q): %v", c.base, c.p, err)
+	}
+	gotMode := got.Mode
+	got.Mode = 0
+	if got != c.want {
+		t.Fatalf("Resolve(%q, %q, follow=%v)\n got %+v\nwant %+v", c.base, c.p, c.follow, got, c.want)
+	}
+	if c.mode != 0 && gotMode&fs.ModeType != c.mode&fs.ModeType {
+		t.Errorf("mode type = %v, want %v", gotMode&fs.ModeType, c.mode&fs.ModeType)
+	}
 }
 
 // TestResolveMatchesEvalSymlinks checks every existing path of the tree (and

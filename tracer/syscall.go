@@ -96,6 +96,11 @@ func (t *tracer) seccompStop(tk *task) error {
 	if fr != nil {
 		fr.relookup = c.relookup
 	}
+	if t.dirs != nil && op != nil && movesDirs(op) {
+		// Decided or not, the walks after this one must not trust where
+		// directories were (pathres.DirCache).
+		t.dirs.Reset()
+	}
 	t.counts.Checked++
 	switch {
 	case c.fail != 0 && c.failWhy != "":
@@ -394,12 +399,50 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 	return t.resolved(c, p, b, given, follow)
 }
 
-// resolvePath is pathres.Resolve; tests replace it to reach the fail-closed path.
-var resolvePath = pathres.Resolve
+// resolvePath is pathres.ResolveCached; tests replace it to reach the
+// fail-closed path.
+var resolvePath = pathres.ResolveCached
 
 func (t *tracer) resolved(c *call, p policy.Path, base string, given []byte, follow bool) (policy.Path, bool) {
-	r, err := resolvePath(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, base, given, follow)
+	r, err := resolvePath(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, base, given, follow, t.dirCache())
 	return t.fill(c, p, r, err)
+}
+
+// dirCache is the cache of directories already walked, for this check, or
+// nil when it must not be used. It is sound only when no call the tree makes
+// can rename or remove a directory between one check and the next without
+// the tracer dropping the cache first (pathres.DirCache): so never in audit
+// or --no-freeze runs, where the tree runs on during checks (t.dirs is nil
+// there), nor while a call left to finish unfrozen (a blocked call, see
+// freeze.go) may still be doing so. After such a call the cache starts over.
+func (t *tracer) dirCache() *pathres.DirCache {
+	if t.dirs == nil {
+		return nil
+	}
+	for _, tk := range t.tasks {
+		if tk.inFlight {
+			t.dirs.Reset()
+			return nil
+		}
+	}
+	return t.dirs
+}
+
+// movesDirs reports whether op may rename or remove a directory: a rename
+// of anything, or a delete whose target is a directory (rmdir,
+// unlinkat(AT_REMOVEDIR); an unlink of a directory fails).
+func movesDirs(op *policy.Op) bool {
+	switch op.Kind {
+	case syscalls.KindRename:
+		return true
+	case syscalls.KindDelete:
+		for _, p := range op.Paths {
+			if p.IsDir {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fill copies a resolution into p. When the kernel's own walk would fail

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tracecell/tracecell/arch"
 	"github.com/tracecell/tracecell/filter"
+	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/syscalls"
@@ -116,6 +117,9 @@ const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | // stop at SECCOMP_RET_TRACE
 	unix.PTRACE_O_TRACEEXEC | // stop after a successful exec: enforce against /proc/<pid>/exe
 	unix.PTRACE_O_TRACESYSGOOD | // syscall stops report SIGTRAP|0x80 (the probe; the end of a frozen call)
 	unix.PTRACE_O_EXITKILL // the tree dies with tracecell (3.8)
+
+// dirCacheMax bounds the directories a run's path walks remember.
+const dirCacheMax = 4096
 
 // Run starts cfg's command and traces it to the end. A non-nil error with a
 // nil Result means the command never started (see StartError).
@@ -222,6 +226,9 @@ type tracer struct {
 	table   *syscalls.Table
 	probeNr int
 
+	// dirs caches the directories path walks have met (pathres.DirCache),
+	// nil when it may not be used (dirCache).
+	dirs  *pathres.DirCache
 	audit bool // policy mode audit: denials are recorded, not enforced
 	// readsChecked: the policy restricts reads (read roots, deny-read), so
 	// a read-only open is a decision a race could subvert.
@@ -271,8 +278,12 @@ type tracer struct {
 
 func newTracer(cfg *Config, probeNr int) *tracer {
 	l := arch.Native
+	var dirs *pathres.DirCache
+	if cfg.Policy.Config().Mode != policy.Audit && !cfg.NoFreeze {
+		dirs = pathres.NewDirCache(dirCacheMax)
+	}
 	return &tracer{
-		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
+		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr, dirs: dirs,
 		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
 		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{},
 		audit:        cfg.Policy.Config().Mode == policy.Audit,

@@ -378,11 +378,11 @@ func TestNoForcedSSBD(t *testing.T) {
 func TestUnresolvableAndFailedCalls(t *testing.T) {
 	orig := resolvePath
 	t.Cleanup(func() { resolvePath = orig })
-	resolvePath = func(tk pathres.Task, base string, p []byte, follow bool) (pathres.Result, error) {
+	resolvePath = func(tk pathres.Task, base string, p []byte, follow bool, c *pathres.DirCache) (pathres.Result, error) {
 		if strings.Contains(string(p), "unresolvable") {
 			return pathres.Result{}, errors.New("injected resolver failure")
 		}
-		return orig(tk, base, p, follow)
+		return orig(tk, base, p, follow, c)
 	}
 	for _, tc := range []struct {
 		name   string

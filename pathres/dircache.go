@@ -1,0 +1,125 @@
+package pathres
+
+import (
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+)
+
+// DirCache remembers directories that a walk met at a path without any
+// symlink in it, by device and inode, so that a later walk through them can
+// check the deepest one with a single stat(2) instead of an lstat(2) per
+// component: resolving /srv/sbx/out/run/f.csv after /srv/sbx/out/run/e.csv
+// costs a stat of /srv/sbx/out/run and an lstat of f.csv, not five lstats.
+//
+// A cached path is used only when stat(path), which follows symlinks, still
+// finds the same directory. Moving it away, replacing it or mounting over it
+// changes what the stat finds, and the walk is done in full again. What the
+// stat cannot tell is a directory moved elsewhere with a symlink to it left at
+// its old path: the call then touches the same directory, which now has a
+// different name. The tracer therefore drops the whole cache whenever it
+// lets the traced tree rename anything or remove a directory (the only ways
+// the tree can do that: mount, pivot_root, chroot and io_uring are denied to
+// it), and uses the cache only while the tree is frozen around every checked
+// call, so no such call can run between a check and the drop. A process
+// outside the tree doing the same is the race any check-then-use has.
+//
+// /proc is never cached: its directories come and go with processes.
+// A DirCache is not safe for concurrent use.
+type DirCache struct {
+	m   map[string]fileID
+	max int
+}
+
+type fileID struct{ dev, ino uint64 }
+
+// NewDirCache returns an empty cache that holds at most max directories; it
+// starts over when full.
+func NewDirCache(max int) *DirCache {
+	return &DirCache{m: map[string]fileID{}, max: max}
+}
+
+// Reset forgets every directory.
+func (c *DirCache) Reset() {
+	if len(c.m) > 0 {
+		clear(c.m)
+	}
+}
+
+// Len is the number of directories held.
+func (c *DirCache) Len() int { return len(c.m) }
+
+func idOf(fi fs.FileInfo) (fileID, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), uint64(st.Ino)}, true
+}
+
+func cacheable(p string) bool {
+	return p != "/proc" && !strings.HasPrefix(p, "/proc/")
+}
+
+// add records dir, an absolute path without symlinks that lstat found to be
+// a directory with info fi.
+func (c *DirCache) add(dir string, fi fs.FileInfo) {
+	if !cacheable(dir) {
+		return
+	}
+	id, ok := idOf(fi)
+	if !ok {
+		return
+	}
+	if len(c.m) >= c.max {
+		clear(c.m)
+	}
+	c.m[dir] = id
+}
+
+// skip moves a walk at cur (a directory path without symlinks) with rest to
+// go as far down rest as cached directories allow. Only plain names are
+// skipped (the first "." or ".." ends the skip) and never the last
+// component: the walk always looks at that itself.
+func (c *DirCache) skip(cur, rest string) (string, string) {
+	if len(c.m) == 0 {
+		return cur, rest
+	}
+	best, bestRest := "", ""
+	p, r := cur, rest
+	for {
+		r = strings.TrimLeft(r, "/")
+		i := strings.IndexByte(r, '/')
+		if i < 0 || strings.Trim(r[i:], "/") == "" {
+			break // r is the last component
+		}
+		name := r[:i]
+		if name == "." || name == ".." {
+			break
+		}
+		p, r = join(p, name), r[i:]
+		if !cacheable(p) {
+			break
+		}
+		if _, ok := c.m[p]; ok {
+			best, bestRest = p, r
+		}
+	}
+	if best == "" {
+		return cur, rest
+	}
+	fi, err := os.Stat(best)
+	if id, ok := idOf0(fi, err); ok && id == c.m[best] && fi.IsDir() {
+		return best, bestRest
+	}
+	delete(c.m, best)
+	return cur, rest
+}
+
+func idOf0(fi fs.FileInfo, err error) (fileID, bool) {
+	if err != nil {
+		return fileID{}, false
+	}
+	return idOf(fi)
+}

@@ -1,0 +1,110 @@
+package pathres
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestDirCache(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(root+"/a/b/c", 0o755))
+	must(os.WriteFile(root+"/a/b/c/f", nil, 0o644))
+	must(os.MkdirAll(root+"/other/b/c", 0o755))
+	self := Task{Tgid: os.Getpid()}
+	resolve := func(c *DirCache, p string) Result {
+		t.Helper()
+		r, err := ResolveCached(self, "/", []byte(p), true, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	c := NewDirCache(64)
+	if r := resolve(c, root+"/a/b/c/f"); r.Path != root+"/a/b/c/f" || !r.Exists {
+		t.Fatalf("first walk: %+v", r)
+	}
+	t.Run("skips to the deepest directory", func(t *testing.T) {
+		cur, rest := c.skip("/", root+"/a/b/c/f")
+		if cur != root+"/a/b/c" || rest != "/f" {
+			t.Fatalf("skip = %q, %q; want %q, %q", cur, rest, root+"/a/b/c", "/f")
+		}
+		// Relative to a cached base, and never the last component.
+		if cur, rest := c.skip(root, "a/b"); cur != root+"/a" || rest != "/b" {
+			t.Fatalf("skip(root, a/b) = %q, %q", cur, rest)
+		}
+		if cur, rest := c.skip(root, "a/./b/c/f"); cur != root+"/a" || rest != "/./b/c/f" {
+			t.Fatalf("skip stops at a dot: %q, %q", cur, rest)
+		}
+	})
+	t.Run("a directory replaced by a symlink is walked again", func(t *testing.T) {
+		must(os.Rename(root+"/a/b", root+"/b-moved"))
+		must(os.Symlink(root+"/other/b", root+"/a/b"))
+		defer func() {
+			must(os.Remove(root + "/a/b"))
+			must(os.Rename(root+"/b-moved", root+"/a/b"))
+		}()
+		r := resolve(c, root+"/a/b/c/f")
+		if r.Path != root+"/other/b/c/f" || r.Exists {
+			t.Fatalf("got %+v, want the missing %s", r, root+"/other/b/c/f")
+		}
+	})
+	t.Run("a directory replaced by a file fails the walk", func(t *testing.T) {
+		resolve(c, root+"/a/b/c/f") // cache the directories again
+		must(os.Rename(root+"/a/b/c", root+"/c-moved"))
+		must(os.WriteFile(root+"/a/b/c", nil, 0o644))
+		defer func() {
+			must(os.Remove(root + "/a/b/c"))
+			must(os.Rename(root+"/c-moved", root+"/a/b/c"))
+		}()
+		if r := resolve(c, root+"/a/b/c/f"); r.WalkErr != syscall.ENOTDIR {
+			t.Fatalf("got %+v, want walk error ENOTDIR", r)
+		}
+	})
+	t.Run("moved with a symlink left behind: same directory, old name until Reset", func(t *testing.T) {
+		// The documented limit: the tracer resets the cache on every
+		// rename the tree makes, so only an outside process can do this.
+		resolve(c, root+"/a/b/c/f")
+		must(os.Rename(root+"/a/b", root+"/b-moved"))
+		must(os.Symlink(root+"/b-moved", root+"/a/b"))
+		defer func() {
+			must(os.Remove(root + "/a/b"))
+			must(os.Rename(root+"/b-moved", root+"/a/b"))
+		}()
+		if r := resolve(c, root+"/a/b/c/f"); r.Path != root+"/a/b/c/f" {
+			t.Fatalf("got %+v", r)
+		}
+		c.Reset()
+		if r := resolve(c, root+"/a/b/c/f"); r.Path != root+"/b-moved/c/f" {
+			t.Fatalf("after Reset: got %+v", r)
+		}
+	})
+	t.Run("never /proc", func(t *testing.T) {
+		c := NewDirCache(64)
+		resolve(c, "/proc/self/fd/0")
+		resolve(c, "/proc/sys/kernel/ostype")
+		for p := range c.m {
+			if strings.HasPrefix(p, "/proc") {
+				t.Errorf("cached %s", p)
+			}
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		c := NewDirCache(2)
+		resolve(c, root+"/a/b/c/f")
+		if c.Len() > 2 {
+			t.Fatalf("holds %d, max 2", c.Len())
+		}
+	})
+}
