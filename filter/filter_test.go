@@ -146,6 +146,10 @@ func TestFilterCases(t *testing.T) {
 			{name: "openat2", call: "openat2", want: RetENOSYS},
 			{name: "clone3_all", o: all, call: "clone3", want: RetENOSYS},
 
+			// The cwd: always seen by the tracer (it remembers it).
+			{name: "chdir", call: "chdir", want: RetTrace},
+			{name: "fchdir", call: "fchdir", want: RetTrace},
+
 			// Opens.
 			{name: "openat_rdonly", call: "openat", args: arg(2, 0), want: RetAllow},
 			{name: "openat_rdonly_cloexec_directory", call: "openat", args: arg(2, oCloexec|tbl.Open.Directory|tbl.Open.NoFollow), want: RetAllow},

@@ -44,8 +44,10 @@ func raceCases() []raceCase {
 			w.victim = w.p("f")
 			return []string{"swap", w.s("link"), w.s("ok"), w.victim, raceSeconds}
 		}},
-		// (c) another thread changes the shared cwd (chdir is not a checked
-		// call) between the tracer's reading of /proc/<tid>/cwd and the lookup.
+		// (c) another thread changes the shared cwd between the tracer's
+		// reading of /proc/<tid>/cwd (or its use of the cwd it remembers)
+		// and the lookup. chdir is trapped only so that the tracer forgets
+		// the cwds it remembers; it is never denied.
 		{"flip-shared-cwd", func(w *world) []string {
 			writeFile(w.t, w.s("f"), "ok\n", 0o644)
 			w.victim = w.p("f")

@@ -23,6 +23,7 @@ const (
 	KindSignal                // kill, tkill, tgkill, rt_*sigqueueinfo, pidfd_send_signal
 	KindProcess               // prlimit64, setpriority, sched_* and other calls aimed at a pid
 	KindForbidden             // a syscall that is never allowed (ptrace, mount, bpf, ...)
+	KindChdir                 // chdir, fchdir: always allowed; trapped so that the tracer knows the cwd
 	kindCount
 )
 
@@ -43,6 +44,7 @@ var kindNames = [kindCount]string{
 	KindSignal:    "signal",
 	KindProcess:   "process",
 	KindForbidden: "forbidden-syscall",
+	KindChdir:     "chdir",
 }
 
 // String returns the report name of the kind.

@@ -61,10 +61,14 @@ const (
 	// f_owner_ex {int type; int pid} behind PidArg for F_SETOWN_EX. The
 	// filter traps fcntl only for these two commands.
 	HSetOwn
+	// HChdir is chdir and fchdir: never denied, trapped so that the tracer
+	// may remember each task's cwd between checks and forget it when it
+	// changes (tracer: base).
+	HChdir
 	handlerCount
 )
 
-var handlerNames = [handlerCount]string{"path", "open", "exec", "socket", "signal", "process", "fd-meta", "ioctl", "clone", "forbidden", "process-mem", "set-own"}
+var handlerNames = [handlerCount]string{"path", "open", "exec", "socket", "signal", "process", "fd-meta", "ioctl", "clone", "forbidden", "process-mem", "set-own", "chdir"}
 
 func (h Handler) String() string {
 	if h < handlerCount {
@@ -201,6 +205,8 @@ func buildSpecs() map[string]*Spec {
 		mk("symlinkat", KindCreate, HPath, at(2, 1, never, "path", false)).linkTo(0),
 
 		// Removal.
+		mk("chdir", KindChdir, HChdir, p(0, always, "path")),
+		mk("fchdir", KindChdir, HChdir).fd(0),
 		mk("rmdir", KindDelete, HPath, p(0, never, "path")),
 		mk("unlink", KindDelete, HPath, p(0, never, "path")),
 		mk("unlinkat", KindDelete, HPath, at(1, 0, never, "path", false)).flags(2), // AT_REMOVEDIR

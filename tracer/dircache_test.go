@@ -64,3 +64,67 @@ print("done")
 		t.Errorf("create of f/c: %+v, want resolved %s", created, filepath.Join(realSbx, "g", "c"))
 	}
 }
+
+// The remembered cwd (base) follows every way the tree can move it: chdir,
+// fchdir, a chdir by another thread sharing the cwd, a rename of the cwd.
+// Ground truth: nothing appears outside the sandbox, and each create is
+// reported where it really happened.
+func TestRememberedCwd(t *testing.T) {
+	needPython(t)
+	sbx, host := t.TempDir(), t.TempDir()
+	realSbx, _ := filepath.EvalSymlinks(sbx)
+	realHost, _ := filepath.EvalSymlinks(host)
+	script := `
+import os, sys, threading
+out = sys.argv[1]
+def create(name):
+    try:
+        open(name, "w").close(); print(name, "created")
+    except PermissionError:
+        print(name, "denied")
+os.mkdir("a"); os.chdir("a"); create("p1")
+os.chdir(out); create("p2")
+os.chdir(sys.argv[2]); create("p3")
+fd = os.open(out, os.O_RDONLY); os.fchdir(fd); create("p4")
+os.chdir(sys.argv[2]); create("p5")
+t = threading.Thread(target=os.chdir, args=(out,)); t.start(); t.join()
+create("p6")
+os.chdir(sys.argv[2] + "/a"); create("p7")
+os.rename(sys.argv[2] + "/a", sys.argv[2] + "/b"); create("p8")
+`
+	o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.TraceAll = true }, python, "-c", script, realHost, realSbx)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	want := "p1 created\np2 denied\np3 created\np4 denied\np5 created\np6 denied\np7 created\np8 created\n"
+	if o.stdout != want {
+		t.Fatalf("stdout %q, want %q; stderr %q", o.stdout, want, o.stderr)
+	}
+	if ents, _ := os.ReadDir(realHost); len(ents) > 0 {
+		t.Fatalf("created outside the sandbox: %v", ents)
+	}
+	where := map[string]string{
+		"p1": realSbx + "/a/p1", "p2": realHost + "/p2", "p3": realSbx + "/p3", "p4": realHost + "/p4",
+		"p5": realSbx + "/p5", "p6": realHost + "/p6", "p7": realSbx + "/a/p7", "p8": realSbx + "/b/p8",
+	}
+	seen := 0
+	for _, e := range o.events {
+		if len(e.Paths) == 0 || e.Syscall == "chdir" || e.Syscall == "fchdir" {
+			continue
+		}
+		if w, ok := where[e.Paths[0].Given]; ok && e.Kind.String() == "create" {
+			seen++
+			if e.Paths[0].Resolved != w {
+				t.Errorf("%s resolved to %s, want %s", e.Paths[0].Given, e.Paths[0].Resolved, w)
+			}
+		}
+	}
+	if seen != len(where) {
+		t.Errorf("%d of %d creates reported", seen, len(where))
+	}
+	for _, p := range []string{"/b/p1", "/p3", "/p5", "/b/p7", "/b/p8"} {
+		if _, err := os.Stat(realSbx + p); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}

@@ -64,6 +64,9 @@ func (t *tracer) execEvent(tk *task) error {
 			t.removeTask(int(msg))
 		}
 	}
+	// The thread that exec'd may have had its own cwd (clone without
+	// CLONE_FS) and now carries the leader's tid.
+	t.forgetCwds()
 	// All other threads of the group are gone.
 	for x, o := range t.tasks {
 		if o.tgid == tk.tgid && x != tid {

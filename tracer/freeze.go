@@ -137,6 +137,10 @@ func freezes(h syscalls.Handler, name string, openFlags uint64, readsChecked boo
 		return readsChecked || syscalls.OpenWrites(openFlags) || name == "creat"
 	case syscalls.HPath, syscalls.HFdMeta, syscalls.HIoctl, syscalls.HSocket, syscalls.HSetOwn:
 		return true
+	case syscalls.HChdir:
+		// Never denied, but the tracer forgets the cwds it remembers
+		// (base): no other check may run before the cwd has moved.
+		return true
 	case syscalls.HSignal:
 		return name == "pidfd_send_signal" // the target is the pidfd's: the fd table
 	}

@@ -36,6 +36,7 @@ func TestFreezes(t *testing.T) {
 		{"sendmsg: msghdr in memory", syscalls.HSocket, "sendmsg", 0, false, true},
 		{"F_SETOWN_EX: f_owner_ex in memory", syscalls.HSetOwn, "fcntl", 0, false, true},
 		{"pidfd_send_signal: the fd table", syscalls.HSignal, "pidfd_send_signal", 0, false, true},
+		{"chdir: remembered cwds are forgotten first", syscalls.HChdir, "chdir", 0, false, true},
 		{"kill: registers only", syscalls.HSignal, "kill", 0, false, false},
 		{"exec: checked again at the exec event", syscalls.HExec, "execve", 0, false, false},
 		{"clone: registers only", syscalls.HClone, "clone", 0, false, false},

@@ -96,10 +96,10 @@ func (t *tracer) seccompStop(tk *task) error {
 	if fr != nil {
 		fr.relookup = c.relookup
 	}
-	if t.dirs != nil && op != nil && movesDirs(op) {
+	if op != nil && movesDirs(op) {
 		// Decided or not, the walks after this one must not trust where
-		// directories were (pathres.DirCache).
-		t.dirs.Reset()
+		// directories were (pathres.DirCache), nor what a cwd is called.
+		t.forgetDirs()
 	}
 	t.counts.Checked++
 	switch {
@@ -318,6 +318,8 @@ func (t *tracer) decode(c *call) *policy.Op {
 		return t.decodeClone(c)
 	case syscalls.HSetOwn:
 		return t.decodeSetOwn(c)
+	case syscalls.HChdir:
+		return t.decodeChdir(c)
 	case syscalls.HForbidden:
 		if c.name == "seccomp" {
 			c.flags = "SECCOMP_FILTER_FLAG_NEW_LISTENER"
@@ -327,14 +329,50 @@ func (t *tracer) decode(c *call) *policy.Op {
 	return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 }
 
+// decodeChdir passes chdir and fchdir: a cwd is no permission, so they are
+// never denied, and whether they fail is the kernel's business. Every
+// remembered cwd is forgotten (a thread sharing the caller's cwd through
+// CLONE_FS moves with it); the call freezes the tree (freezes), so no other
+// check runs before it has finished. The target is resolved only for
+// --trace.
+func (t *tracer) decodeChdir(c *call) *policy.Op {
+	var op *policy.Op
+	if t.cfg.TraceAll {
+		var p policy.Path
+		if c.name == "fchdir" {
+			p, _ = t.fdPath(c, policy.Path{Role: "path"}, t.regs.Int32Arg(c.spec.FdArg))
+		} else {
+			p, _ = t.pathArg(c, c.spec.Paths[0], true, false)
+		}
+		op = &policy.Op{Kind: syscalls.KindChdir, Syscall: c.name, Paths: []policy.Path{p}}
+		c.fail, c.failWhy = 0, ""
+	}
+	t.forgetCwds()
+	c.pass = true
+	return op
+}
+
 // base returns the directory a relative path of tk starts from: the dirfd's
-// target or the thread's cwd, read now (never cached: another thread may
-// have changed it).
+// target, read now, or the thread's cwd. The cwd is read from
+// /proc/<tid>/cwd and remembered while the walk cache may be used
+// (dirCache): every way the tree has to move a cwd is a call the tracer
+// sees first (chdir and fchdir, also a sibling's sharing the cwd through
+// CLONE_FS; a rename or rmdir of a directory; an exec) and makes it forget
+// every remembered cwd (forgetCwds) before that call runs, with the tree
+// frozen. unshare, setns, chroot and pivot_root are denied to the tree.
 func (t *tracer) base(c *call, dirfd int32, hasDirfd bool) (string, *int, error) {
 	if !hasDirfd || dirfd == unix.AT_FDCWD {
-		d, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", c.tk.tid))
-		if err != nil {
-			return "", nil, err
+		cache := t.dirCache() != nil
+		d := c.tk.cwd
+		if !cache || d == "" {
+			var err error
+			d, err = os.Readlink(fmt.Sprintf("/proc/%d/cwd", c.tk.tid))
+			if err != nil {
+				return "", nil, err
+			}
+			if cache && !strings.HasSuffix(d, " (deleted)") {
+				c.tk.cwd = d
+			}
 		}
 		if hasDirfd {
 			v := int(dirfd)
@@ -421,11 +459,27 @@ func (t *tracer) dirCache() *pathres.DirCache {
 	}
 	for _, tk := range t.tasks {
 		if tk.inFlight {
-			t.dirs.Reset()
+			t.forgetDirs()
 			return nil
 		}
 	}
 	return t.dirs
+}
+
+// forgetDirs empties the walk cache and forgets every remembered cwd.
+func (t *tracer) forgetDirs() {
+	if t.dirs == nil {
+		return
+	}
+	t.dirs.Reset()
+	t.forgetCwds()
+}
+
+// forgetCwds forgets every task's remembered cwd (base).
+func (t *tracer) forgetCwds() {
+	for _, tk := range t.tasks {
+		tk.cwd = ""
+	}
 }
 
 // movesDirs reports whether op may rename or remove a directory: a rename

@@ -200,6 +200,9 @@ type task struct {
 	// held counts this task's statuses waiting in tracer.backlog: it is
 	// stopped in a ptrace stop that the tracer has not answered yet.
 	held int
+	// cwd is the task's cwd as last read from /proc/<tid>/cwd, "" when
+	// not remembered (base).
+	cwd string
 	// inFlight: this task's checked call was left to finish unfrozen (it
 	// blocked, see freeze.go); its syscall-exit stop is still to come.
 	inFlight bool
