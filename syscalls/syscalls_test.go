@@ -562,3 +562,19 @@ func TestNative(t *testing.T) {
 		})
 	}
 }
+
+// The name index is built on the first lookup; a Table not made by this
+// package has no names and must not panic.
+func TestTableLazyIndex(t *testing.T) {
+	var z Table
+	if _, ok := z.Nr("read"); ok {
+		t.Fatal("zero Table knows read")
+	}
+	if n := z.Names(); len(n) != 0 {
+		t.Fatalf("zero Table names %v", n)
+	}
+	cp := *AMD64
+	if nr, ok := cp.Nr("openat"); !ok || nr != 257 {
+		t.Fatalf("copy of AMD64: Nr(openat) = %d, %v", nr, ok)
+	}
+}

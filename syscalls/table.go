@@ -3,6 +3,7 @@ package syscalls
 import (
 	"runtime"
 	"strconv"
+	"sync"
 )
 
 // Audit architecture values of seccomp_data.arch (include/uapi/linux/audit.h).
@@ -35,20 +36,45 @@ type Table struct {
 	X32Bit    uint32 // X32SyscallBit on x86_64, 0 elsewhere
 	Open      OpenFlagBits
 
-	names []string       // by number; "" for gaps
-	nrs   map[string]int // by name
+	names []string // by number; "" for gaps
+	// byName is the name-to-number index, built on the first Nr: a
+	// process uses the table of one ABI at most, and a short-lived one
+	// (tracecell --version) none, so neither map is built at start-up.
+	// A pointer, so that a copied Table shares it as it shared the map.
+	byName *nameIndex
+}
+
+type nameIndex struct {
+	once sync.Once
+	nrs  map[string]int
 }
 
 func newTable(name string, audit uint32, x32 uint32, open OpenFlagBits, names []string) *Table {
-	t := &Table{ABI: name, AuditArch: audit, X32Bit: x32, Open: open, names: names, nrs: make(map[string]int, len(names))}
-	for nr, n := range names {
-		if n == "" {
-			continue
+	t := &Table{ABI: name, AuditArch: audit, X32Bit: x32, Open: open, names: names, byName: &nameIndex{}}
+	for nr := len(names) - 1; nr >= 0; nr-- {
+		if names[nr] != "" {
+			t.Max = nr
+			break
 		}
-		t.nrs[n] = nr
-		t.Max = nr
 	}
 	return t
+}
+
+// nrs returns the name-to-number map, building it on the first call.
+func (t *Table) nrs() map[string]int {
+	x := t.byName
+	if x == nil { // a Table not made by newTable has no names
+		return nil
+	}
+	x.once.Do(func() {
+		x.nrs = make(map[string]int, len(t.names))
+		for nr, n := range t.names {
+			if n != "" {
+				x.nrs[n] = nr
+			}
+		}
+	})
+	return x.nrs
 }
 
 var (
@@ -84,7 +110,7 @@ func ForGOARCH(goarch string) *Table {
 
 // Nr returns the number of a system call on this ABI.
 func (t *Table) Nr(name string) (int, bool) {
-	nr, ok := t.nrs[name]
+	nr, ok := t.nrs()[name]
 	return nr, ok
 }
 
@@ -99,7 +125,7 @@ func (t *Table) Name(nr int) string {
 
 // Names returns every known system call name of the ABI in number order.
 func (t *Table) Names() []string {
-	out := make([]string, 0, len(t.nrs))
+	out := make([]string, 0, len(t.nrs()))
 	for _, n := range t.names {
 		if n != "" {
 			out = append(out, n)
