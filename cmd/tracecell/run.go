@@ -98,7 +98,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 }
 
 func runFlags() []cli.Flag {
-	return []cli.Flag{
+	return cachedNames([]cli.Flag{
 		&cli.StringSliceFlag{Name: "write", Usage: "writable root `DIR` (repeatable; created if missing; default: a fresh directory under $TMPDIR)"},
 		&cli.StringFlag{Name: "cwd", Usage: "working `DIR` of the command (default: the first writable root)"},
 		&cli.StringSliceFlag{Name: "read", Usage: "restrict reads to `DIR` (repeatable) plus the writable roots and what the program needs to start"},
@@ -123,7 +123,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-format", Usage: "text or json"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no notices on stderr (the report still has everything)"},
 		&cli.BoolFlag{Name: "no-freeze", Usage: "do not stop the rest of the tree while a checked call runs: faster for threaded programs that write many files, but a hostile program can race the checks (trusted code only)"},
-	}
+	})
 }
 
 // settingsFrom merges the policy file (if any) and the flags that were set.
