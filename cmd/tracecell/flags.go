@@ -61,3 +61,32 @@ func cachedNames(fl []cli.Flag) []cli.Flag {
 	}
 	return fl
 }
+
+// setFlags returns every name (aliases included) of the flags of c's
+// command for which c.IsSet is true, found in one pass: settingsFrom asks
+// about some 25 flags, and each IsSet of an unset flag walks the command's
+// flags again. A flag is set when it was given under any of its names
+// (LocalFlagNames lists the names given, e.g. "q" for --quiet) or from its
+// environment variables or file (LocalFlagNames lists all its names then).
+// TestSetFlags checks the result against IsSet.
+func setFlags(c *cli.Context) map[string]bool {
+	set := map[string]bool{}
+	for _, n := range c.LocalFlagNames() {
+		set[n] = true
+	}
+	if c.Command == nil {
+		return set
+	}
+	for _, f := range c.Command.Flags {
+		names := f.Names()
+		for _, n := range names {
+			if set[n] {
+				for _, m := range names {
+					set[m] = true
+				}
+				break
+			}
+		}
+	}
+	return set
+}

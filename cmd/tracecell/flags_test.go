@@ -46,3 +46,42 @@ func TestFlagNamesCached(t *testing.T) {
 		}
 	}
 }
+
+// TestSetFlags checks setFlags against cli's IsSet for every flag name of
+// every command, over argument lists that set flags by name, by alias,
+// more than once, with = and with the default value.
+func TestSetFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"run"},
+		{"run", "-q", "--write", "/a", "--write", "/b", "--max-procs", "0"},
+		{"run", "--quiet=false", "--no-freeze", "--memory=1G", "--env", "A=B", "--net", "", "--policy", "p.yaml"},
+		{"run", "--mode", "audit", "--timeout", "5", "--cpu-time", "1", "--max-file-size", "1M", "--max-open-files", "9",
+			"--cwd", "/", "--read", "/", "--deny-read", "/x", "--allow-exec", "/bin/sh", "--keep-env", "HOME",
+			"--allow-device", "/dev/null", "--scratch", "/tmp", "--report", "r", "--trace", "t", "--log-level", "info", "--log-format", "json"},
+		{"serve"},
+		{"serve", "--pool-size", "2", "--write", "/w", "--preload", "numpy", "--exec-timeout", "60s", "--memory", "1G"},
+		{"mcp", "--listen", "127.0.0.1:1", "--max-result-chars", "5000", "--no-freeze", "--env", "A=B"},
+	} {
+		app := newApp(nil, io.Discard, io.Discard)
+		ran := false
+		for _, cmd := range app.Commands {
+			cmd.Action = func(c *cli.Context) error {
+				ran = true
+				got := setFlags(c)
+				names := []string{"cwd", "report", "trace", "quiet", "timeout", "nosuchflag"} // undefined in serve and mcp
+				for _, f := range c.Command.Flags {
+					names = append(names, f.Names()...)
+				}
+				for _, n := range names {
+					if got[n] != c.IsSet(n) {
+						t.Errorf("%q: setFlags[%q] = %v, IsSet %v", args, n, got[n], c.IsSet(n))
+					}
+				}
+				return nil
+			}
+		}
+		if err := app.Run(append([]string{"tracecell"}, args...)); err != nil || !ran {
+			t.Fatalf("%q: %v (action ran: %v)", args, err, ran)
+		}
+	}
+}

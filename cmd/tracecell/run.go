@@ -136,13 +136,14 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 		}
 		s = fs
 	}
+	isSet := setFlags(c)
 	list := func(name string, dst *[]string) {
-		if c.IsSet(name) {
+		if isSet[name] {
 			*dst = c.StringSlice(name)
 		}
 	}
 	str := func(name string, dst *string) {
-		if c.IsSet(name) {
+		if isSet[name] {
 			*dst = c.String(name)
 		}
 	}
@@ -160,23 +161,23 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 	str("trace", &s.Trace)
 	str("log-level", &s.LogLevel)
 	str("log-format", &s.LogFormat)
-	if c.IsSet("no-freeze") {
+	if isSet["no-freeze"] {
 		s.NoFreeze = c.Bool("no-freeze")
 	}
-	if c.IsSet("quiet") {
+	if isSet["quiet"] {
 		s.Quiet = c.Bool("quiet")
 	}
-	if c.IsSet("max-procs") {
+	if isSet["max-procs"] {
 		s.MaxProcs = c.Int("max-procs")
 	}
-	if c.IsSet("max-open-files") {
+	if isSet["max-open-files"] {
 		s.MaxOpenFiles = c.Int("max-open-files")
 	}
 	for _, d := range []struct {
 		name string
 		dst  *config.Duration
 	}{{"timeout", &s.Timeout}, {"cpu-time", &s.CPUTime}} {
-		if c.IsSet(d.name) {
+		if isSet[d.name] {
 			if err := d.dst.UnmarshalText([]byte(c.String(d.name))); err != nil {
 				return nil, fmt.Errorf("--%s: %w", d.name, err)
 			}
@@ -186,13 +187,13 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 		name string
 		dst  *config.Size
 	}{{"memory", &s.Memory}, {"max-file-size", &s.MaxFileSize}} {
-		if c.IsSet(d.name) {
+		if isSet[d.name] {
 			if err := d.dst.UnmarshalText([]byte(c.String(d.name))); err != nil {
 				return nil, fmt.Errorf("--%s: %w", d.name, err)
 			}
 		}
 	}
-	if c.IsSet("env") {
+	if isSet["env"] {
 		if s.Env == nil {
 			s.Env = map[string]string{}
 		}
