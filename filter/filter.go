@@ -28,6 +28,7 @@
 package filter
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -105,7 +106,8 @@ func rules(o Options) ([]rule, error) {
 	if t == nil {
 		return nil, fmt.Errorf("no syscall table: unsupported architecture")
 	}
-	var rs []rule
+	all := syscalls.All()
+	rs := make([]rule, 0, len(all)+2)
 	add := func(name string, ret uint32, c *cond) {
 		if nr, ok := t.Nr(name); ok {
 			rs = append(rs, rule{nr: uint32(nr), name: name, ret: ret, c: c})
@@ -116,7 +118,7 @@ func rules(o Options) ([]rule, error) {
 	// its flags in struct open_how; glibc never needs it (5.6+ only).
 	add("clone3", RetENOSYS, nil)
 	add("openat2", RetENOSYS, nil)
-	for _, s := range syscalls.All() {
+	for _, s := range all {
 		var c *cond
 		switch s.Name {
 		case "open", "openat":
@@ -158,7 +160,7 @@ func rules(o Options) ([]rule, error) {
 		}
 		add(s.Name, RetTrace, c)
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].nr < rs[j].nr })
+	slices.SortFunc(rs, func(a, b rule) int { return cmp.Compare(a.nr, b.nr) })
 	for i := 1; i < len(rs); i++ {
 		if rs[i].nr == rs[i-1].nr {
 			return nil, fmt.Errorf("%s and %s share number %d on %s", rs[i-1].name, rs[i].name, rs[i].nr, t.ABI)

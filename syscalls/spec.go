@@ -1,8 +1,9 @@
 package syscalls
 
 import (
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -329,7 +330,7 @@ var specIndex = sync.OnceValues(func() (map[string]*Spec, []*Spec) {
 	for _, s := range m {
 		l = append(l, s)
 	}
-	sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name })
+	slices.SortFunc(l, func(a, b *Spec) int { return strings.Compare(a.Name, b.Name) })
 	return m, l
 })
 
