@@ -5,58 +5,46 @@ import "github.com/urfave/cli/v2"
 // urfave/cli's Flag.Names runs a regexp on every call (cli.FlagNames strips
 // a v1-style "name, alias" suffix), and Context.IsSet of a flag that is not
 // set calls Names of every flag of the command up to that one. Every run
-// asks IsSet of each flag twice, once in cli's runFlagActions and once in
-// settingsFrom: about 600 regexp calls, 5% of the CPU of `tracecell run --
-// /bin/true`. The flag types below answer Names from a list made once,
-// without the regexp; everything else is the embedded cli flag's.
+// asks IsSet of each flag in cli's runFlagActions: some 300 regexp calls,
+// several % of the CPU of `tracecell run -- /bin/true`. The flag types
+// below answer Names without the regexp; everything else is the embedded
+// cli flag's. Each is one pointer, so wrapping allocates nothing.
 //
-// The cached list is Name followed by Aliases, which is what cli.FlagNames
-// returns for names without ',' or ' ' (TestFlagNamesCached checks every
-// flag of every command).
+// Names is Name followed by Aliases, which is what cli.FlagNames returns
+// for names without ',' or ' ' (TestFlagNames checks every flag of every
+// command).
 
-type stringFlag struct {
-	*cli.StringFlag
-	names []string
-}
+type stringFlag struct{ *cli.StringFlag }
 
-type stringSliceFlag struct {
-	*cli.StringSliceFlag
-	names []string
-}
+type stringSliceFlag struct{ *cli.StringSliceFlag }
 
-type intFlag struct {
-	*cli.IntFlag
-	names []string
-}
+type intFlag struct{ *cli.IntFlag }
 
-type boolFlag struct {
-	*cli.BoolFlag
-	names []string
-}
+type boolFlag struct{ *cli.BoolFlag }
 
-// Names returns a new slice each time, as cli.FlagNames does.
-func (f *stringFlag) Names() []string      { return append([]string(nil), f.names...) }
-func (f *stringSliceFlag) Names() []string { return append([]string(nil), f.names...) }
-func (f *intFlag) Names() []string         { return append([]string(nil), f.names...) }
-func (f *boolFlag) Names() []string        { return append([]string(nil), f.names...) }
+func (f stringFlag) Names() []string      { return flagNames(f.Name, f.Aliases) }
+func (f stringSliceFlag) Names() []string { return flagNames(f.Name, f.Aliases) }
+func (f intFlag) Names() []string         { return flagNames(f.Name, f.Aliases) }
+func (f boolFlag) Names() []string        { return flagNames(f.Name, f.Aliases) }
 
+// flagNames returns a new slice each time, as cli.FlagNames does.
 func flagNames(name string, aliases []string) []string {
 	return append([]string{name}, aliases...)
 }
 
-// cachedNames wraps the cli flags of fl in place (flags already wrapped, and
+// fastNames wraps the cli flags of fl in place (flags already wrapped, and
 // types without a wrapper, stay as they are) and returns fl.
-func cachedNames(fl []cli.Flag) []cli.Flag {
+func fastNames(fl []cli.Flag) []cli.Flag {
 	for i, f := range fl {
 		switch f := f.(type) {
 		case *cli.StringFlag:
-			fl[i] = &stringFlag{f, flagNames(f.Name, f.Aliases)}
+			fl[i] = stringFlag{f}
 		case *cli.StringSliceFlag:
-			fl[i] = &stringSliceFlag{f, flagNames(f.Name, f.Aliases)}
+			fl[i] = stringSliceFlag{f}
 		case *cli.IntFlag:
-			fl[i] = &intFlag{f, flagNames(f.Name, f.Aliases)}
+			fl[i] = intFlag{f}
 		case *cli.BoolFlag:
-			fl[i] = &boolFlag{f, flagNames(f.Name, f.Aliases)}
+			fl[i] = boolFlag{f}
 		}
 	}
 	return fl

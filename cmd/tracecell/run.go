@@ -98,7 +98,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 }
 
 func runFlags() []cli.Flag {
-	return cachedNames([]cli.Flag{
+	return fastNames([]cli.Flag{
 		&cli.StringSliceFlag{Name: "write", Usage: "writable root `DIR` (repeatable; created if missing; default: a fresh directory under $TMPDIR)"},
 		&cli.StringFlag{Name: "cwd", Usage: "working `DIR` of the command (default: the first writable root)"},
 		&cli.StringSliceFlag{Name: "read", Usage: "restrict reads to `DIR` (repeatable) plus the writable roots and what the program needs to start"},
