@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -96,11 +97,16 @@ func (s *Size) UnmarshalText(b []byte) error {
 // MarshalText writes plain bytes.
 func (s Size) MarshalText() ([]byte, error) { return []byte(strconv.FormatUint(uint64(s), 10)), nil }
 
-var sizeRe = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)(i?[bB]?)$`)
+// The regexps are compiled on first use: compiling them at package init
+// cost every tracecell process ~0.1 ms, also those that never parse a size
+// or a policy file.
+var sizeRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*([kKmMgGtT]?)(i?[bB]?)$`)
+})
 
 // ParseSize accepts "1024", "512K", "512M", "2G", "2GiB", "1.5GB" (powers of 1024).
 func ParseSize(s string) (uint64, error) {
-	m := sizeRe.FindStringSubmatch(strings.TrimSpace(s))
+	m := sizeRe().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, fmt.Errorf("invalid size %q: want e.g. 512M, 2G or a number of bytes", s)
 	}
@@ -112,7 +118,9 @@ func ParseSize(s string) (uint64, error) {
 	return uint64(f * mult), nil
 }
 
-var yamlFieldRe = regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+var yamlFieldRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
+})
 
 // LoadFile reads a policy file. JSON (by a .json suffix or a leading '{') is
 // decoded strictly with encoding/json, anything else as YAML. An unknown key
@@ -145,7 +153,7 @@ func LoadFile(path string) (*Settings, error) {
 			return &s, nil // an empty file: all defaults
 		}
 		msg := err.Error()
-		if m := yamlFieldRe.FindStringSubmatch(msg); m != nil {
+		if m := yamlFieldRe().FindStringSubmatch(msg); m != nil {
 			msg = fmt.Sprintf("unknown key %q (line %s)", m[2], m[1])
 		} else {
 			msg = strings.TrimPrefix(msg, "yaml: ")

@@ -28,7 +28,9 @@
 package filter
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 
 	"golang.org/x/net/bpf"
@@ -104,7 +106,8 @@ func rules(o Options) ([]rule, error) {
 	if t == nil {
 		return nil, fmt.Errorf("no syscall table: unsupported architecture")
 	}
-	var rs []rule
+	all := syscalls.All()
+	rs := make([]rule, 0, len(all)+2)
 	add := func(name string, ret uint32, c *cond) {
 		if nr, ok := t.Nr(name); ok {
 			rs = append(rs, rule{nr: uint32(nr), name: name, ret: ret, c: c})
@@ -115,7 +118,7 @@ func rules(o Options) ([]rule, error) {
 	// its flags in struct open_how; glibc never needs it (5.6+ only).
 	add("clone3", RetENOSYS, nil)
 	add("openat2", RetENOSYS, nil)
-	for _, s := range syscalls.All() {
+	for _, s := range all {
 		var c *cond
 		switch s.Name {
 		case "open", "openat":
@@ -157,7 +160,7 @@ func rules(o Options) ([]rule, error) {
 		}
 		add(s.Name, RetTrace, c)
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].nr < rs[j].nr })
+	slices.SortFunc(rs, func(a, b rule) int { return cmp.Compare(a.nr, b.nr) })
 	for i := 1; i < len(rs); i++ {
 		if rs[i].nr == rs[i-1].nr {
 			return nil, fmt.Errorf("%s and %s share number %d on %s", rs[i-1].name, rs[i].name, rs[i].nr, t.ABI)
@@ -191,7 +194,9 @@ func Build(o Options) ([]bpf.Instruction, error) {
 		return nil, err
 	}
 	t := o.Table
-	prog := []bpf.Instruction{
+	// About 3 instructions a call: room for the whole program up front.
+	prog := make([]bpf.Instruction, 0, 16+4*len(rs))
+	prog = append(prog,
 		// A task of another ABI (i386 through int 0x80 on x86_64, AArch32
 		// on arm64) has other numbers: kill it rather than let it run
 		// unchecked. go-seccomp-bpf would send it to the default action.
@@ -199,7 +204,7 @@ func Build(o Options) ([]bpf.Instruction, error) {
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: t.AuditArch, SkipTrue: 1},
 		bpf.RetConstant{Val: RetKillProcess},
 		bpf.LoadAbsolute{Off: offNr, Size: 4},
-	}
+	)
 	// Numbers above the table: ENOSYS, except the x32 ABI on x86_64
 	// (numbers with __X32_SYSCALL_BIT, below 1<<31), which is killed.
 	// Negative numbers (>= 1<<31 unsigned) are never x32 calls (the kernel
@@ -218,11 +223,10 @@ func Build(o Options) ([]bpf.Instruction, error) {
 	high = append(high, bpf.RetConstant{Val: RetENOSYS})
 	prog = append(prog, bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(t.Max), SkipFalse: uint8(len(high))})
 	prog = append(prog, high...)
-	body, err := search(rs)
+	prog, err = appendSearch(prog, rs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.ABI, err)
 	}
-	prog = append(prog, body...)
 	if len(prog) > MaxInstructions {
 		return nil, fmt.Errorf("%s: %d instructions, the kernel allows %d", t.ABI, len(prog), MaxInstructions)
 	}
@@ -249,70 +253,75 @@ const leafSize = 4
 // search emits the decision code for rs (sorted by number, the accumulator
 // holding the number). Every path through the code ends in a return.
 func search(rs []rule) ([]bpf.Instruction, error) {
-	if len(rs) <= leafSize {
-		return leaf(rs)
-	}
-	mid := len(rs) / 2
-	left, err := search(rs[:mid])
-	if err != nil {
-		return nil, err
-	}
-	right, err := search(rs[mid:])
-	if err != nil {
-		return nil, err
-	}
-	// nr > last number of the left half: go right.
-	pivot := rs[mid-1].nr
-	var out []bpf.Instruction
-	if len(left) <= 255 {
-		out = append(out, bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: pivot, SkipTrue: uint8(len(left))})
-	} else {
-		// Conditional jumps reach 255 instructions; ja reaches 2^32.
-		out = append(out,
-			bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: pivot, SkipFalse: 1},
-			bpf.Jump{Skip: uint32(len(left))})
-	}
-	out = append(out, left...)
-	return append(out, right...), nil
+	return appendSearch(nil, rs)
 }
 
-// leaf tests each call of rs in turn and allows anything else.
-func leaf(rs []rule) ([]bpf.Instruction, error) {
-	var out []bpf.Instruction
+// appendSearch appends search's code for rs to out. The whole program is
+// written into one slice: each half is appended in place and the jump in
+// front of it filled in once its length is known, rather than every level
+// of the recursion allocating and copying its own list.
+func appendSearch(out []bpf.Instruction, rs []rule) ([]bpf.Instruction, error) {
+	if len(rs) <= leafSize {
+		return appendLeaf(out, rs)
+	}
+	mid := len(rs) / 2
+	// nr > last number of the left half: go right.
+	pivot := rs[mid-1].nr
+	at := len(out)
+	out = append(out, nil) // the jump over the left half, set below
+	out, err := appendSearch(out, rs[:mid])
+	if err != nil {
+		return nil, err
+	}
+	if n := len(out) - at - 1; n <= 255 {
+		out[at] = bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: pivot, SkipTrue: uint8(n)}
+	} else {
+		// Conditional jumps reach 255 instructions; ja reaches 2^32. The
+		// left half moves down one: its jumps are relative.
+		out = slices.Insert(out, at+1, bpf.Instruction(bpf.Jump{Skip: uint32(n)}))
+		out[at] = bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: pivot, SkipFalse: 1}
+	}
+	return appendSearch(out, rs[mid:])
+}
+
+// appendLeaf appends code that tests each call of rs in turn and allows
+// anything else.
+func appendLeaf(out []bpf.Instruction, rs []rule) ([]bpf.Instruction, error) {
 	for _, r := range rs {
-		var block []bpf.Instruction
+		at := len(out)
+		out = append(out, nil) // the test of the number, set below
 		if r.c == nil {
-			block = []bpf.Instruction{bpf.RetConstant{Val: r.ret}}
+			out = append(out, bpf.RetConstant{Val: r.ret})
 		} else {
-			block = argCheck(*r.c)
+			out = appendArgCheck(out, *r.c)
 		}
-		if len(block) > 255 {
-			return nil, fmt.Errorf("%s: argument check of %d instructions is too long", r.name, len(block))
+		n := len(out) - at - 1
+		if n > 255 {
+			return nil, fmt.Errorf("%s: argument check of %d instructions is too long", r.name, n)
 		}
 		// Not this call: skip its block (which ends in returns).
-		out = append(out, bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: uint8(len(block))})
-		out = append(out, block...)
+		out[at] = bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: uint8(n)}
 	}
 	return append(out, bpf.RetConstant{Val: RetAllow}), nil
 }
 
-// argCheck emits the test of c: trace when true, allow when false. It
-// overwrites the accumulator, which is why it must end in returns.
-func argCheck(c cond) []bpf.Instruction {
+// appendArgCheck appends the test of c: trace when true, allow when false.
+// It overwrites the accumulator, which is why it must end in returns.
+func appendArgCheck(out []bpf.Instruction, c cond) []bpf.Instruction {
 	lo := bpf.LoadAbsolute{Off: uint32(offArgs + 8*c.arg), Size: 4}
 	hi := bpf.LoadAbsolute{Off: uint32(offArgs + 8*c.arg + 4), Size: 4}
 	trace, allow := bpf.RetConstant{Val: RetTrace}, bpf.RetConstant{Val: RetAllow}
 	switch {
 	case c.anyBits:
-		return []bpf.Instruction{lo, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: c.mask, SkipFalse: 1}, trace, allow}
+		return append(out, lo, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: c.mask, SkipFalse: 1}, trace, allow)
 	case c.nonZero64:
-		return []bpf.Instruction{
+		return append(out,
 			lo, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0, SkipTrue: 2},
 			hi, bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},
 			trace, allow,
-		}
+		)
 	}
-	out := []bpf.Instruction{lo}
+	out = append(out, lo)
 	n := len(c.vals)
 	for i, v := range c.vals {
 		// Jump to the trace return after the last comparison.

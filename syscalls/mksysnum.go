@@ -87,6 +87,25 @@ func generate(dir, version, goarch, abi, out string) error {
 	for _, e := range ents {
 		fmt.Fprintf(&b, "\t%d: %q,\n", e.nr, e.name)
 	}
+	fmt.Fprintf(&b, "}\n\n")
+	// The name-to-number index is static data too: a map would have to be
+	// built at run time.
+	byName := append([]entry(nil), ents...)
+	sort.Slice(byName, func(i, j int) bool { return byName[i].name < byName[j].name })
+	for i, e := range byName {
+		if e.nr > 0xffff {
+			return fmt.Errorf("%s: number %d of %s does not fit the uint16 index", src, e.nr, e.name)
+		}
+		if i > 0 && byName[i-1].name == e.name {
+			return fmt.Errorf("%s: %s is both %d and %d", src, e.name, byName[i-1].nr, e.nr)
+		}
+	}
+	fmt.Fprintf(&b, "// %sByName lists the numbers of %s in the order of their names,\n", strings.TrimSuffix(v, "Names"), v)
+	fmt.Fprintf(&b, "// for a binary search by name.\n")
+	fmt.Fprintf(&b, "var %sByName = [...]uint16{\n", strings.TrimSuffix(v, "Names"))
+	for _, e := range byName {
+		fmt.Fprintf(&b, "\t%d, // %s\n", e.nr, e.name)
+	}
 	fmt.Fprintf(&b, "}\n")
 	code, err := format.Source(b.Bytes())
 	if err != nil {

@@ -1,8 +1,10 @@
 package syscalls
 
 import (
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -326,21 +328,22 @@ func buildSpecs() map[string]*Spec {
 	return m
 }
 
-var (
-	specs    = buildSpecs()
-	specList = func() []*Spec {
-		l := make([]*Spec, 0, len(specs))
-		for _, s := range specs {
-			l = append(l, s)
-		}
-		sort.Slice(l, func(i, j int) bool { return l[i].Name < l[j].Name })
-		return l
-	}()
-)
+// specIndex builds the specs on first use rather than at package init:
+// tracecell --version and --help never need them.
+var specIndex = sync.OnceValues(func() (map[string]*Spec, []*Spec) {
+	m := buildSpecs()
+	l := make([]*Spec, 0, len(m))
+	for _, s := range m {
+		l = append(l, s)
+	}
+	slices.SortFunc(l, func(a, b *Spec) int { return strings.Compare(a.Name, b.Name) })
+	return m, l
+})
 
 // Lookup returns the spec of a system call by name. The returned value is
 // shared: do not modify it.
 func Lookup(name string) (*Spec, bool) {
+	specs, _ := specIndex()
 	s, ok := specs[name]
 	return s, ok
 }
@@ -348,5 +351,6 @@ func Lookup(name string) (*Spec, bool) {
 // All returns every spec, sorted by name. Some exist on one ABI only
 // (open, creat, fork, ... are x86_64 only): check with Table.Nr.
 func All() []*Spec {
+	_, specList := specIndex()
 	return append([]*Spec(nil), specList...)
 }

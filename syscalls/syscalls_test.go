@@ -562,3 +562,36 @@ func TestNative(t *testing.T) {
 		})
 	}
 }
+
+// Nr searches the generated name index: it must find every name of the
+// number table, at its number, and nothing else; a Table not made by this
+// package has no names.
+func TestNrIndex(t *testing.T) {
+	for _, tb := range []*Table{AMD64, ARM64} {
+		n := 0
+		for nr, name := range tb.names {
+			if name == "" {
+				continue
+			}
+			n++
+			if got, ok := tb.Nr(name); !ok || got != nr {
+				t.Errorf("%s: Nr(%q) = %d, %v; want %d", tb.ABI, name, got, ok, nr)
+			}
+		}
+		if n != len(tb.byName) || n != len(tb.Names()) {
+			t.Errorf("%s: %d names, %d in the index, Names has %d", tb.ABI, n, len(tb.byName), len(tb.Names()))
+		}
+		for _, name := range []string{"", "nosuchcall", "Read", "read ", "zzz", "_"} {
+			if nr, ok := tb.Nr(name); ok {
+				t.Errorf("%s: Nr(%q) = %d, found", tb.ABI, name, nr)
+			}
+		}
+	}
+	var z Table
+	if _, ok := z.Nr("read"); ok {
+		t.Fatal("zero Table knows read")
+	}
+	if n := z.Names(); len(n) != 0 {
+		t.Fatalf("zero Table names %v", n)
+	}
+}

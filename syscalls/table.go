@@ -2,7 +2,9 @@ package syscalls
 
 import (
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Audit architecture values of seccomp_data.arch (include/uapi/linux/audit.h).
@@ -35,18 +37,17 @@ type Table struct {
 	X32Bit    uint32 // X32SyscallBit on x86_64, 0 elsewhere
 	Open      OpenFlagBits
 
-	names []string       // by number; "" for gaps
-	nrs   map[string]int // by name
+	names  []string // by number; "" for gaps
+	byName []uint16 // numbers in the order of their names (generated)
 }
 
-func newTable(name string, audit uint32, x32 uint32, open OpenFlagBits, names []string) *Table {
-	t := &Table{ABI: name, AuditArch: audit, X32Bit: x32, Open: open, names: names, nrs: make(map[string]int, len(names))}
-	for nr, n := range names {
-		if n == "" {
-			continue
+func newTable(name string, audit uint32, x32 uint32, open OpenFlagBits, names []string, byName []uint16) *Table {
+	t := &Table{ABI: name, AuditArch: audit, X32Bit: x32, Open: open, names: names, byName: byName}
+	for nr := len(names) - 1; nr >= 0; nr-- {
+		if names[nr] != "" {
+			t.Max = nr
+			break
 		}
-		t.nrs[n] = nr
-		t.Max = nr
 	}
 	return t
 }
@@ -56,12 +57,12 @@ var (
 	// supported: the filter kills a task that uses them.
 	AMD64 = newTable("x86_64", AuditArchX86_64, X32SyscallBit,
 		OpenFlagBits{Directory: 0o200000, NoFollow: 0o400000, Direct: 0o40000, LargeFile: 0o100000},
-		x86_64Names[:])
+		x86_64Names[:], x86_64ByName[:])
 	// ARM64 is the aarch64 ABI. AArch32 (compat) tasks are killed by the
 	// filter.
 	ARM64 = newTable("aarch64", AuditArchAARCH64, 0,
 		OpenFlagBits{Directory: 0o40000, NoFollow: 0o100000, Direct: 0o200000, LargeFile: 0o400000},
-		aarch64Names[:])
+		aarch64Names[:], aarch64ByName[:])
 )
 
 // Native returns the table of the ABI this binary runs in, nil when
@@ -84,8 +85,14 @@ func ForGOARCH(goarch string) *Table {
 
 // Nr returns the number of a system call on this ABI.
 func (t *Table) Nr(name string) (int, bool) {
-	nr, ok := t.nrs[name]
-	return nr, ok
+	// A binary search of the generated index: no map to build at start-up.
+	i, found := slices.BinarySearchFunc(t.byName, name, func(nr uint16, name string) int {
+		return strings.Compare(t.names[nr], name)
+	})
+	if !found {
+		return 0, false
+	}
+	return int(t.byName[i]), true
 }
 
 // Name returns the name of a system call number, "syscall_N" when the
@@ -99,7 +106,7 @@ func (t *Table) Name(nr int) string {
 
 // Names returns every known system call name of the ABI in number order.
 func (t *Table) Names() []string {
-	out := make([]string, 0, len(t.nrs))
+	out := make([]string, 0, len(t.byName))
 	for _, n := range t.names {
 		if n != "" {
 			out = append(out, n)

@@ -41,10 +41,10 @@ func mcpFlags() []cli.Flag {
 		}
 		fl = append(fl, f)
 	}
-	return append(fl,
+	return fastNames(append(fl,
 		&cli.StringFlag{Name: "max-image-size", Value: "1M", Usage: "largest image (`SIZE`) returned inline as MCP image content; larger ones are named in the text"},
 		&cli.IntFlag{Name: "max-result-chars", Value: mcpserver.DefaultMaxChars, Usage: "cap on the text of one tool result (`N` characters)"},
-	)
+	))
 }
 
 func mcpAction(c *cli.Context, stderr io.Writer) error {

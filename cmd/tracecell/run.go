@@ -98,7 +98,7 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 }
 
 func runFlags() []cli.Flag {
-	return []cli.Flag{
+	return fastNames([]cli.Flag{
 		&cli.StringSliceFlag{Name: "write", Usage: "writable root `DIR` (repeatable; created if missing; default: a fresh directory under $TMPDIR)"},
 		&cli.StringFlag{Name: "cwd", Usage: "working `DIR` of the command (default: the first writable root)"},
 		&cli.StringSliceFlag{Name: "read", Usage: "restrict reads to `DIR` (repeatable) plus the writable roots and what the program needs to start"},
@@ -123,7 +123,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-format", Usage: "text or json"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no notices on stderr (the report still has everything)"},
 		&cli.BoolFlag{Name: "no-freeze", Usage: "do not stop the rest of the tree while a checked call runs: faster for threaded programs that write many files, but a hostile program can race the checks (trusted code only)"},
-	}
+	})
 }
 
 // settingsFrom merges the policy file (if any) and the flags that were set.
@@ -136,13 +136,14 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 		}
 		s = fs
 	}
+	isSet := setFlags(c)
 	list := func(name string, dst *[]string) {
-		if c.IsSet(name) {
+		if isSet[name] {
 			*dst = c.StringSlice(name)
 		}
 	}
 	str := func(name string, dst *string) {
-		if c.IsSet(name) {
+		if isSet[name] {
 			*dst = c.String(name)
 		}
 	}
@@ -160,23 +161,23 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 	str("trace", &s.Trace)
 	str("log-level", &s.LogLevel)
 	str("log-format", &s.LogFormat)
-	if c.IsSet("no-freeze") {
+	if isSet["no-freeze"] {
 		s.NoFreeze = c.Bool("no-freeze")
 	}
-	if c.IsSet("quiet") {
+	if isSet["quiet"] {
 		s.Quiet = c.Bool("quiet")
 	}
-	if c.IsSet("max-procs") {
+	if isSet["max-procs"] {
 		s.MaxProcs = c.Int("max-procs")
 	}
-	if c.IsSet("max-open-files") {
+	if isSet["max-open-files"] {
 		s.MaxOpenFiles = c.Int("max-open-files")
 	}
 	for _, d := range []struct {
 		name string
 		dst  *config.Duration
 	}{{"timeout", &s.Timeout}, {"cpu-time", &s.CPUTime}} {
-		if c.IsSet(d.name) {
+		if isSet[d.name] {
 			if err := d.dst.UnmarshalText([]byte(c.String(d.name))); err != nil {
 				return nil, fmt.Errorf("--%s: %w", d.name, err)
 			}
@@ -186,13 +187,13 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 		name string
 		dst  *config.Size
 	}{{"memory", &s.Memory}, {"max-file-size", &s.MaxFileSize}} {
-		if c.IsSet(d.name) {
+		if isSet[d.name] {
 			if err := d.dst.UnmarshalText([]byte(c.String(d.name))); err != nil {
 				return nil, fmt.Errorf("--%s: %w", d.name, err)
 			}
 		}
 	}
-	if c.IsSet("env") {
+	if isSet["env"] {
 		if s.Env == nil {
 			s.Env = map[string]string{}
 		}

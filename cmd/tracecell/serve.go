@@ -62,7 +62,7 @@ func serveFlags() []cli.Flag {
 			fl = append(fl, f)
 		}
 	}
-	return fl
+	return fastNames(fl)
 }
 
 func serveAction(c *cli.Context, stderr io.Writer) error {
