@@ -2,23 +2,14 @@ package pathres
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 )
 
 func TestDirCache(t *testing.T) {
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := realTempDir(t)
+	must := func(err error) { t.Helper(); mustOK(t, err) }
 	must(os.MkdirAll(root+"/a/b/c", 0o755))
 	must(os.WriteFile(root+"/a/b/c/f", nil, 0o644))
 	must(os.MkdirAll(root+"/other/b/c", 0o755))

@@ -20,16 +20,8 @@ import (
 // resolved path.
 func tree(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	root := realTempDir(t)
+	must := func(err error) { t.Helper(); mustOK(t, err) }
 	dir := func(p string) { must(os.MkdirAll(filepath.Join(root, p), 0o755)) }
 	file := func(p string) { must(os.WriteFile(filepath.Join(root, p), []byte("x"), 0o644)) }
 	link := func(p, target string) { must(os.Symlink(target, filepath.Join(root, p))) }
@@ -66,6 +58,21 @@ func tree(t *testing.T) string {
 	file("x40")
 	link("y", "x0") // 41 expansions
 	return root
+}
+
+// realTempDir is a fresh temp dir by its resolved path.
+func realTempDir(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	mustOK(t, err)
+	return root
+}
+
+func mustOK(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 type tcase struct {

@@ -16,10 +16,7 @@ import (
 // the symlink leads outside (denied, ground truth on disk) or back to the
 // same directory under its new name (the report names the new name).
 func TestDirCacheAfterRenames(t *testing.T) {
-	needPython(t)
-	sbx, host := t.TempDir(), t.TempDir()
-	realSbx, _ := filepath.EvalSymlinks(sbx)
-	realHost, _ := filepath.EvalSymlinks(host)
+	sbx, realSbx, realHost := pythonSandboxAndHost(t)
 	script := `
 import os, sys
 os.mkdir("d"); open("d/a", "w").close()
@@ -70,10 +67,7 @@ print("done")
 // Ground truth: nothing appears outside the sandbox, and each create is
 // reported where it really happened.
 func TestRememberedCwd(t *testing.T) {
-	needPython(t)
-	sbx, host := t.TempDir(), t.TempDir()
-	realSbx, _ := filepath.EvalSymlinks(sbx)
-	realHost, _ := filepath.EvalSymlinks(host)
+	sbx, realSbx, realHost := pythonSandboxAndHost(t)
 	script := `
 import os, sys, threading
 out = sys.argv[1]
@@ -127,4 +121,20 @@ os.rename(sys.argv[2] + "/a", sys.argv[2] + "/b"); create("p8")
 			t.Errorf("%s: %v", p, err)
 		}
 	}
+}
+
+// pythonSandboxAndHost skips without python and returns a fresh sandbox
+// (as given and resolved) and a fresh resolved host directory outside it.
+func pythonSandboxAndHost(t *testing.T) (sbx, realSbx, realHost string) {
+	t.Helper()
+	needPython(t)
+	sbx = t.TempDir()
+	var err error
+	if realSbx, err = filepath.EvalSymlinks(sbx); err == nil {
+		realHost, err = filepath.EvalSymlinks(t.TempDir())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sbx, realSbx, realHost
 }
