@@ -21,9 +21,12 @@ import (
 // different name. The tracer therefore drops the whole cache whenever it
 // lets the traced tree rename anything or remove a directory (the only ways
 // the tree can do that: mount, pivot_root, chroot and io_uring are denied to
-// it), and uses the cache only while the tree is frozen around every checked
-// call, so no such call can run between a check and the drop. A process
-// outside the tree doing the same is the race any check-then-use has.
+// it); with the tree frozen around every checked call (tracecell's default)
+// no such call can run between a check and the drop. Without the freeze
+// (audit, --no-freeze) a check may meet a rename under way, and the name of
+// a directory moved that way can go stale: a race such runs are open to
+// anyway. A process outside the tree doing the same is the race any
+// check-then-use has.
 //
 // /proc is never cached: its directories come and go with processes.
 // A DirCache is not safe for concurrent use.

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,7 +32,16 @@ os.rename("f", "g"); os.symlink("g", "f")
 open(os.path.abspath("f/c"), "w").close()
 print("done")
 `
-	o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.TraceAll = true }, python, "-c", script, realHost)
+	for _, noFreeze := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-freeze=%v", noFreeze), func(t *testing.T) {
+			checkRenamesRun(t, sbx, realSbx, realHost, script, noFreeze)
+		})
+	}
+}
+
+func checkRenamesRun(t *testing.T, sbx, realSbx, realHost, script string, noFreeze bool) {
+	clearDir(t, sbx)
+	o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.TraceAll, c.NoFreeze = true, noFreeze }, python, "-c", script, realHost)
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
@@ -86,7 +96,16 @@ create("p6")
 os.chdir(sys.argv[2] + "/a"); create("p7")
 os.rename(sys.argv[2] + "/a", sys.argv[2] + "/b"); create("p8")
 `
-	o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.TraceAll = true }, python, "-c", script, realHost, realSbx)
+	for _, noFreeze := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no-freeze=%v", noFreeze), func(t *testing.T) {
+			checkCwdRun(t, sbx, realSbx, realHost, script, noFreeze)
+		})
+	}
+}
+
+func checkCwdRun(t *testing.T, sbx, realSbx, realHost, script string, noFreeze bool) {
+	clearDir(t, sbx)
+	o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.TraceAll, c.NoFreeze = true, noFreeze }, python, "-c", script, realHost, realSbx)
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
@@ -137,4 +156,18 @@ func pythonSandboxAndHost(t *testing.T) (sbx, realSbx, realHost string) {
 		t.Fatal(err)
 	}
 	return sbx, realSbx, realHost
+}
+
+// clearDir empties dir (a sandbox reused by subtests).
+func clearDir(t *testing.T, dir string) {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

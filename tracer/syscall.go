@@ -354,15 +354,15 @@ func (t *tracer) decodeChdir(c *call) *policy.Op {
 
 // base returns the directory a relative path of tk starts from: the dirfd's
 // target, read now, or the thread's cwd. The cwd is read from
-// /proc/<tid>/cwd and remembered while the walk cache may be used
-// (dirCache): every way the tree has to move a cwd is a call the tracer
+// /proc/<tid>/cwd and remembered (rememberCwd) while the walk cache may be
+// used (dirCache): every way the tree has to move a cwd is a call the tracer
 // sees first (chdir and fchdir, also a sibling's sharing the cwd through
 // CLONE_FS; a rename or rmdir of a directory; an exec) and makes it forget
 // every remembered cwd (forgetCwds) before that call runs, with the tree
 // frozen. unshare, setns, chroot and pivot_root are denied to the tree.
 func (t *tracer) base(c *call, dirfd int32, hasDirfd bool) (string, *int, error) {
 	if !hasDirfd || dirfd == unix.AT_FDCWD {
-		cache := t.dirCache() != nil
+		cache := t.rememberCwd && t.dirCache() != nil
 		d := c.tk.cwd
 		if !cache || d == "" {
 			var err error
@@ -447,16 +447,16 @@ func (t *tracer) resolved(c *call, p policy.Path, base string, given []byte, fol
 }
 
 // dirCache is the cache of directories already walked, for this check, or
-// nil when it must not be used. It is sound only when no call the tree makes
-// can rename or remove a directory between one check and the next without
-// the tracer dropping the cache first (pathres.DirCache): so never in audit
-// or --no-freeze runs, where the tree runs on during checks (t.dirs is nil
-// there), nor while a call left to finish unfrozen (a blocked call, see
-// freeze.go) may still be doing so. After such a call the cache starts over.
+// nil when it must not be used: while a call left to finish unfrozen (a
+// blocked call, see freeze.go) may still rename or remove a directory behind
+// the tracer's back; after such a call the cache starts over. Otherwise
+// every rename and rmdir empties it before it runs (movesDirs), and with the
+// tree frozen no other check can come in between. Audit and --no-freeze
+// runs use it too: there a task may check while another's rename is under
+// way, but each cached directory is still checked by a stat, so what can go
+// stale is only the name of a directory the tree moved and replaced by a
+// symlink to itself, a race such runs are open to anyway.
 func (t *tracer) dirCache() *pathres.DirCache {
-	if t.dirs == nil {
-		return nil
-	}
 	for _, tk := range t.tasks {
 		if tk.inFlight {
 			t.forgetDirs()
@@ -468,9 +468,6 @@ func (t *tracer) dirCache() *pathres.DirCache {
 
 // forgetDirs empties the walk cache and forgets every remembered cwd.
 func (t *tracer) forgetDirs() {
-	if t.dirs == nil {
-		return
-	}
 	t.dirs.Reset()
 	t.forgetCwds()
 }

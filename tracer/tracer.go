@@ -229,10 +229,15 @@ type tracer struct {
 	table   *syscalls.Table
 	probeNr int
 
-	// dirs caches the directories path walks have met (pathres.DirCache),
-	// nil when it may not be used (dirCache).
-	dirs  *pathres.DirCache
-	audit bool // policy mode audit: denials are recorded, not enforced
+	// dirs caches the directories path walks have met (pathres.DirCache;
+	// see dirCache for when it is used).
+	dirs *pathres.DirCache
+	// rememberCwd: each task's cwd is remembered between checks (base).
+	// Only when every checked call runs with the tree frozen: otherwise a
+	// thread could check against a cwd that a sibling's chdir, already
+	// let go, is about to change, and the stale cwd would stay.
+	rememberCwd bool
+	audit       bool // policy mode audit: denials are recorded, not enforced
 	// readsChecked: the policy restricts reads (read roots, deny-read), so
 	// a read-only open is a decision a race could subvert.
 	readsChecked bool
@@ -281,13 +286,11 @@ type tracer struct {
 
 func newTracer(cfg *Config, probeNr int) *tracer {
 	l := arch.Native
-	var dirs *pathres.DirCache
-	if cfg.Policy.Config().Mode != policy.Audit && !cfg.NoFreeze {
-		dirs = pathres.NewDirCache(dirCacheMax)
-	}
 	return &tracer{
-		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr, dirs: dirs,
-		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
+		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
+		dirs:        pathres.NewDirCache(dirCacheMax),
+		rememberCwd: cfg.Policy.Config().Mode != policy.Audit && !cfg.NoFreeze,
+		tasks:       map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
 		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{},
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
