@@ -21,12 +21,17 @@ import (
 // different name. The tracer therefore drops the whole cache whenever it
 // lets the traced tree rename anything or remove a directory (the only ways
 // the tree can do that: mount, pivot_root, chroot and io_uring are denied to
-// it); with the tree frozen around every checked call (tracecell's default)
-// no such call can run between a check and the drop. Without the freeze
-// (audit, --no-freeze) a check may meet a rename under way, and the name of
-// a directory moved that way can go stale: a race such runs are open to
-// anyway. A process outside the tree doing the same is the race any
-// check-then-use has.
+// it), and uses the cache only while the tree is frozen around every
+// checked call, so no such call can run between a check and the drop, nor
+// in the middle of a walk. A process outside the tree doing the same is the
+// race any check-then-use has.
+//
+// A walk records directories under the names it walked, so it must start
+// from a name without symlinks: "/", or a relative walk's base that the
+// caller has checked (tracer.readBase): the text of /proc/<pid>/fd/N or
+// /proc/<pid>/cwd can name a symlink (an O_PATH fd of one) or a removed
+// directory, and a walk from there would record directories reached
+// through a symlink under a name inside the sandbox.
 //
 // /proc is never cached: its directories come and go with processes.
 // A DirCache is not safe for concurrent use.

@@ -100,7 +100,8 @@ func Resolve(t Task, base string, p []byte, follow bool) (Result, error) {
 }
 
 // ResolveCached is Resolve with a cache of directories already walked (nil
-// for none): see DirCache for when that is sound.
+// for none): see DirCache for when that is sound. With a cache, base must be
+// a directory path without symlinks that the caller has checked.
 func ResolveCached(t Task, base string, p []byte, follow bool, c *DirCache) (Result, error) {
 	if len(p) == 0 {
 		return Result{}, pathErr(p, syscall.ENOENT)

@@ -171,3 +171,91 @@ func clearDir(t *testing.T, dir string) {
 		}
 	}
 }
+
+// A relative walk's base must name its directory by a path without
+// symlinks, or the walk cache would record directories reached through a
+// symlink under a name inside the sandbox (found by review: a write
+// anywhere). Two bases that do not: an O_PATH fd of a symlink used as a
+// dirfd (read as the symlink's own path) and a removed cwd (read as its old
+// path plus " (deleted)", a name the tree then gives to a symlink). Each
+// first makes a relative call from that base (which the kernel fails), then
+// writes through the same name as an absolute path.
+func TestCacheBaseIsVerified(t *testing.T) {
+	for name, poison := range map[string]string{
+		"O_PATH fd of a symlink as dirfd": `
+os.symlink("/", S + "/l")
+fd = os.open(S + "/l", os.O_PATH | os.O_NOFOLLOW)
+try:
+    os.open(first + "/x", os.O_WRONLY | os.O_CREAT, dir_fd=fd)
+except OSError as e:
+    print("first", e.errno)
+via = S + "/l"
+`,
+		"removed cwd renamed as a symlink": `
+os.mkdir(S + "/a"); os.chdir(S + "/a"); os.rmdir(S + "/a")
+os.symlink("/", S + "/a (deleted)")
+try:
+    os.open(first + "/x", os.O_WRONLY | os.O_CREAT)
+except OSError as e:
+    print("first", e.errno)
+via = S + "/a (deleted)"
+`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			sbx, realSbx, realHost := pythonSandboxAndHost(t)
+			target := filepath.Join(realHost, "d", "f")
+			if err := os.Mkdir(filepath.Dir(target), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			script := "import os, sys\nS, TARGET = sys.argv[1], sys.argv[2]\nfirst = TARGET.lstrip('/').split('/')[0]\n" + poison + `
+try:
+    open(via + TARGET, "w").write("escaped")
+    print("escaped")
+except PermissionError:
+    print("denied")
+`
+			o := runTraced(t, sbx, nil, python, "-c", script, realSbx, target)
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			if !strings.HasSuffix(o.stdout, "denied\n") {
+				t.Errorf("stdout %q, stderr %q", o.stdout, o.stderr)
+			}
+			if _, err := os.Lstat(target); err == nil {
+				t.Fatalf("%s was written from the sandbox", target)
+			}
+			found := false
+			for _, d := range o.res.Denials {
+				if len(d.Paths) > 0 && d.Paths[0].Resolved == target {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no denial names %s: %+v", target, o.res.Denials)
+			}
+		})
+	}
+}
+
+// The walk cache and the remembered cwds are used only when every checked
+// call runs with the tree frozen: in audit and --no-freeze runs a rename
+// under way could meet a walk, and one won race would stay in the cache.
+func TestDirCacheOnlyWhenFrozen(t *testing.T) {
+	for _, c := range []struct {
+		mode     policy.Mode
+		noFreeze bool
+		want     bool
+	}{
+		{policy.Enforce, false, true},
+		{policy.Enforce, true, false},
+		{policy.Audit, false, false},
+	} {
+		pol, err := policy.New(policy.Config{WriteRoots: []string{t.TempDir()}, Mode: c.mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := newDirCache(&Config{Policy: pol, NoFreeze: c.noFreeze}) != nil; got != c.want {
+			t.Errorf("mode %v, no-freeze %v: cache %v, want %v", c.mode, c.noFreeze, got, c.want)
+		}
+	}
+}

@@ -65,8 +65,11 @@ func (t *tracer) execEvent(tk *task) error {
 		}
 	}
 	// The thread that exec'd may have had its own cwd (clone without
-	// CLONE_FS) and now carries the leader's tid.
+	// CLONE_FS) and now carries the leader's tid. It is in no call left to
+	// finish unfrozen (a leader that was is gone, and its syscall-exit stop
+	// with it), which would otherwise keep the walk cache off for good.
 	t.forgetCwds()
+	tk.inFlight = false
 	// All other threads of the group are gone.
 	for x, o := range t.tasks {
 		if o.tgid == tk.tgid && x != tid {

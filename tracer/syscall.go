@@ -354,23 +354,23 @@ func (t *tracer) decodeChdir(c *call) *policy.Op {
 
 // base returns the directory a relative path of tk starts from: the dirfd's
 // target, read now, or the thread's cwd. The cwd is read from
-// /proc/<tid>/cwd and remembered (rememberCwd) while the walk cache may be
-// used (dirCache): every way the tree has to move a cwd is a call the tracer
+// /proc/<tid>/cwd and remembered while the walk cache may be used
+// (dirCache): every way the tree has to move a cwd is a call the tracer
 // sees first (chdir and fchdir, also a sibling's sharing the cwd through
 // CLONE_FS; a rename or rmdir of a directory; an exec) and makes it forget
 // every remembered cwd (forgetCwds) before that call runs, with the tree
 // frozen. unshare, setns, chroot and pivot_root are denied to the tree.
 func (t *tracer) base(c *call, dirfd int32, hasDirfd bool) (string, *int, error) {
 	if !hasDirfd || dirfd == unix.AT_FDCWD {
-		cache := t.rememberCwd && t.dirCache() != nil
+		cache := t.dirCache() != nil
 		d := c.tk.cwd
 		if !cache || d == "" {
+			link := fmt.Sprintf("/proc/%d/cwd", c.tk.tid)
 			var err error
-			d, err = os.Readlink(fmt.Sprintf("/proc/%d/cwd", c.tk.tid))
-			if err != nil {
+			if d, err = readBase(link); err != nil {
 				return "", nil, err
 			}
-			if cache && !strings.HasSuffix(d, " (deleted)") {
+			if cache {
 				c.tk.cwd = d
 			}
 		}
@@ -384,11 +384,63 @@ func (t *tracer) base(c *call, dirfd int32, hasDirfd bool) (string, *int, error)
 	if dirfd < 0 {
 		return "", &v, syscall.EBADF
 	}
-	d, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, dirfd))
-	if err != nil {
-		return "", &v, syscall.EBADF
+	d, err := readBase(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, dirfd))
+	if errors.Is(err, syscall.ENOENT) {
+		err = syscall.EBADF // no such fd
 	}
-	return d, &v, nil
+	return d, &v, err
+}
+
+// errBase is a base directory that tracecell cannot name by a path the walk
+// may start from (see readBase): the call is denied to be safe, and reported.
+type errBase struct{ link, text, why string }
+
+func (e *errBase) Error() string {
+	return fmt.Sprintf("the directory %s refers to (%q) %s", e.link, e.text, e.why)
+}
+
+// readBase reads link, a /proc magic link to the directory a relative walk
+// starts from (a cwd or a dirfd), and checks that its text names that very
+// directory by a path without symlinks, as the walk assumes of its start
+// (pathres.Resolve; the walk cache records what it finds under that name).
+// The text need not: an O_PATH fd of a symlink reads as the symlink's own
+// path, and an unlinked directory as its old path plus " (deleted)", a name
+// the tree may then give to a symlink of its own. So the object the link
+// leads to (stat follows it) must be a directory (else the kernel fails the
+// lookup with ENOTDIR), and lstat of the text must find that same directory.
+// With the tree frozen nothing can change in between.
+func readBase(link string) (string, error) {
+	text, err := os.Readlink(link)
+	if err != nil {
+		return "", err
+	}
+	var obj, named unix.Stat_t
+	if err := unix.Stat(link, &obj); err != nil {
+		return "", os.NewSyscallError("stat "+link, err)
+	}
+	if obj.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return "", syscall.ENOTDIR
+	}
+	err = unix.Lstat(text, &named)
+	switch {
+	case err != nil:
+		return "", &errBase{link, text, fmt.Sprintf("cannot be looked up by that name (%v): it was removed or moved", err)}
+	case named.Mode&unix.S_IFMT != unix.S_IFDIR || named.Dev != obj.Dev || named.Ino != obj.Ino:
+		return "", &errBase{link, text, "is no longer found under that name: it was removed or moved"}
+	}
+	return text, nil
+}
+
+// baseFail sets c's outcome for a base that could not be read.
+func baseFail(c *call, p policy.Path, err error) {
+	var be *errBase
+	if errors.As(err, &be) {
+		c.fail = syscall.EACCES
+		c.failWhy = "tracecell could not verify the directory the path is relative to (" + be.Error() + "), so the call is denied to be safe"
+		c.failPath = p
+		return
+	}
+	c.fail = errnoOf(err, syscall.EBADF)
 }
 
 // pathArg reads and resolves one path argument. It returns a zero Path and
@@ -430,7 +482,7 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 	b, dfd, err := t.base(c, dirfd, pa.Dirfd >= 0)
 	p.Dirfd = dfd
 	if err != nil {
-		c.fail = errnoOf(err, syscall.EBADF)
+		baseFail(c, p, err)
 		return p, false
 	}
 	p.Base = b
@@ -447,16 +499,16 @@ func (t *tracer) resolved(c *call, p policy.Path, base string, given []byte, fol
 }
 
 // dirCache is the cache of directories already walked, for this check, or
-// nil when it must not be used: while a call left to finish unfrozen (a
-// blocked call, see freeze.go) may still rename or remove a directory behind
-// the tracer's back; after such a call the cache starts over. Otherwise
-// every rename and rmdir empties it before it runs (movesDirs), and with the
-// tree frozen no other check can come in between. Audit and --no-freeze
-// runs use it too: there a task may check while another's rename is under
-// way, but each cached directory is still checked by a stat, so what can go
-// stale is only the name of a directory the tree moved and replaced by a
-// symlink to itself, a race such runs are open to anyway.
+// nil when it must not be used: in audit and --no-freeze runs (t.dirs is
+// nil, see newDirCache), and while a call left to finish unfrozen (a blocked
+// call, see freeze.go) may still rename or remove a directory behind the
+// tracer's back; after such a call the cache starts over. Otherwise every
+// rename and rmdir empties it before it runs (movesDirs), and with the tree
+// frozen no other check can come in between.
 func (t *tracer) dirCache() *pathres.DirCache {
+	if t.dirs == nil {
+		return nil
+	}
 	for _, tk := range t.tasks {
 		if tk.inFlight {
 			t.forgetDirs()
@@ -468,6 +520,9 @@ func (t *tracer) dirCache() *pathres.DirCache {
 
 // forgetDirs empties the walk cache and forgets every remembered cwd.
 func (t *tracer) forgetDirs() {
+	if t.dirs == nil {
+		return
+	}
 	t.dirs.Reset()
 	t.forgetCwds()
 }
@@ -1070,7 +1125,10 @@ func (t *tracer) pathArgBytes(c *call, given []byte, follow bool) (policy.Path, 
 	if len(given) > 0 && given[0] != '/' {
 		b, _, err := t.base(c, unix.AT_FDCWD, false)
 		if err != nil {
-			c.fail = syscall.ENOENT
+			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EBADF) {
+				err = syscall.ENOENT
+			}
+			baseFail(c, p, err)
 			return p, false
 		}
 		base = b

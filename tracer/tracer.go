@@ -229,15 +229,12 @@ type tracer struct {
 	table   *syscalls.Table
 	probeNr int
 
-	// dirs caches the directories path walks have met (pathres.DirCache;
-	// see dirCache for when it is used).
-	dirs *pathres.DirCache
-	// rememberCwd: each task's cwd is remembered between checks (base).
-	// Only when every checked call runs with the tree frozen: otherwise a
-	// thread could check against a cwd that a sibling's chdir, already
-	// let go, is about to change, and the stale cwd would stay.
-	rememberCwd bool
-	audit       bool // policy mode audit: denials are recorded, not enforced
+	// dirs caches the directories path walks have met (pathres.DirCache),
+	// and each task's cwd is remembered (base), only when every checked
+	// call of a tree of more than one task runs with the tree frozen (nil
+	// otherwise, see newDirCache; dirCache says when it is used).
+	dirs  *pathres.DirCache
+	audit bool // policy mode audit: denials are recorded, not enforced
 	// readsChecked: the policy restricts reads (read roots, deny-read), so
 	// a read-only open is a decision a race could subvert.
 	readsChecked bool
@@ -284,13 +281,26 @@ type tracer struct {
 	startErr    *startError
 }
 
+// newDirCache is the walk cache of a run, nil in audit and --no-freeze
+// runs. There a task is checked while the others run on: a rename under way
+// (RENAME_EXCHANGE of a cached directory and a symlink) could swap a
+// directory between two lstats of one walk, and the cache would keep what
+// the walk found under the wrong name, turning one won race into escapes
+// for the rest of the run; and a task could be checked against a cwd a
+// sibling's chdir, already let go, is about to change.
+func newDirCache(cfg *Config) *pathres.DirCache {
+	if cfg.Policy.Config().Mode == policy.Audit || cfg.NoFreeze {
+		return nil
+	}
+	return pathres.NewDirCache(dirCacheMax)
+}
+
 func newTracer(cfg *Config, probeNr int) *tracer {
 	l := arch.Native
 	return &tracer{
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
-		dirs:        pathres.NewDirCache(dirCacheMax),
-		rememberCwd: cfg.Policy.Config().Mode != policy.Audit && !cfg.NoFreeze,
-		tasks:       map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
+		dirs:  newDirCache(cfg),
+		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
 		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{},
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
