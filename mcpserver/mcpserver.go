@@ -43,6 +43,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
 
+	optdef "github.com/tracecell/tracecell/internal/opts"
 	"github.com/tracecell/tracecell/server"
 	"github.com/tracecell/tracecell/worker"
 )
@@ -89,15 +90,9 @@ func New(opts Options) (*MCP, error) {
 	if opts.Server == nil {
 		return nil, errors.New("mcpserver: no session server given")
 	}
-	if opts.MaxChars <= 0 {
-		opts.MaxChars = DefaultMaxChars
-	}
-	if opts.MaxImageBytes <= 0 {
-		opts.MaxImageBytes = defaultMaxImageBytes
-	}
-	if opts.MaxImages <= 0 {
-		opts.MaxImages = defaultMaxImages
-	}
+	optdef.Positive(&opts.MaxChars, DefaultMaxChars)
+	optdef.Positive(&opts.MaxImageBytes, defaultMaxImageBytes)
+	optdef.Positive(&opts.MaxImages, defaultMaxImages)
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}

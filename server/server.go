@@ -32,6 +32,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecell/tracecell/config"
+	optdef "github.com/tracecell/tracecell/internal/opts"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/worker"
 )
@@ -128,24 +129,14 @@ func (o *Options) defaults() error {
 	if o.PoolSize < 0 {
 		o.PoolSize = 0
 	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = defaultMaxSessions
-	}
+	optdef.Positive(&o.MaxSessions, defaultMaxSessions)
 	if o.IdleTimeout == 0 {
 		o.IdleTimeout = defaultIdleTimeout
 	}
-	if o.ExecTimeout <= 0 {
-		o.ExecTimeout = defaultExecTimeout
-	}
-	if o.MaxOutput <= 0 {
-		o.MaxOutput = defaultMaxOutput
-	}
-	if o.MaxCopySize <= 0 {
-		o.MaxCopySize = defaultMaxCopySize
-	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = defaultMaxBody
-	}
+	optdef.Positive(&o.ExecTimeout, defaultExecTimeout)
+	optdef.Positive(&o.MaxOutput, defaultMaxOutput)
+	optdef.Positive(&o.MaxCopySize, defaultMaxCopySize)
+	optdef.Positive(&o.MaxBody, defaultMaxBody)
 	if o.Starter == nil {
 		return errors.New("server: no worker starter configured")
 	}
