@@ -526,20 +526,13 @@ def evaluate(results, modes, percall=()):
     targets.append((f"geomean < {GEOMEAN_RATIO:.2f}x",
                     "n/a" if g is None else ("PASS" if g < GEOMEAN_RATIO else "MISS"),
                     "" if g is None else f"{g:.3f}x over {len(ok)} workloads"))
-    if "strace" in modes:
-        slower = [r["name"] for r in ok
-                  if r["tracecell"]["median_ms"] >= r["strace"]["median_ms"]]
-        targets.append(("faster than strace on every workload",
-                        "MISS" if slower or not ok else "PASS",
-                        ("not faster on: " + ", ".join(slower)) if slower else
-                        f"all {len(ok)} workloads"))
-    if "strace" in modes and "nofreeze" in modes:
-        slower = [r["name"] for r in ok
-                  if r["nofreeze"]["median_ms"] >= r["strace"]["median_ms"]]
-        targets.append(("(for comparison) tracecell --no-freeze faster than strace on every workload",
-                        "MISS" if slower or not ok else "PASS",
-                        ("not faster on: " + ", ".join(slower)) if slower else
-                        f"all {len(ok)} workloads"))
+    for mode, name in (("tracecell", "faster than strace on every workload"),
+                       ("nofreeze", "(for comparison) tracecell --no-freeze faster than strace on every workload")):
+        if "strace" in modes and mode in modes:
+            slower = [r["name"] for r in ok if r[mode]["median_ms"] >= r["strace"]["median_ms"]]
+            targets.append((name, "MISS" if slower or not ok else "PASS",
+                            ("not faster on: " + ", ".join(slower)) if slower else
+                            f"all {len(ok)} workloads"))
     return targets
 
 

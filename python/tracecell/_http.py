@@ -208,6 +208,17 @@ _EOF: _Read = ("eof", 0)
 _Parser = Generator[_Read, bytes, Tuple[Response, bool]]
 
 
+def _status_line(line: bytes, reused: bool) -> bytes:
+    """The first line of an answer, or the error for a connection that closed
+    without one (stale when it was a kept-alive connection: the caller retries
+    on a fresh one)."""
+    if not line:
+        if reused:
+            raise _Stale()
+        raise ProtocolError("the server closed the connection without answering")
+    return line
+
+
 def parse_response(method: str, status_line: bytes) -> _Parser:
     """Parse the rest of an HTTP/1.1 answer after its status line, without doing I/O.
 
@@ -282,11 +293,7 @@ class _SyncConn:
             if reused:
                 raise _Stale()
             raise
-        if not line:
-            if reused:
-                raise _Stale()
-            raise ProtocolError("the server closed the connection without answering")
-        return self.drive(parse_response(method, line))
+        return self.drive(parse_response(method, _status_line(line, reused)))
 
     def drive(self, parser: _Parser) -> Tuple[Response, bool]:
         """Run a response parser on this connection's blocking reads."""
@@ -423,11 +430,7 @@ class _AsyncConn:
             if reused:
                 raise _Stale()
             raise
-        if not line:
-            if reused:
-                raise _Stale()
-            raise ProtocolError("the server closed the connection without answering")
-        return await self.drive(parse_response(method, line))
+        return await self.drive(parse_response(method, _status_line(line, reused)))
 
     async def drive(self, parser: _Parser) -> Tuple[Response, bool]:
         """Run a response parser on this connection's stream reads."""
