@@ -19,7 +19,8 @@
 //
 // So the program is assembled here with golang.org/x/net/bpf. Its layout
 // makes both mistakes impossible: integer arguments are compared on their
-// low 32 bits only, and every argument check ends in a return, so no
+// low 32 bits only (addresses and lengths, which are unsigned long, on both
+// halves: appendMemCheck), and every argument check ends in a return, so no
 // comparison ever runs on a clobbered accumulator.
 //
 // Layout: the guard (arch, number range, x32), then a binary search over the
@@ -75,6 +76,14 @@ type Options struct {
 	// TrapNet traps connect, sendto (with an address), sendmsg and
 	// sendmmsg. bind is always trapped: an AF_UNIX bind creates a file.
 	TrapNet bool
+	// PathPage traps the memory calls (syscalls.HMem: mmap, munmap,
+	// mprotect, pkey_mprotect, madvise, mremap, remap_file_pages) whose
+	// address ranges may reach the path page (syscalls.PathPageAddr), and
+	// only those: they are among the most frequent calls. Set it when the
+	// tracer uses the path page (enforce mode with the freeze on). Without
+	// it these calls are not in the filter at all: there is no page to
+	// protect.
+	PathPage bool
 }
 
 // cond is the argument test of a conditional rule: the call is trapped when
@@ -90,6 +99,29 @@ type cond struct {
 	vals []uint32
 	// nonZero64: trap when the whole 64-bit argument is not 0 (a pointer).
 	nonZero64 bool
+	// mem: trap when one of the ranges may overlap the path page
+	// (appendMemCheck); arg is unused.
+	mem []syscalls.MemRange
+}
+
+// check rejects a cond the code generation cannot express: an argument
+// index outside seccomp_data's six, a range test without a flag mask.
+func (c *cond) check() error {
+	if len(c.mem) == 0 {
+		if c.arg < 0 || c.arg > 5 {
+			return fmt.Errorf("bad argument index %d", c.arg)
+		}
+		return nil
+	}
+	for i, r := range c.mem {
+		if r.Addr < 0 || r.Addr > 5 || r.Len < 0 || r.Len > 5 || r.FlagsArg < -1 || r.FlagsArg > 5 {
+			return fmt.Errorf("range %d: bad argument index in %+v", i, r)
+		}
+		if r.FlagsArg >= 0 && r.FlagsMask == 0 {
+			return fmt.Errorf("range %d: flags argument %d without a mask", i, r.FlagsArg)
+		}
+	}
+	return nil
 }
 
 // rule is what the filter does for one syscall number.
@@ -120,6 +152,15 @@ func rules(o Options) ([]rule, error) {
 	add("openat2", RetENOSYS, nil)
 	for _, s := range all {
 		var c *cond
+		if s.Handler == syscalls.HMem {
+			if !o.PathPage {
+				continue
+			}
+			if len(s.Mem) > 0 {
+				c = &cond{mem: s.Mem}
+			} // else its ranges are in memory (process_madvise): always trapped
+
+		}
 		switch s.Name {
 		case "open", "openat":
 			if !o.TrapReadOpens {
@@ -155,8 +196,10 @@ func rules(o Options) ([]rule, error) {
 		case "seccomp":
 			c = &cond{arg: s.FlagsArg, anyBits: true, mask: syscalls.SeccompFilterFlagNewListener}
 		}
-		if c != nil && (c.arg < 0 || c.arg > 5) {
-			return nil, fmt.Errorf("%s: bad argument index %d", s.Name, c.arg)
+		if c != nil {
+			if err := c.check(); err != nil {
+				return nil, fmt.Errorf("%s: %w", s.Name, err)
+			}
 		}
 		add(s.Name, RetTrace, c)
 	}
@@ -193,7 +236,11 @@ func Build(o Options) ([]bpf.Instruction, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := o.Table
+	return program(o.Table, rs)
+}
+
+// program assembles the guard for t and the search over rs.
+func program(t *syscalls.Table, rs []rule) ([]bpf.Instruction, error) {
 	// About 3 instructions a call: room for the whole program up front.
 	prog := make([]bpf.Instruction, 0, 16+4*len(rs))
 	prog = append(prog,
@@ -223,7 +270,7 @@ func Build(o Options) ([]bpf.Instruction, error) {
 	high = append(high, bpf.RetConstant{Val: RetENOSYS})
 	prog = append(prog, bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: uint32(t.Max), SkipFalse: uint8(len(high))})
 	prog = append(prog, high...)
-	prog, err = appendSearch(prog, rs)
+	prog, err := appendSearch(prog, rs)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", t.ABI, err)
 	}
@@ -312,6 +359,8 @@ func appendArgCheck(out []bpf.Instruction, c cond) []bpf.Instruction {
 	hi := bpf.LoadAbsolute{Off: uint32(offArgs + 8*c.arg + 4), Size: 4}
 	trace, allow := bpf.RetConstant{Val: RetTrace}, bpf.RetConstant{Val: RetAllow}
 	switch {
+	case len(c.mem) > 0:
+		return append(appendMemCheck(out, c.mem), allow)
 	case c.anyBits:
 		return append(out, lo, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: c.mask, SkipFalse: 1}, trace, allow)
 	case c.nonZero64:
@@ -328,4 +377,103 @@ func appendArgCheck(out []bpf.Instruction, c cond) []bpf.Instruction {
 		out = append(out, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(n - 1 - i + 1)})
 	}
 	return append(out, allow, trace)
+}
+
+// The range test below works on 32-bit halves and depends on where the path
+// page is: it starts at 8 GiB exactly (a high word of 2, a low word of 0)
+// and ends below 12 GiB (PathPageSize fits the low word). These constants
+// fail to compile ("overflows uint64") when syscalls moves or grows the
+// page: appendMemCheck must be rewritten then.
+const (
+	_ = syscalls.PathPageAddr - 2<<32
+	_ = 2<<32 - syscalls.PathPageAddr
+	_ = syscalls.PathPageSize - 1         // not empty
+	_ = 1<<32 - 1 - syscalls.PathPageSize // below 4 GiB
+)
+
+// tagFree keeps the address bits that no kernel untagging clears: the
+// high-word mask of appendMemCheck. mprotect, pkey_mprotect, madvise and
+// mremap's old address (5.4, 057d3389108e) and munmap (5.4, ce18d171cb73)
+// pass the address through untagged_addr(), and so did mmap and mremap's
+// new address on 5.4 and 5.5 (until dcde237319e6). It clears the top byte
+// on arm64 once the task enables the tagged address ABI
+// (PR_SET_TAGGED_ADDR_CTRL), and bits 57-62 on x86_64 with LAM (6.4,
+// ARCH_ENABLE_TAGGED_ADDR): munmap of a tagged pointer to the page has a
+// high word far above 2 and would pass an unmasked test. Clearing bits
+// 48-63 is more than either ABI clears, which only ever adds traps: an
+// address the kernel leaves with one of those bits set is at or above
+// 2^48, past the page. Ordinary user addresses are below 2^48 (x86_64
+// with 4-level page tables, arm64 with 48-bit VAs) and keep their high
+// word.
+const tagFree = 0x0000ffff
+
+// appendMemCheck appends the test of an HMem call's ranges: for each range
+// in turn, trace when it is in use (no flags argument, or its flag bit
+// set) and may overlap the path page [PathPageAddr, PathPageAddr +
+// PathPageSize); after the last, fall through to the caller's allow. Only
+// the false exits leave a range's code, to the next range's first
+// instruction (a load), so no test runs on a clobbered accumulator.
+//
+// The test reads registers only, so it is coarse, but ordinary programs
+// never meet a trap: their addresses are above 12 GiB (x86_64 PIE binaries
+// and mmap at 0x55.../0x7f..., arm64 likewise) or, for non-PIE binaries,
+// below 4 GiB with small lengths. With A the address's high word (bits
+// 48-63 cleared, see tagFree):
+//   - A > 2: the range starts at 12 GiB or above, after the page: no;
+//   - A == 2: yes when the low word is inside the page: the range starts
+//     in it (starting after its end it cannot reach it);
+//   - A == 1: yes, [4 GiB, 8 GiB) is rare enough to leave to the tracer,
+//     which computes the range exactly (tracer: decodeMem);
+//   - A == 0: yes when the length is 4 GiB or more. Below that the range
+//     ends before 8 GiB even once the kernel rounds the length up to a
+//     page (4 GiB is a multiple of every page and huge page size), and a
+//     range that wraps around 2^64 the kernel refuses (EINVAL, ENOMEM).
+//
+// Flags are compared on their low 32 bits: mmap's and mremap's flags are
+// unsigned long, but MAP_FIXED and MREMAP_FIXED are low bits, so bits of
+// the high half cannot set them. Addresses and lengths are unsigned long:
+// both halves count. mmap without MAP_FIXED, with MAP_FIXED_NOREPLACE
+// alone (its own bit, 4.17: fails with EEXIST rather than replace; older
+// kernels ignore it and take the address as a hint) or mremap without
+// MREMAP_FIXED never replace a mapping, so their address is a hint that
+// need not be checked. The tracer's own mmap of the page uses
+// MAP_FIXED_NOREPLACE and so passes without a second stop.
+func appendMemCheck(out []bpf.Instruction, ranges []syscalls.MemRange) []bpf.Instruction {
+	// Positions in a range's code, after the flags test.
+	const (
+		loadHi  = iota // ld addr.hi
+		mask           // and tagFree
+		above          // jgt 2: after the page
+		inPage         // jeq 2: maybe in the page
+		low            // jeq 1: in [4 GiB, 8 GiB)
+		loadLen        // ld len.hi (A == 0)
+		longLen        // jeq 0: a length below 4 GiB cannot reach 8 GiB
+		loadLo         // ld addr.lo (A == 2)
+		pastEnd        // jge PathPageSize: starts after the page
+		trace          // ret TRACE
+		end            // the next range, or the caller's allow
+	)
+	skip := func(from, to int) uint8 { return uint8(to - from - 1) }
+	half := func(arg, word int) bpf.LoadAbsolute {
+		return bpf.LoadAbsolute{Off: uint32(offArgs + 8*arg + 4*word), Size: 4}
+	}
+	for _, r := range ranges {
+		if r.FlagsArg >= 0 {
+			// Not in use without the flag bit: go to the next range.
+			out = append(out, half(r.FlagsArg, 0), bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: r.FlagsMask, SkipFalse: skip(-1, end)})
+		}
+		out = append(out,
+			half(r.Addr, 1),
+			bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: tagFree},
+			bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: 2, SkipTrue: skip(above, end)},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 2, SkipTrue: skip(inPage, loadLo)},
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 1, SkipTrue: skip(low, trace)},
+			half(r.Len, 1),
+			bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: skip(longLen, end), SkipFalse: skip(longLen, trace)},
+			half(r.Addr, 0),
+			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: uint32(syscalls.PathPageSize), SkipTrue: skip(pastEnd, end)},
+			bpf.RetConstant{Val: RetTrace},
+		)
+	}
+	return out
 }

@@ -345,17 +345,26 @@ var conditional = map[string]func(Options) bool{
 	"ioctl":   func(Options) bool { return false },
 	"fcntl":   func(Options) bool { return false },
 	"seccomp": func(Options) bool { return false },
+	// With PathPage: address 0, length 0 and no flags reach no page.
+	"mmap":             func(Options) bool { return false },
+	"munmap":           func(Options) bool { return false },
+	"mprotect":         func(Options) bool { return false },
+	"pkey_mprotect":    func(Options) bool { return false },
+	"madvise":          func(Options) bool { return false },
+	"remap_file_pages": func(Options) bool { return false },
+	"mremap":           func(Options) bool { return false },
 }
 
 // TestEveryNumber runs every number of each table through the program, so a
 // mistake in the binary search (a wrong pivot or skip) cannot hide: the
 // answer must agree with Trapped.
 func TestEveryNumber(t *testing.T) {
-	opts := []Options{{}, {TrapReadOpens: true}, {TrapAllClones: true}, {TrapNet: true}, {TrapReadOpens: true, TrapAllClones: true, TrapNet: true}}
+	opts := []Options{{}, {TrapReadOpens: true}, {TrapAllClones: true}, {TrapNet: true}, {PathPage: true},
+		{TrapReadOpens: true, TrapAllClones: true, TrapNet: true}, {TrapReadOpens: true, TrapAllClones: true, TrapNet: true, PathPage: true}}
 	for _, tbl := range tables {
 		for _, o := range opts {
 			o.Table = tbl
-			name := fmt.Sprintf("%s/reads=%v,clones=%v,net=%v", tbl.ABI, o.TrapReadOpens, o.TrapAllClones, o.TrapNet)
+			name := fmt.Sprintf("%s/reads=%v,clones=%v,net=%v,page=%v", tbl.ABI, o.TrapReadOpens, o.TrapAllClones, o.TrapNet, o.PathPage)
 			t.Run(name, func(t *testing.T) {
 				m := newMachine(t, o)
 				trapped := map[string]bool{}
@@ -415,6 +424,19 @@ func TestTrapped(t *testing.T) {
 			if _, ok := tbl.Nr("fork"); ok && !has(full, "fork") {
 				t.Error("fork not trapped with TrapAllClones")
 			}
+			page := Trapped(Options{Table: tbl, PathPage: true})
+			if len(page) != len(base)+len(memCalls) {
+				t.Errorf("PathPage traps %d calls, want %d and the %d memory calls", len(page), len(base), len(memCalls))
+			}
+			for _, n := range memCalls {
+				if has(base, n) || has(full, n) {
+					t.Errorf("%s trapped without PathPage", n)
+				}
+				if !has(page, n) {
+					t.Errorf("%s not trapped with PathPage", n)
+				}
+			}
+			full = append(full, page...)
 			for _, n := range full {
 				if _, ok := tbl.Nr(n); !ok {
 					t.Errorf("%s trapped but absent on %s", n, tbl.ABI)
@@ -434,9 +456,10 @@ func TestTrapped(t *testing.T) {
 // sk_chk_filter() demand, and the size.
 func TestProgramShape(t *testing.T) {
 	for _, tbl := range tables {
-		for _, o := range []Options{{}, {TrapReadOpens: true, TrapAllClones: true, TrapNet: true}} {
+		for _, o := range []Options{{}, {TrapReadOpens: true, TrapAllClones: true, TrapNet: true}, {PathPage: true},
+			{TrapReadOpens: true, TrapAllClones: true, TrapNet: true, PathPage: true}} {
 			o.Table = tbl
-			t.Run(fmt.Sprintf("%s/net=%v", tbl.ABI, o.TrapNet), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/net=%v,page=%v", tbl.ABI, o.TrapNet, o.PathPage), func(t *testing.T) {
 				prog, err := Build(o)
 				if err != nil {
 					t.Fatal(err)
@@ -458,6 +481,12 @@ func TestProgramShape(t *testing.T) {
 					case bpf.Jump:
 						if i+1+int(v.Skip) >= len(prog) {
 							t.Errorf("%d: %v jumps past the end", i, v)
+						}
+					case bpf.ALUOpConstant:
+						// seccomp_check_filter() takes every BPF_ALU|BPF_K
+						// operation; appendMemCheck needs only and.
+						if v.Op != bpf.ALUOpAnd {
+							t.Errorf("%d: unexpected %v", i, v)
 						}
 					case bpf.RetConstant:
 					default:
@@ -614,7 +643,7 @@ func TestSearchMatchesReference(t *testing.T) {
 			t.Fatalf("%d rules: search differs from the reference", len(rs))
 		}
 		r := rule{nr: uint32(3 * i), name: fmt.Sprint("call", i), ret: RetTrace}
-		switch i % 5 {
+		switch i % 6 {
 		case 1:
 			r.c = &cond{arg: i % 6, anyBits: true, mask: 0x10}
 		case 2:
@@ -623,7 +652,339 @@ func TestSearchMatchesReference(t *testing.T) {
 			r.c = &cond{arg: 1, vals: []uint32{1, 2, uint32(i)}}
 		case 4:
 			r.ret = RetENOSYS
+		case 5:
+			r.c = &cond{mem: []syscalls.MemRange{{Addr: 0, Len: 1, FlagsArg: -1}, {Addr: 4, Len: 2, FlagsArg: 3, FlagsMask: 2}}}
 		}
 		rs = append(rs, r)
+	}
+}
+
+// memCalls are the syscalls.HMem calls: trapped only with PathPage.
+var memCalls = []string{"madvise", "mmap", "mprotect", "mremap", "munmap", "pkey_mprotect", "process_madvise", "remap_file_pages"}
+
+// Memory call flags (the same on x86_64 and arm64).
+const (
+	protRead         = 0x1
+	mapPrivate       = 0x2
+	mapAnonymous     = 0x20
+	mapFixedNoreplac = 0x100000 // MAP_FIXED_NOREPLACE
+	madvDontneed     = 4
+	mremapMaymove    = 0x1
+	mremapDontunmap  = 0x4
+
+	gib     = uint64(1) << 30
+	page    = syscalls.PathPageAddr
+	pageEnd = syscalls.PathPageAddr + syscalls.PathPageSize
+	elsewhr = 0x7f12_3456_0000 // a typical mmap address
+)
+
+// rangeCall puts the range [addr, addr+n) where a memory call takes it, the
+// other arguments being what a program passes for the range to be used.
+type rangeCall struct {
+	name, call string
+	args       func(addr, n uint64) [6]uint64
+}
+
+var rangeCalls = []rangeCall{
+	{"mmap_fixed", "mmap", func(a, n uint64) [6]uint64 {
+		return [6]uint64{a, n, protRead, syscalls.MapFixed | mapPrivate | mapAnonymous, ^uint64(0), 0}
+	}},
+	{"munmap", "munmap", func(a, n uint64) [6]uint64 { return [6]uint64{a, n} }},
+	{"mprotect", "mprotect", func(a, n uint64) [6]uint64 { return [6]uint64{a, n, protRead} }},
+	{"pkey_mprotect", "pkey_mprotect", func(a, n uint64) [6]uint64 { return [6]uint64{a, n, protRead, 1} }},
+	{"madvise", "madvise", func(a, n uint64) [6]uint64 { return [6]uint64{a, n, madvDontneed} }},
+	{"remap_file_pages", "remap_file_pages", func(a, n uint64) [6]uint64 { return [6]uint64{a, n} }},
+	// mremap's old range, moved to a place of the kernel's choosing.
+	{"mremap_old", "mremap", func(a, n uint64) [6]uint64 { return [6]uint64{a, n, n, mremapMaymove, 0} }},
+	// mremap's new range: an ordinary old range moved there.
+	{"mremap_new", "mremap", func(a, n uint64) [6]uint64 {
+		return [6]uint64{elsewhr, 0x1000, n, mremapMaymove | syscalls.MremapFixed, a}
+	}},
+}
+
+func TestPathPage(t *testing.T) {
+	type tc struct {
+		name string
+		addr uint64
+		n    uint64
+		trap bool
+	}
+	ranges := []tc{
+		{"page_start", page, 0x1000, true},
+		{"page_last_byte", pageEnd - 1, 1, true},
+		{"page_second_slot", page + 4096, 4096, true},
+		{"whole_page", page, syscalls.PathPageSize, true},
+		{"page_len_0", page, 0, true},
+		// [4 GiB, 8 GiB): left to the tracer, even when the range
+		// ends before the page.
+		{"at_4GiB", 4 * gib, 0x1000, true},
+		{"at_6GiB", 6 * gib, 0x1000, true},
+		{"just_below_page", page - 0x1000, 0x1000, true},
+		{"across_page_start", page - 0x1000, 0x2000, true},
+		// Below 4 GiB with a length of 4 GiB or more.
+		{"low_len_8GiB", 0x400000, 8 * gib, true},
+		{"low_len_4GiB", 0, 4 * gib, true},
+		{"low_len_huge", 0x400000, 1 << 47, true},
+		// Tagged pointers to the page: arm64's top byte, x86_64 LAM's
+		// bits 57-62. The kernel untags munmap, mprotect, madvise and
+		// mremap's old address.
+		{"arm64_tag", 0x2a<<56 | page, 0x1000, true},
+		{"lam57_tag", 0x3f<<57 | page + 0x3000, 0x1000, true},
+		{"all_tag_bits", 0x7fff<<48 | page, 0x1000, true},
+
+		{"typical_mmap", elsewhr, 0x1000, false},
+		{"typical_pie", 0x5555_5555_4000, 0x21000, false},
+		{"arm64_top", 0xffff_8000_0000, 0x1000, false},
+		{"arm64_stack", 0xffff_f7ff_0000, 0x10000, false},
+		{"non_pie", 0x400000, 0x1000, false},
+		{"non_pie_4GiB_minus_1", 0x400000, 4*gib - 1, false},
+		{"page_end", pageEnd, 0x1000, false},
+		{"page_end_huge_len", pageEnd, 1 << 40, false},
+		{"null_small", 0, 0x1000, false},
+		{"null_zero", 0, 0, false},
+		{"at_12GiB", 12 * gib, 0x1000, false},
+		{"at_12GiB_long", 12 * gib, 8 * gib, false},
+		{"typical_long", elsewhr, 1 << 40, false},
+		{"tagged_elsewhere", 0x2a<<56 | elsewhr, 0x1000, false},
+		{"x86_vsyscall", 0xffff_ffff_ff60_0000, 0x1000, false},
+		{"all_ones", ^uint64(0), 0x1000, false},
+	}
+	type special struct {
+		name string
+		call string
+		args [6]uint64
+		trap bool
+	}
+	fixedPriv := uint64(syscalls.MapFixed | mapPrivate)
+	anon := uint64(mapPrivate | mapAnonymous)
+	specials := []special{
+		{"mmap_hint_in_page", "mmap", [6]uint64{page, 0x1000, protRead, anon, ^uint64(0)}, false},
+		{"mmap_fixed_private_in_page", "mmap", [6]uint64{page, 0x1000, protRead, fixedPriv, 3}, true},
+		{"mmap_fixed_noreplace_in_page", "mmap", [6]uint64{page, 0x1000, protRead, mapFixedNoreplac | anon, ^uint64(0)}, false},
+		// The high half of flags holds no flag the check looks at.
+		{"mmap_hi_garbage_no_fixed", "mmap", [6]uint64{page, 0x1000, protRead, 0xffffffff<<32 | anon, ^uint64(0)}, false},
+		{"mmap_fixed_only_in_hi", "mmap", [6]uint64{page, 0x1000, protRead, syscalls.MapFixed<<32 | anon, ^uint64(0)}, false},
+		{"mmap_hi_garbage_fixed", "mmap", [6]uint64{page, 0x1000, protRead, 1<<36 | fixedPriv, 3}, true},
+		{"mmap_fixed_elsewhere", "mmap", [6]uint64{elsewhr, 0x1000, protRead, fixedPriv, 3}, false},
+		{"mmap_zero", "mmap", [6]uint64{}, false},
+		{"mremap_new_in_page_fixed", "mremap", [6]uint64{elsewhr, 0x1000, 0x1000, mremapMaymove | syscalls.MremapFixed, page}, true},
+		{"mremap_new_in_page_no_fixed", "mremap", [6]uint64{elsewhr, 0x1000, 0x1000, mremapMaymove, page}, false},
+		{"mremap_new_in_page_dontunmap", "mremap", [6]uint64{elsewhr, 0x1000, 0x1000, mremapMaymove | mremapDontunmap, page}, false},
+		{"mremap_fixed_only_in_hi", "mremap", [6]uint64{elsewhr, 0x1000, 0x1000, syscalls.MremapFixed<<32 | mremapMaymove, page}, false},
+		{"mremap_fixed_elsewhere", "mremap", [6]uint64{elsewhr, 0x1000, 0x2000, mremapMaymove | syscalls.MremapFixed, elsewhr + 1<<30}, false},
+		// The new range is not used without MREMAP_FIXED, the old one
+		// always.
+		{"mremap_old_in_page", "mremap", [6]uint64{page, 0x1000, 0x2000, mremapMaymove, elsewhr}, true},
+		{"mremap_grow_in_place", "mremap", [6]uint64{elsewhr, 0x1000, 0x2000, 0, 0}, false},
+		{"mremap_new_len_long_fixed_low", "mremap", [6]uint64{elsewhr, 0x1000, 8 * gib, mremapMaymove | syscalls.MremapFixed, 0x10000}, true},
+	}
+	for _, tbl := range tables {
+		for _, on := range []bool{true, false} {
+			m := newMachine(t, Options{Table: tbl, PathPage: on})
+			want := func(trap bool) uint32 {
+				if trap && on {
+					return RetTrace
+				}
+				return RetAllow
+			}
+			prefix := fmt.Sprintf("%s/page=%v/", tbl.ABI, on)
+			for _, rc := range rangeCalls {
+				for _, c := range ranges {
+					t.Run(prefix+rc.name+"/"+c.name, func(t *testing.T) {
+						args := rc.args(c.addr, c.n)
+						if got, w := m.run(rc.call, args), want(c.trap); got != w {
+							t.Fatalf("%s%#x: got %s, want %s", rc.call, args, retName(got), retName(w))
+						}
+					})
+				}
+			}
+			for _, c := range specials {
+				t.Run(prefix+c.name, func(t *testing.T) {
+					if got, w := m.run(c.call, c.args), want(c.trap); got != w {
+						t.Fatalf("%s%#x: got %s, want %s", c.call, c.args, retName(got), retName(w))
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestMemCheckModel runs every memory call over a grid of addresses and
+// lengths and compares the program's answer with the register test it is
+// meant to implement (appendMemCheck), and that test with the truth: a
+// range that reaches the page, whatever untagging the kernel applies and
+// however it rounds the length, must trap.
+func TestMemCheckModel(t *testing.T) {
+	addrs := []uint64{0, 1, 0x1000, 0x400000, 1<<32 - 1, 1 << 32, 1<<32 + 0x1000, 6 * gib,
+		page - 0x1000, page - 1, page, page + 1, page + 0x1000, pageEnd - 0x1000, pageEnd - 1, pageEnd, pageEnd + 0x1000,
+		3<<32 - 1, 3 << 32, 3<<32 + 0x1000, 0x5555_5555_4000, elsewhr, 0xffff_8000_0000, 1<<47 - 0x1000, 1 << 47,
+		1 << 48, 1<<48 | page, 1<<52 | page, 1<<63 | page, ^uint64(0) - 0xfff, ^uint64(0)}
+	var tagged []uint64
+	for _, a := range addrs {
+		tagged = append(tagged, a|0x2a<<56, a|0x3f<<57, a|0xff<<56)
+	}
+	addrs = append(addrs, tagged...)
+	lens := []uint64{0, 1, 0x1000, 0x7fff_f000, 1<<32 - 0x1000, 1<<32 - 1, 1 << 32, 1<<32 + 1, 8 * gib, 8*gib + 1,
+		syscalls.PathPageSize, 1 << 47, 1 << 63, ^uint64(0) - 0xfff, ^uint64(0)}
+
+	// model is the register test of appendMemCheck.
+	model := func(a, n uint64) bool {
+		hi := a >> 32 & 0xffff
+		switch {
+		case hi > 2:
+			return false
+		case hi == 2:
+			return uint32(a) < uint32(syscalls.PathPageSize)
+		case hi == 1:
+			return true
+		}
+		return n>>32 != 0
+	}
+	// reaches: the range as some kernel may take it overlaps the page.
+	// Lengths are rounded up to 1 GiB, the largest huge page, and 0 taken
+	// as 1 (mremap with old_len 0 duplicates a mapping); a range that
+	// wraps around 2^64 every call refuses.
+	reaches := func(a, n uint64) bool {
+		if n == 0 {
+			n = 1
+		}
+		if r := n % gib; r != 0 {
+			if n+(gib-r) < n {
+				return false
+			}
+			n += gib - r
+		}
+		for _, u := range []uint64{a, a &^ (0xff << 56), a &^ (0x3f << 57)} {
+			if end := u + n; end > u && u < pageEnd && end > page {
+				return true
+			}
+		}
+		return false
+	}
+	for _, tbl := range tables {
+		m := newMachine(t, Options{Table: tbl, PathPage: true})
+		for _, rc := range rangeCalls {
+			t.Run(tbl.ABI+"/"+rc.name, func(t *testing.T) {
+				traps := 0
+				for _, a := range addrs {
+					for _, n := range lens {
+						args := rc.args(a, n)
+						got := m.run(rc.call, args) == RetTrace
+						if want := model(a, n); got != want {
+							t.Errorf("addr %#x len %#x: trapped %v, the model says %v", a, n, got, want)
+						}
+						if !got && reaches(a, n) {
+							t.Errorf("addr %#x len %#x: allowed, but the range reaches the page", a, n)
+						}
+						if got {
+							traps++
+						}
+					}
+				}
+				if traps == 0 || traps == len(addrs)*len(lens) {
+					t.Fatalf("%d of %d trapped: the grid tests nothing", traps, len(addrs)*len(lens))
+				}
+			})
+		}
+	}
+}
+
+// TestPathPageOff: without PathPage the program is the one from before the
+// path page existed: the rules with PathPage minus the memory calls,
+// assembled alike, and as long as it was then.
+func TestPathPageOff(t *testing.T) {
+	// Instruction counts of the programs before the memory calls had
+	// specs (indexed by reads | clones<<1 | net<<2). They change when
+	// the tables or other rules change; update them then.
+	before := map[string][8]int{
+		"x86_64":  {361, 355, 366, 360, 382, 376, 387, 381},
+		"aarch64": {317, 314, 314, 311, 330, 327, 327, 324},
+	}
+	for _, tbl := range tables {
+		for i := 0; i < 8; i++ {
+			off := Options{Table: tbl, TrapReadOpens: i&1 != 0, TrapAllClones: i&2 != 0, TrapNet: i&4 != 0}
+			t.Run(fmt.Sprintf("%s/reads=%v,clones=%v,net=%v", tbl.ABI, off.TrapReadOpens, off.TrapAllClones, off.TrapNet), func(t *testing.T) {
+				on := off
+				on.PathPage = true
+				got, err := Build(off)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rsOff, err := rules(off)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range rsOff {
+					if s, ok := syscalls.Lookup(r.name); ok && s.Handler == syscalls.HMem {
+						t.Errorf("%s in the program without PathPage", r.name)
+					}
+				}
+				rsOn, err := rules(on)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var kept []rule
+				mem := 0
+				for _, r := range rsOn {
+					if s, ok := syscalls.Lookup(r.name); ok && s.Handler == syscalls.HMem {
+						mem++
+						if r.ret != RetTrace || (r.name == "process_madvise") != (r.c == nil) || (r.c != nil && len(r.c.mem) == 0) {
+							t.Errorf("%s: %+v, want a range test (process_madvise: an unconditional trap)", r.name, r)
+						}
+						continue
+					}
+					kept = append(kept, r)
+				}
+				if mem != len(memCalls) {
+					t.Errorf("%d memory calls with PathPage, want %d", mem, len(memCalls))
+				}
+				want, err := program(tbl, kept)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Error("the program without PathPage differs from the PathPage rules minus the memory calls")
+				}
+				if n := before[tbl.ABI][i]; len(got) != n {
+					t.Errorf("%d instructions, %d before the path page", len(got), n)
+				}
+				full, err := Build(on)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%d instructions, %d with PathPage", len(got), len(full))
+			})
+		}
+	}
+}
+
+// TestMemCondErrors: a range the code cannot express is an error, not a
+// bad program.
+func TestMemCondErrors(t *testing.T) {
+	bad := []syscalls.MemRange{
+		{Addr: 6, Len: 1, FlagsArg: -1},
+		{Addr: 0, Len: -1, FlagsArg: -1},
+		{Addr: 0, Len: 1, FlagsArg: 6, FlagsMask: 1},
+		{Addr: 0, Len: 1, FlagsArg: -2},
+		{Addr: 0, Len: 1, FlagsArg: 3}, // no mask: never in use
+	}
+	for i, r := range bad {
+		c := cond{mem: []syscalls.MemRange{{Addr: 0, Len: 1, FlagsArg: -1}, r}}
+		if err := c.check(); err == nil {
+			t.Errorf("%d: %+v accepted", i, r)
+		}
+	}
+	good := cond{mem: []syscalls.MemRange{{Addr: 0, Len: 1, FlagsArg: -1}, {Addr: 4, Len: 2, FlagsArg: 3, FlagsMask: 2}}}
+	if err := good.check(); err != nil {
+		t.Errorf("mremap's ranges: %v", err)
+	}
+	// So many ranges that the call's block is longer than a conditional
+	// jump reaches: search must fail rather than emit a wrapped skip.
+	var many []syscalls.MemRange
+	for i := 0; i < 30; i++ {
+		many = append(many, syscalls.MemRange{Addr: 0, Len: 1, FlagsArg: 3, FlagsMask: 1})
+	}
+	if _, err := search([]rule{{nr: 1, name: "big", ret: RetTrace, c: &cond{mem: many}}}); err == nil {
+		t.Error("a block of 30 ranges was emitted")
 	}
 }

@@ -24,6 +24,7 @@ const (
 	KindProcess               // prlimit64, setpriority, sched_* and other calls aimed at a pid
 	KindForbidden             // a syscall that is never allowed (ptrace, mount, bpf, ...)
 	KindChdir                 // chdir, fchdir: always allowed; trapped so that the tracer knows the cwd
+	KindMemory                // mmap, munmap, mprotect, ... on tracecell's path page (tracer: pathpage.go)
 	kindCount
 )
 
@@ -45,6 +46,7 @@ var kindNames = [kindCount]string{
 	KindProcess:   "process",
 	KindForbidden: "forbidden-syscall",
 	KindChdir:     "chdir",
+	KindMemory:    "memory",
 }
 
 // String returns the report name of the kind.

@@ -67,10 +67,54 @@ const (
 	// may remember each task's cwd between checks and forget it when it
 	// changes (tracer: base).
 	HChdir
+	// HMem is mmap, munmap, mprotect, pkey_mprotect, madvise, mremap and
+	// remap_file_pages: the filter traps them (Options.PathPage) only when
+	// one of their MemRanges may reach the path page, and the tracer denies
+	// those that do (tracer: pathpage.go).
+	HMem
 	handlerCount
 )
 
-var handlerNames = [handlerCount]string{"path", "open", "exec", "socket", "signal", "process", "fd-meta", "ioctl", "clone", "forbidden", "process-mem", "set-own", "chdir"}
+var handlerNames = [handlerCount]string{"path", "open", "exec", "socket", "signal", "process", "fd-meta", "ioctl", "clone", "forbidden", "process-mem", "set-own", "chdir", "memory"}
+
+// The path page: an address range that the tracer maps read-only into a
+// traced process (after its first checked call with more than one task in
+// the tree) and into which it copies the path a checked call names, so the
+// kernel reads the very bytes that were checked while the other threads
+// run on (tracer: pathpage.go). The tree may not map, unmap, remap,
+// re-protect or advise anything there.
+//
+// The address is fixed, the same in every process, so that children made
+// by fork inherit it and a check can tell from registers whether a range
+// may reach it. 8 GiB is above every address a 32-bit argument can name
+// (an i386 call could not reach it even if the ABI were not killed) and
+// below the areas where Linux places programs and mappings on x86_64 and
+// arm64 (PIE binaries at 0x55..., mmap at 0x7f..., and on arm64 with
+// 39-bit addresses at 0x55.../0x7f...: all above 2^33). The filter's range
+// test depends on PathPageAddr being exactly 2<<32 and PathPageSize being
+// below 4 GiB (filter: appendMemCheck).
+const (
+	PathPageAddr uint64 = 2 << 32
+	PathSlotSize        = 4096 // PATH_MAX, NUL included
+	PathSlots           = 64
+	PathPageSize uint64 = PathSlotSize * PathSlots
+)
+
+// MemRange is an address range argument of an HMem call: [Addr, Addr+Len)
+// in the arguments Addr and Len, used only when FlagsArg is -1 or the low
+// 32 bits of FlagsArg share a bit with FlagsMask (mmap's MAP_FIXED,
+// mremap's MREMAP_FIXED for its new range).
+type MemRange struct {
+	Addr, Len int
+	FlagsArg  int
+	FlagsMask uint32
+}
+
+// Memory flags the ranges depend on (the same values on x86_64 and arm64).
+const (
+	MapFixed    = 0x10 // MAP_FIXED; MAP_FIXED_NOREPLACE (0x100000) never replaces a mapping
+	MremapFixed = 0x2  // MREMAP_FIXED
+)
 
 func (h Handler) String() string {
 	if h < handlerCount {
@@ -104,7 +148,9 @@ type Spec struct {
 	// a string stored in the link, never resolved at creation. Record it in
 	// reports; do not check it as a path.
 	LinkTargetArg int
-	Errno         syscall.Errno // errno for a denial: EACCES (files, exec, net) or EPERM
+	// Mem are the address ranges an HMem call maps, unmaps or changes.
+	Mem   []MemRange
+	Errno syscall.Errno // errno for a denial: EACCES (files, exec, net) or EPERM
 }
 
 // spec builders keep the table below readable: every index field defaults
@@ -113,7 +159,7 @@ func mk(name string, k Kind, h Handler, paths ...PathArg) *Spec {
 	s := &Spec{Name: name, Kind: k, Handler: h, Paths: paths,
 		FlagsArg: -1, FdArg: -1, PidArg: -1, SigArg: -1, ModeArg: -1, AddrArg: -1, AddrLenArg: -1, LinkTargetArg: -1}
 	switch k {
-	case KindSignal, KindProcess, KindForbidden:
+	case KindSignal, KindProcess, KindForbidden, KindMemory:
 		s.Errno = syscall.EPERM
 	default:
 		s.Errno = syscall.EACCES
@@ -128,6 +174,17 @@ func (s *Spec) sig(i int) *Spec     { s.SigArg = i; return s }
 func (s *Spec) mode(i int) *Spec    { s.ModeArg = i; return s }
 func (s *Spec) addr(a, l int) *Spec { s.AddrArg, s.AddrLenArg = a, l; return s }
 func (s *Spec) linkTo(i int) *Spec  { s.LinkTargetArg = i; return s }
+func (s *Spec) mem(r ...MemRange) *Spec {
+	s.Mem = r
+	return s
+}
+
+// rng is a MemRange used whatever the flags; fixedRng one used only with a
+// flag bit set.
+func rng(addr, n int) MemRange { return MemRange{Addr: addr, Len: n, FlagsArg: -1} }
+func fixedRng(addr, n, flags int, mask uint32) MemRange {
+	return MemRange{Addr: addr, Len: n, FlagsArg: flags, FlagsMask: mask}
+}
 
 // p is a path relative to the cwd; at a path relative to a dirfd.
 func p(arg int, f Follow, role string) PathArg {
@@ -311,6 +368,25 @@ func buildSpecs() map[string]*Spec {
 		mk("clone", KindProcess, HClone).flags(0),
 		mk("fork", KindProcess, HClone),
 		mk("vfork", KindProcess, HClone),
+
+		// Memory calls that could replace, unmap, re-protect or empty the
+		// path page. Others cannot change its content: the kernel's own
+		// writes to user memory respect its read-only protection, only
+		// FOLL_FORCE writes do not (ptrace, /proc/<pid>/mem: denied), and
+		// mmap without MAP_FIXED, brk and MAP_FIXED_NOREPLACE never
+		// replace a mapping. shmat is forbidden outright.
+		mk("mmap", KindMemory, HMem).flags(3).mem(fixedRng(0, 1, 3, MapFixed)),
+		mk("munmap", KindMemory, HMem).mem(rng(0, 1)),
+		mk("mprotect", KindMemory, HMem).mem(rng(0, 1)),
+		mk("pkey_mprotect", KindMemory, HMem).mem(rng(0, 1)),
+		mk("madvise", KindMemory, HMem).mem(rng(0, 1)),
+		mk("remap_file_pages", KindMemory, HMem).mem(rng(0, 1)),
+		mk("mremap", KindMemory, HMem).flags(3).mem(rng(0, 1), fixedRng(4, 2, 3, MremapFixed)),
+		// process_madvise (5.10) takes its ranges from an iovec array in
+		// memory, out of the filter's sight, and since 6.13 any advice for
+		// the caller itself: MADV_DONTFORK would leave a fork child without
+		// the page. No ranges: trapped whenever the page is used, and denied.
+		mk("process_madvise", KindMemory, HMem),
 
 		// seccomp: trapped only with SECCOMP_FILTER_FLAG_NEW_LISTENER.
 		mk("seccomp", KindForbidden, HForbidden).flags(1),

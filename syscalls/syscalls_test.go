@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -211,6 +212,7 @@ func TestConstantsMatchXSys(t *testing.T) {
 		{"CLONE_VFORK", CloneVfork}, {"CLONE_VM", CloneVM}, {"CLONE_PIDFD", ClonePidfd},
 		{"F_SETOWN", FcntlSetOwn}, {"F_SETOWN_EX", FcntlSetOwnEx},
 		{"SECCOMP_FILTER_FLAG_NEW_LISTENER", SeccompFilterFlagNewListener},
+		{"MAP_FIXED", MapFixed}, {"MREMAP_FIXED", MremapFixed},
 	}
 	// These values must be the same on both ABIs: check each ABI's files.
 	for _, goarch := range []string{"amd64", "arm64"} {
@@ -328,7 +330,7 @@ func TestSpecs(t *testing.T) {
 				t.Errorf("handler %v", s.Handler)
 			}
 			switch s.Kind {
-			case KindSignal, KindProcess, KindForbidden:
+			case KindSignal, KindProcess, KindForbidden, KindMemory:
 				if s.Errno != syscall.EPERM {
 					t.Errorf("errno %v, want EPERM", s.Errno)
 				}
@@ -350,6 +352,14 @@ func TestSpecs(t *testing.T) {
 				if s.PidArg < 0 && s.FdArg < 0 {
 					t.Errorf("%v handler without PidArg or FdArg", s.Handler)
 				}
+			case HMem:
+				checkMemSpec(t, s)
+			}
+			if (s.Handler == HMem) != (s.Kind == KindMemory) {
+				t.Errorf("handler %v with kind %v: HMem and KindMemory go together", s.Handler, s.Kind)
+			}
+			if s.Handler != HMem && len(s.Mem) != 0 {
+				t.Errorf("%v handler with address ranges %+v", s.Handler, s.Mem)
 			}
 			if s.Kind == KindRename || s.Kind == KindLink {
 				if len(s.Paths) != 2 || s.Paths[0].Role != "source" || s.Paths[1].Role != "target" {
@@ -364,6 +374,145 @@ func TestSpecs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkMemSpec checks an HMem spec: address ranges in registers, nothing
+// else for the tracer to decode, and the flags argument of a range that
+// depends on flags the one the spec names.
+func checkMemSpec(t *testing.T, s *Spec) {
+	t.Helper()
+	if len(s.Mem) == 0 && s.Name != "process_madvise" {
+		t.Error("memory call without an address range (only process_madvise, whose ranges are in memory, has none)")
+	}
+	if len(s.Paths) != 0 || s.FdArg >= 0 || s.PidArg >= 0 || s.SigArg >= 0 || s.ModeArg >= 0 ||
+		s.AddrArg >= 0 || s.AddrLenArg >= 0 || s.LinkTargetArg >= 0 {
+		t.Errorf("memory call with other arguments: %+v", s)
+	}
+	for i, r := range s.Mem {
+		if r.Addr < 0 || r.Addr > 5 || r.Len < 0 || r.Len > 5 || r.Addr == r.Len {
+			t.Errorf("range %d: Addr %d, Len %d, want two arguments in 0..5", i, r.Addr, r.Len)
+		}
+		switch {
+		case r.FlagsArg == -1:
+			if r.FlagsMask != 0 {
+				t.Errorf("range %d: mask %#x without a flags argument", i, r.FlagsMask)
+			}
+		case r.FlagsArg < 0 || r.FlagsArg > 5:
+			t.Errorf("range %d: FlagsArg %d, want -1..5", i, r.FlagsArg)
+		default:
+			if r.FlagsMask == 0 {
+				t.Errorf("range %d: flags argument %d without a mask: never used", i, r.FlagsArg)
+			}
+			if r.FlagsArg != s.FlagsArg {
+				t.Errorf("range %d: FlagsArg %d, the spec's is %d", i, r.FlagsArg, s.FlagsArg)
+			}
+			if r.FlagsArg == r.Addr || r.FlagsArg == r.Len {
+				t.Errorf("range %d: flags in the address or length argument", i)
+			}
+		}
+	}
+	// The filter and the tracer take the range from registers: every
+	// memory call must exist on both ABIs with these indexes.
+	for _, tb := range []*Table{AMD64, ARM64} {
+		if _, ok := tb.Nr(s.Name); !ok {
+			t.Errorf("%s absent on %s", s.Name, tb.ABI)
+		}
+	}
+}
+
+func TestMemSpecs(t *testing.T) {
+	// mmap(addr, len, prot, flags, fd, off); mremap(old_address,
+	// old_size, new_size, flags, new_address); the others (addr, len, ...).
+	want := map[string][]MemRange{
+		"mmap":             {{Addr: 0, Len: 1, FlagsArg: 3, FlagsMask: MapFixed}},
+		"munmap":           {{Addr: 0, Len: 1, FlagsArg: -1}},
+		"mprotect":         {{Addr: 0, Len: 1, FlagsArg: -1}},
+		"pkey_mprotect":    {{Addr: 0, Len: 1, FlagsArg: -1}},
+		"madvise":          {{Addr: 0, Len: 1, FlagsArg: -1}},
+		"remap_file_pages": {{Addr: 0, Len: 1, FlagsArg: -1}},
+		"mremap":           {{Addr: 0, Len: 1, FlagsArg: -1}, {Addr: 4, Len: 2, FlagsArg: 3, FlagsMask: MremapFixed}},
+		"process_madvise":  nil, // an iovec in memory: always trapped with the page
+	}
+	n := 0
+	for _, s := range All() {
+		if s.Handler != HMem {
+			continue
+		}
+		n++
+		t.Run(s.Name, func(t *testing.T) {
+			w, ok := want[s.Name]
+			if !ok {
+				t.Fatalf("memory call the test does not know")
+			}
+			if !reflect.DeepEqual(s.Mem, w) {
+				t.Errorf("ranges %+v, want %+v", s.Mem, w)
+			}
+			if s.Kind != KindMemory || s.Errno != syscall.EPERM {
+				t.Errorf("kind %v, errno %v; want memory, EPERM", s.Kind, s.Errno)
+			}
+			flags := -1
+			if s.Name == "mmap" || s.Name == "mremap" {
+				flags = 3
+			}
+			if s.FlagsArg != flags {
+				t.Errorf("FlagsArg %d, want %d", s.FlagsArg, flags)
+			}
+		})
+	}
+	if n != len(want) {
+		t.Errorf("%d memory calls, want %d", n, len(want))
+	}
+	// The filter's register test depends on these (filter:
+	// appendMemCheck, which also fails to compile without them).
+	if PathPageAddr != 2<<32 || PathPageSize == 0 || PathPageSize >= 1<<32 || PathPageSize != PathSlots*PathSlotSize {
+		t.Errorf("path page %#x+%#x: the filter wants it at 8 GiB, below 4 GiB long", PathPageAddr, PathPageSize)
+	}
+	if PathSlotSize < 4096 {
+		t.Errorf("slot of %d bytes: PATH_MAX is 4096", PathSlotSize)
+	}
+}
+
+func TestKindAndHandlerNames(t *testing.T) {
+	seen := map[string]bool{}
+	for k := Kind(0); k < kindCount; k++ {
+		name := k.String()
+		if name == "" || strings.HasPrefix(name, "kind(") || seen[name] {
+			t.Errorf("kind %d: name %q missing or repeated", k, name)
+		}
+		seen[name] = true
+		b, err := k.MarshalText()
+		if err != nil || string(b) != name {
+			t.Errorf("kind %d: MarshalText = %q, %v", k, b, err)
+		}
+		var back Kind
+		if err := back.UnmarshalText(b); err != nil || back != k {
+			t.Errorf("kind %q: UnmarshalText = %v, %v", b, back, err)
+		}
+	}
+	if got := kindCount.String(); got != "kind("+strconv.Itoa(int(kindCount))+")" {
+		t.Errorf("kindCount.String() = %q", got)
+	}
+	var k Kind
+	if err := k.UnmarshalText([]byte("kind(3)")); err == nil {
+		t.Error("UnmarshalText accepted a numbered kind")
+	}
+	if KindMemory.String() != "memory" || KindMemory.ModifiesFS() {
+		t.Errorf("KindMemory: %q, ModifiesFS %v", KindMemory, KindMemory.ModifiesFS())
+	}
+	seen = map[string]bool{}
+	for h := Handler(0); h < handlerCount; h++ {
+		name := h.String()
+		if name == "" || strings.HasPrefix(name, "handler(") || seen[name] {
+			t.Errorf("handler %d: name %q missing or repeated", h, name)
+		}
+		seen[name] = true
+	}
+	if HMem.String() != "memory" {
+		t.Errorf("HMem.String() = %q", HMem)
+	}
+	if got := handlerCount.String(); got != "handler("+strconv.Itoa(int(handlerCount))+")" {
+		t.Errorf("handlerCount.String() = %q", got)
 	}
 }
 
@@ -393,6 +542,9 @@ func TestSpecDetails(t *testing.T) {
 		{"ptrace", KindForbidden, HForbidden, nil, -1},
 		{"io_uring_setup", KindForbidden, HForbidden, nil, -1},
 		{"userfaultfd", KindForbidden, HForbidden, nil, -1},
+		{"mmap", KindMemory, HMem, nil, 3},
+		{"mremap", KindMemory, HMem, nil, 3},
+		{"munmap", KindMemory, HMem, nil, -1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
