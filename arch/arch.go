@@ -158,3 +158,76 @@ func (r *Regs) AtSyscallEntry() bool {
 	}
 	return false
 }
+
+// Ret is the value the kernel returned, at a syscall-exit stop.
+func (r *Regs) Ret() uint64 { return r.W[r.L.RetWord] }
+
+// SetArg sets syscall argument i (0..5) to v in r; Writes applies it.
+func (r *Regs) SetArg(i int, v uint64) { r.W[r.L.ArgWords[i]] = v }
+
+// ArgIsRet reports whether argument i lives in the register the kernel
+// returns in (x0 on aarch64): the call's end overwrites it, so it need not
+// be, and must not be, set back at the syscall-exit stop.
+func (l *Layout) ArgIsRet(i int) bool { return l.ArgWords[i] == l.RetWord }
+
+// Clone returns a copy of r.
+func (r *Regs) Clone() *Regs {
+	return &Regs{L: r.L, W: append([]uint64(nil), r.W...)}
+}
+
+// Writes plans the PTRACE_SETREGSET that stores r as it is.
+func (r *Regs) Writes() []Write {
+	b := make([]byte, r.L.Size())
+	r.Encode(b)
+	return []Write{{Note: NTPrstatus, Data: b}}
+}
+
+// Inject plans the writes that turn the call a thread is stopped in, at a
+// seccomp stop, into call nr with args: the kernel runs that one instead
+// (and, since Linux 4.8, runs the filter on it again, taking a second
+// SECCOMP_RET_TRACE as an allow). On x86_64 the number is orig_rax; on
+// aarch64 only NT_ARM_SYSTEM_CALL changes it (x8 is read once, before the
+// stop).
+func (r *Regs) Inject(nr int, args [6]uint64) []Write {
+	for i, v := range args {
+		r.SetArg(i, v)
+	}
+	if r.L.skipNote == 0 {
+		r.W[r.L.NrWord] = uint64(nr)
+	}
+	w := r.Writes()
+	if r.L.skipNote != 0 {
+		b := make([]byte, 4)
+		binary.LittleEndian.PutUint32(b, uint32(int32(nr)))
+		w = append(w, Write{Note: r.L.skipNote, Data: b})
+	}
+	return w
+}
+
+// Restart plans the writes, at the syscall-exit stop of a call injected
+// with Inject, that make the thread make its own call again: r must be
+// the registers of the seccomp stop the injection started from. The
+// registers are set back, the PC is put back on the syscall instruction
+// (syscall, 0f 05, and svc #0 are 2 and 4 bytes long) and the number where
+// that instruction takes it from (rax; x8, which r holds). The kernel is
+// told that the stopped call is no call (orig_rax = -1; syscallno = -1
+// through NT_ARM_SYSTEM_CALL), so a signal delivered before the thread
+// goes on never takes the registers for an interrupted call to restart.
+func (r *Regs) Restart() []Write {
+	nr := r.W[r.L.NrWord]
+	switch r.L {
+	case X86_64:
+		r.W[r.L.RetWord] = nr // rax: the number syscall reads
+		r.W[r.L.NrWord] = ^uint64(0)
+		r.W[r.L.PCWord] -= 2
+	default:
+		r.W[r.L.PCWord] -= 4
+	}
+	w := r.Writes()
+	if r.L.skipNote != 0 {
+		b := make([]byte, 4)
+		binary.LittleEndian.PutUint32(b, ^uint32(0))
+		w = append(w, Write{Note: r.L.skipNote, Data: b})
+	}
+	return w
+}

@@ -119,3 +119,96 @@ func TestDenyAArch64(t *testing.T) {
 		t.Errorf("argument read before Deny changed: %#x", arg0)
 	}
 }
+
+// word decodes word i of a NT_PRSTATUS write.
+func word(w Write, i int) uint64 { return binary.LittleEndian.Uint64(w.Data[i*8:]) }
+
+// Inject turns the stopped call into another: x86_64 through orig_rax in the
+// one register write; aarch64 through x0..x5 and then NT_ARM_SYSTEM_CALL
+// (x8 would change nothing). Restart, from the seccomp stop's registers,
+// sets them back with the PC on the syscall instruction and the number
+// where that instruction reads it, the stopped call marked as none (-1).
+func TestInjectAndRestart(t *testing.T) {
+	args := [6]uint64{2 << 32, 1 << 18, 1, 0x100022, ^uint64(0), 0}
+	cases := []struct {
+		l        *Layout
+		nr       int // the original call
+		mmap     int
+		pcBack   uint64
+		writes   int
+		numberAt int // where the restarted instruction reads the number
+	}{
+		{X86_64, 257, 9, 2, 1, 10},  // rax
+		{AArch64, 56, 222, 4, 2, 8}, // x8
+	}
+	for _, c := range cases {
+		t.Run(c.l.Name, func(t *testing.T) {
+			r := c.l.NewRegs()
+			for i := range r.W {
+				r.W[i] = uint64(100 + i)
+			}
+			r.W[c.l.NrWord] = uint64(c.nr)
+			r.W[c.l.PCWord] = 0x401000
+			orig := r.Clone()
+			w := r.Inject(c.mmap, args)
+			if len(w) != c.writes || w[0].Note != NTPrstatus {
+				t.Fatalf("writes %+v", w)
+			}
+			for i, a := range args {
+				if got := word(w[0], c.l.ArgWords[i]); got != a {
+					t.Errorf("arg %d = %#x, want %#x", i, got, a)
+				}
+			}
+			if c.l == X86_64 {
+				if got := word(w[0], c.l.NrWord); got != uint64(c.mmap) {
+					t.Errorf("orig_rax = %d, want %d", got, c.mmap)
+				}
+			} else if w[1].Note != NTArmSystemCall || int32(binary.LittleEndian.Uint32(w[1].Data)) != int32(c.mmap) {
+				t.Errorf("NT_ARM_SYSTEM_CALL write %+v, want %d", w[1], c.mmap)
+			}
+			if orig.W[c.l.ArgWords[0]] != 100+uint64(c.l.ArgWords[0]) {
+				t.Fatal("Clone shares its words")
+			}
+			w = orig.Restart()
+			if len(w) != c.writes {
+				t.Fatalf("restart writes %+v", w)
+			}
+			for i := 0; i < 6; i++ {
+				aw := c.l.ArgWords[i]
+				if got := word(w[0], aw); got != 100+uint64(aw) {
+					t.Errorf("restart arg %d = %d, want %d", i, got, 100+aw)
+				}
+			}
+			if got := word(w[0], c.l.PCWord); got != 0x401000-c.pcBack {
+				t.Errorf("pc = %#x, want %#x", got, 0x401000-c.pcBack)
+			}
+			if got := word(w[0], c.numberAt); got != uint64(c.nr) {
+				t.Errorf("number register = %d, want %d", got, c.nr)
+			}
+			if c.l == X86_64 {
+				if got := word(w[0], c.l.NrWord); got != ^uint64(0) {
+					t.Errorf("orig_rax = %#x, want -1", got)
+				}
+			} else if w[1].Note != NTArmSystemCall || int32(binary.LittleEndian.Uint32(w[1].Data)) != -1 {
+				t.Errorf("NT_ARM_SYSTEM_CALL write %+v, want -1", w[1])
+			}
+		})
+	}
+}
+
+func TestArgIsRetAndSetArg(t *testing.T) {
+	if X86_64.ArgIsRet(0) || X86_64.ArgIsRet(1) {
+		t.Error("x86_64: rdi and rsi are not rax")
+	}
+	if !AArch64.ArgIsRet(0) || AArch64.ArgIsRet(1) {
+		t.Error("aarch64: x0 is the return register, x1 is not")
+	}
+	for _, l := range []*Layout{X86_64, AArch64} {
+		r := l.NewRegs()
+		r.SetArg(1, 0xdead)
+		r.W[l.RetWord] = 7
+		if r.Arg(1) != 0xdead || r.Ret() != 7 {
+			t.Errorf("%s: arg 1 %#x ret %d", l.Name, r.Arg(1), r.Ret())
+		}
+	}
+}
