@@ -238,6 +238,8 @@ type reportDoc struct {
 		Checked      int `json:"checked"`
 		Allowed      int `json:"allowed"`
 		Denied       int `json:"denied"`
+		Freezes      int `json:"freezes"`
+		Copied       int `json:"copied"`
 		KilledAtExit int `json:"killed_at_exit"`
 	} `json:"counts"`
 	Denials     []event  `json:"denials"`

@@ -108,6 +108,47 @@ func raceWorld(t *testing.T, c raceCase) (*world, []string, map[string]entry) {
 	return w, c.args(w), snapshot(t, w.host)
 }
 
+// TestRacePathPage: the path page, where the tracer copies the path of a
+// checked call so that the other threads may run on, is attacked by a thread
+// of the tree with every call that could make it writable, replace it or
+// empty it, and through /proc/self/mem, writing the victim's path into every
+// slot whenever it can, while the main thread opens a sandbox file. Every
+// such call must fail and be reported, and the victim stay untouched. The
+// opens ran on the page (counts.copied), not under a freeze.
+func TestRacePathPage(t *testing.T) {
+	w := &world{t: t, sbx: realDir(t), host: realDir(t)}
+	w.populate()
+	writeFile(t, w.s("ok"), "ok\n", 0o644)
+	before := snapshot(t, w.host)
+	r := runTraced(t, w.sbx, runEnv(t, w.sbx), nil, raceBin, "page", w.s("ok"), w.p("f"), "3")
+	if d := diffSnap(before, snapshot(t, w.host)); len(d) > 0 {
+		t.Errorf("ESCAPED: the outside world changed: %s", strings.Join(d, "; "))
+	}
+	res := resultOf(r.stdout)
+	m := raceResultRE.FindStringSubmatch(res)
+	if m == nil || r.status != 0 || r.report.Error != "" || m[1] != "0" || m[2] == "0" {
+		t.Fatalf("status %d, result %q, report error %q\nstdout:\n%s\nstderr:\n%s", r.status, res, r.report.Error, r.stdout, tail(r.stderr, 2000))
+	}
+	if !strings.Contains(r.stdout, "info: page_wins=0\n") {
+		t.Errorf("a call on the path page succeeded: %s", r.stdout)
+	}
+	if r.report.Counts.Copied == 0 {
+		t.Errorf("no call ran on the path page (copied 0, freezes %d)", r.report.Counts.Freezes)
+	}
+	kinds := map[string]int{}
+	for _, e := range r.report.Denials {
+		if e.Kind == "memory" && e.Rule == "path-page" {
+			kinds[e.Syscall]++
+		}
+	}
+	for _, sc := range []string{"mprotect", "pkey_mprotect", "mmap", "munmap", "madvise", "mremap"} {
+		if kinds[sc] == 0 {
+			t.Errorf("no %s denial reported on the path page (reported: %v)", sc, kinds)
+		}
+	}
+	t.Logf("%s; %d copied, %d freezes, page denials %v", res, r.report.Counts.Copied, r.report.Counts.Freezes, kinds)
+}
+
 // TestRaceBlockingOpen: a checked open that blocks (a FIFO whose reader is
 // another thread of the tree, started 300 ms later, whose open is not a
 // checked call) must not deadlock the tree while the other tasks are frozen.

@@ -14,11 +14,14 @@ import (
 // Rule ids. They are part of the report format: do not rename them.
 const (
 	// Denials (Decision.Allow false).
-	RuleOutsideRoots     = "outside-writable-roots"
-	RuleRootItself       = "writable-root-itself"
-	RuleScratchNotOwned  = "scratch-not-owned"
-	RuleProcWrite        = "proc-write"
-	RuleProcRead         = "proc-read"
+	RuleOutsideRoots    = "outside-writable-roots"
+	RuleRootItself      = "writable-root-itself"
+	RuleScratchNotOwned = "scratch-not-owned"
+	RuleProcWrite       = "proc-write"
+	RuleProcRead        = "proc-read"
+	// RulePathPage denies memory calls on tracecell's path page (decided
+	// by the tracer, never by Decide).
+	RulePathPage         = "path-page"
 	RuleDenyRead         = "deny-read"
 	RuleReadNotAllowed   = "read-not-allowed"
 	RuleExecNotAllowed   = "exec-not-allowed"

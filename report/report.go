@@ -133,7 +133,10 @@ type Counts struct {
 	Failed int `json:"failed"`
 	// Freezes counts the checked calls that ran with the rest of the tree
 	// stopped (the race hardening; 0 for a single-task tree).
-	Freezes      int `json:"freezes"`
+	Freezes int `json:"freezes"`
+	// Copied counts the checked calls of such a tree that ran with their
+	// path copied where the tree cannot write instead (the path page).
+	Copied       int `json:"copied"`
 	Audited      int `json:"audited"`
 	KilledAtExit int `json:"killed_at_exit"`
 }

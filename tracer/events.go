@@ -38,6 +38,13 @@ func (t *tracer) event(tk *task, cause int) error {
 				n.waitStop = true
 				t.countNew(n)
 			}
+			if pp, cp := t.procs[tk.tgid], t.procs[n.tgid]; n.tgid != tk.tgid && pp != nil && cp != nil &&
+				pp.page == pageMapped && cp.page == pageUnknown && cp.execs == 0 {
+				// fork copies the path page, clone(CLONE_VM) and vfork
+				// share it; the parent could not unmap it nor mark it
+				// MADV_DONTFORK or MADV_WIPEONFORK (decodeMem).
+				cp.page = pageMapped
+			}
 			if cause == unix.PTRACE_EVENT_VFORK {
 				// tid sleeps in the kernel until nt execs or exits.
 				n.vforkParent = tid
@@ -70,6 +77,11 @@ func (t *tracer) execEvent(tk *task) error {
 	// with it), which would otherwise keep the walk cache off for good.
 	t.forgetCwds()
 	tk.inFlight = false
+	if tk.slot != 0 {
+		// The leader's struct, its copied call killed by the exec.
+		t.putSlot(tk.slot - 1)
+		tk.slot = 0
+	}
 	// All other threads of the group are gone.
 	for x, o := range t.tasks {
 		if o.tgid == tk.tgid && x != tid {
@@ -84,6 +96,7 @@ func (t *tracer) execEvent(tk *task) error {
 		t.procs[tk.tgid] = p
 	}
 	p.argv = nil
+	p.dropPage() // a new address space
 	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", tid))
 	p.exe = exe
 	p.execs++
@@ -140,6 +153,11 @@ func interpreterOf(path string) string {
 // call that a freeze left to finish unfrozen (freeze.go).
 func (t *tracer) syscallStop(tk *task) error {
 	tk.inFlight = false
+	if tk.slot != 0 {
+		if err := t.endCopied(tk); err != nil {
+			return err
+		}
+	}
 	if t.probeState == 1 && tk.tid == t.rootPid {
 		if n, err := ptraceRegset(unix.PTRACE_GETREGSET, tk.tid, 1, t.regBuf); err == nil && t.regs.Decode(t.regBuf[:n]) == nil {
 			if t.regs.Nr() == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && t.regs.AtSyscallEntry() {

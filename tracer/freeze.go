@@ -34,6 +34,11 @@ package tracer
 //     (PTRACE_CONT for the stops the freeze caused; the backlog is answered
 //     by the loop) and the caller is resumed with PTRACE_CONT.
 //
+// The common file calls (opens, mkdir, unlink, chmod, ...) with no dirfd
+// do not freeze when their process has the path page: their path is copied
+// where the tree cannot write and the others run on (pathpage.go). A freeze
+// stops those copied calls too, and so waits for each to finish its walk.
+//
 // A call that blocks (a FIFO whose other end another thread will open, a
 // lock, a full socket backlog) would keep the tree frozen, and may wait for
 // a frozen task: a deadlock. When the call has not finished after

@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,16 +205,19 @@ ts = [threading.Thread(target=w, args=(k,)) for k in range(3)]
 print("ok")
 `
 	cases := []struct {
-		name     string
-		script   string
-		audit    bool
-		noFreeze bool
-		frozen   bool
+		name       string
+		script     string
+		audit      bool
+		noFreeze   bool
+		noPathPage bool
+		frozen     bool
+		copied     bool
 	}{
-		{"single task", single, false, false, false},
-		{"threads", threaded, false, false, true},
-		{"threads, audit mode", threaded, true, false, false},
-		{"threads, NoFreeze", threaded, false, true, false},
+		{"single task", single, false, false, false, false, false},
+		{"threads: the path page", threaded, false, false, false, false, true},
+		{"threads, NoPathPage", threaded, false, false, true, true, false},
+		{"threads, audit mode", threaded, true, false, false, false, false},
+		{"threads, NoFreeze", threaded, false, true, false, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -221,13 +225,16 @@ print("ok")
 				if c.audit {
 					pc.Mode = policy.Audit
 				}
-				cfg.NoFreeze = c.noFreeze
+				cfg.NoFreeze, cfg.NoPathPage = c.noFreeze, c.noPathPage
 			}, python, "-c", c.script)
 			if o.err != nil || o.stdout != "ok\n" {
 				t.Fatalf("err %v stdout %q stderr %q", o.err, o.stdout, o.stderr)
 			}
-			if (o.res.Freezes > 0) != c.frozen {
-				t.Errorf("%d freezes, want frozen=%v", o.res.Freezes, c.frozen)
+			if (o.res.Freezes > 0) != c.frozen || (o.res.Copies > 0) != c.copied {
+				t.Errorf("%d freezes, %d copied calls; want frozen=%v copied=%v", o.res.Freezes, o.res.Copies, c.frozen, c.copied)
+			}
+			if c.copied && o.res.PageMaps != 1 {
+				t.Errorf("the path page was mapped %d times, want once", o.res.PageMaps)
 			}
 		})
 	}
@@ -254,8 +261,8 @@ for k in range(3):
 time.sleep(0.3)
 os._exit(7)
 `, 0, func(t *testing.T, o runOut) {
-			if o.res.ExitCode != 7 || o.res.Freezes == 0 {
-				t.Errorf("exit %d, %d freezes", o.res.ExitCode, o.res.Freezes)
+			if o.res.ExitCode != 7 || o.res.Freezes+o.res.Copies == 0 {
+				t.Errorf("exit %d, %d freezes, %d copied", o.res.ExitCode, o.res.Freezes, o.res.Copies)
 			}
 		}},
 		{"timeout during freezes", `
@@ -333,28 +340,36 @@ print("ok")
 			}
 		}},
 	}
+	// Each case runs with the path page (copied calls in flight while the
+	// rest happens) and with freezes only.
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var logb bytes.Buffer
-			start := time.Now()
-			o := runTraced(t, t.TempDir(), func(pc *policy.Config, cfg *Config) {
-				cfg.Timeout = c.timeout
-				cfg.Log = zerolog.New(&logb)
-				if tp, err := filepath.EvalSymlinks("/bin/true"); err == nil {
-					pc.AllowExec = append(pc.AllowExec, tp)
+		for _, noPage := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/no-path-page=%v", c.name, noPage), func(t *testing.T) {
+				var logb bytes.Buffer
+				start := time.Now()
+				o := runTraced(t, t.TempDir(), func(pc *policy.Config, cfg *Config) {
+					cfg.NoPathPage = noPage
+					cfg.Timeout = c.timeout
+					cfg.Log = zerolog.New(&logb)
+					if tp, err := filepath.EvalSymlinks("/bin/true"); err == nil {
+						pc.AllowExec = append(pc.AllowExec, tp)
+					}
+				}, python, "-c", c.script)
+				if o.err != nil {
+					t.Fatalf("err %v stderr %q", o.err, o.stderr)
 				}
-			}, python, "-c", c.script)
-			if o.err != nil {
-				t.Fatalf("err %v stderr %q", o.err, o.stderr)
-			}
-			if d := time.Since(start); d > 20*time.Second {
-				t.Errorf("run took %v", d)
-			}
-			if strings.Contains(logb.String(), "did not stop") {
-				t.Errorf("a task hit the freeze bound:\n%s", logb.String())
-			}
-			c.check(t, o)
-		})
+				if d := time.Since(start); d > 20*time.Second {
+					t.Errorf("run took %v", d)
+				}
+				if strings.Contains(logb.String(), "did not stop") {
+					t.Errorf("a task hit the freeze bound:\n%s", logb.String())
+				}
+				c.check(t, o)
+				if !noPage && o.res.Copies == 0 {
+					t.Errorf("no call ran on the path page (%d freezes)", o.res.Freezes)
+				}
+			})
+		}
 	}
 }
 
@@ -364,6 +379,23 @@ print("ok")
 // still happens.
 func TestBlockedCallCheckedAgainAfterInterrupt(t *testing.T) {
 	needPython(t)
+	// With freezes only, every open of the other thread interrupts the
+	// blocked one. With the path page the FIFO open runs on its copy and
+	// the other thread's opens freeze nothing; its symlinks do (they could
+	// redirect a walk), and the copied open, interrupted, must restart
+	// with its own path argument back in place and be checked again.
+	for _, c := range []struct {
+		name, op string
+		noPage   bool
+	}{
+		{"freezes only", `open("o%d" % i, "w").write("x")`, true},
+		{"path page", `os.symlink("x", "l%d" % i)`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkBlockedCall(t, c.op, c.noPage) })
+	}
+}
+
+func checkBlockedCall(t *testing.T, op string, noPage bool) {
 	script := `
 import os, threading, time
 os.mkfifo("fifo")
@@ -373,7 +405,7 @@ def reader():
         f.read()
 def other():
     for i in range(40):
-        open("o%d" % i, "w").write("x")
+        OP
         time.sleep(0.005)
 ts = [threading.Thread(target=reader), threading.Thread(target=other)]
 [t.start() for t in ts]
@@ -387,7 +419,8 @@ print("ok")
 		t.Fatal(err)
 	}
 	fifo := filepath.Join(sbx, "fifo")
-	o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.TraceAll = true }, python, "-c", script)
+	script = strings.Replace(script, "OP", op, 1)
+	o := runTraced(t, sbx, func(_ *policy.Config, c *Config) { c.TraceAll, c.NoPathPage = true, noPage }, python, "-c", script)
 	if o.err != nil || o.stdout != "ok\n" {
 		t.Fatalf("err %v stdout %q stderr %q", o.err, o.stdout, o.stderr)
 	}
@@ -400,7 +433,10 @@ print("ok")
 	if checks < 2 {
 		t.Errorf("the blocked FIFO open was checked %d times, want it checked again after each interrupt", checks)
 	}
-	t.Logf("FIFO open for writing checked %d times, %d freezes", checks, o.res.Freezes)
+	if !noPage && o.res.Copies == 0 {
+		t.Errorf("no call ran on the path page (%d freezes)", o.res.Freezes)
+	}
+	t.Logf("FIFO open for writing checked %d times, %d freezes, %d copied", checks, o.res.Freezes, o.res.Copies)
 }
 
 // TestFrozenTidReportsAgain: a task stopped by a freeze reports nothing

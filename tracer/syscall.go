@@ -49,6 +49,11 @@ type call struct {
 	// interruptible sleep (an AF_UNIX connect or send to a full queue), so
 	// a frozen run of it must never be left to finish unfrozen (freeze.go).
 	relookup bool
+	// copying: the call runs with its path copied into path page slot
+	// slot (argument copyArg) instead of a freeze (pathpage.go); copied
+	// once the copy is written, copyFail when it could not be.
+	copying, copied, copyFail bool
+	slot, copyArg             int
 }
 
 // seccompStop answers a PTRACE_EVENT_SECCOMP stop.
@@ -78,10 +83,39 @@ func (t *tracer) seccompStop(tk *task) error {
 	}
 	c.spec = spec
 	// Another task of the tree could change what the call's arguments name
-	// between this check and the kernel's use: stop them all before the
-	// arguments are read (freeze.go).
+	// between this check and the kernel's use: copy its path where no task
+	// can write (pathpage.go), or stop them all before the arguments are
+	// read (freeze.go).
 	var fr *freezer
 	if t.needsFreeze(c) {
+		if pa, ok := t.copyArg(c); ok {
+			switch p := t.procs[tk.tgid]; {
+			case p == nil || t.dying.Load():
+			case p.page == pageUnknown:
+				return t.mapPage(tk, p) // the call comes back when it is mapped
+			case p.page == pageMapped:
+				if i := t.takeSlot(); i >= 0 {
+					c.copying, c.slot, c.copyArg = true, i, pa.Arg
+				}
+			}
+		}
+		if !c.copying {
+			f, err := t.freeze(tk)
+			if err != nil {
+				t.thaw()
+				return err
+			}
+			fr = f
+			if f.gone {
+				return t.thawIfDue() // killed while the tree was being frozen
+			}
+		}
+	}
+	op := t.decode(c)
+	if c.copyFail {
+		// The page could not be written: decide the call again, frozen.
+		t.putSlot(c.slot)
+		c = &call{tk: tk, nr: nr, name: c.name, spec: spec}
 		f, err := t.freeze(tk)
 		if err != nil {
 			t.thaw()
@@ -89,10 +123,10 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 		fr = f
 		if f.gone {
-			return t.thawIfDue() // killed while the tree was being frozen
+			return t.thawIfDue()
 		}
+		op = t.decode(c)
 	}
-	op := t.decode(c)
 	if fr != nil {
 		fr.relookup = c.relookup
 	}
@@ -116,13 +150,13 @@ func (t *tracer) seccompStop(tk *task) error {
 			ev.Decision, ev.Errno = report.Audit, ""
 			ev.Reason = strings.Replace(ev.Reason, "so the call is denied to be safe", "which enforce mode denies to be safe", 1)
 			t.record(ev, true)
-			return t.release(fr, tid, true)
+			return t.release(c, fr, true)
 		}
 		t.record(ev, false)
 		if err := t.deny(tid, c.fail); err != nil {
 			return err
 		}
-		return t.release(fr, tid, false)
+		return t.release(c, fr, false)
 	case c.fail != 0:
 		// The kernel would fail this call the same way before touching
 		// anything (a missing directory, a bad fd or pointer): not a denial.
@@ -130,13 +164,13 @@ func (t *tracer) seccompStop(tk *task) error {
 		if err := t.deny(tid, c.fail); err != nil {
 			return err
 		}
-		return t.release(fr, tid, false)
+		return t.release(c, fr, false)
 	case c.pass:
 		if t.cfg.TraceAll && op != nil {
 			t.record(t.newEvent(c, op, policy.Decision{Allow: true}), true)
 		}
 		t.counts.Allowed++
-		return t.release(fr, tid, true)
+		return t.release(c, fr, true)
 	}
 	var d policy.Decision
 	if c.limit != nil {
@@ -156,7 +190,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		if t.cfg.TraceAll {
 			t.record(t.newEvent(c, op, d), true)
 		}
-		return t.release(fr, tid, true)
+		return t.release(c, fr, true)
 	}
 	ev := t.newEvent(c, op, d)
 	if t.audit && c.limit == nil {
@@ -170,7 +204,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 		// No freeze in audit mode (needsFreeze), but a decision always
 		// leaves through release: a frozen tree is never left stopped.
-		return t.release(fr, tid, true)
+		return t.release(c, fr, true)
 	}
 	t.record(ev, false)
 	errno := d.Errno
@@ -180,13 +214,25 @@ func (t *tracer) seccompStop(tk *task) error {
 	if err := t.deny(tid, errno); err != nil {
 		return err
 	}
-	return t.release(fr, tid, false)
+	return t.release(c, fr, false)
 }
 
-// release resumes tid from its seccomp stop. With a freeze, an allowed call
-// runs to its end before the tree is thawed; a denied one never runs, so
-// the tree may be thawed at once.
-func (t *tracer) release(f *freezer, tid int, allowed bool) error {
+// release resumes c's task from its seccomp stop. With a freeze, an allowed
+// call runs to its end before the tree is thawed; a denied one never runs,
+// so the tree may be thawed at once. A copied call runs on its copy.
+func (t *tracer) release(c *call, f *freezer, allowed bool) error {
+	tid := c.tk.tid
+	if c.copying {
+		c.copying = false
+		if allowed && c.copied {
+			return t.runCopied(c)
+		}
+		t.putSlot(c.slot)
+		if allowed {
+			// Every copyable call reads its path before it can be allowed.
+			return fmt.Errorf("%s by pid %d: allowed without its path copied (tracecell bug)", c.name, tid)
+		}
+	}
 	if f == nil {
 		return t.resume(tid, 0)
 	}
@@ -320,6 +366,8 @@ func (t *tracer) decode(c *call) *policy.Op {
 		return t.decodeSetOwn(c)
 	case syscalls.HChdir:
 		return t.decodeChdir(c)
+	case syscalls.HMem:
+		return t.decodeMem(c)
 	case syscalls.HForbidden:
 		if c.name == "seccomp" {
 			c.flags = "SECCOMP_FILTER_FLAG_NEW_LISTENER"
@@ -461,6 +509,14 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 			return policy.Path{}, false
 		}
 		given = s
+		if c.copying && pa.Arg == c.copyArg {
+			// The kernel will read these very bytes (pathpage.go).
+			if !t.copyPath(c, s) {
+				c.copyFail = true
+				return policy.Path{}, false
+			}
+			c.copied = true
+		}
 	}
 	p := policy.Path{Role: pa.Role, Given: string(given)}
 	if len(given) == 0 {

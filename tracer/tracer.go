@@ -73,6 +73,11 @@ type Config struct {
 	// is faster for threaded programs that write many files but lets a
 	// hostile program race the check. Operators opt in with --no-freeze.
 	NoFreeze bool
+	// NoPathPage makes every checked call that needs it freeze the tree,
+	// none run on a copy of its path in the path page (pathpage.go). For
+	// tests of the freeze, and a way back should the page ever be in a
+	// program's way.
+	NoPathPage bool
 	// MaxDenials caps Result.Denials (0: 10000). Counts stay exact.
 	MaxDenials int
 }
@@ -95,6 +100,9 @@ type Result struct {
 	// Freezes counts the checked calls that ran with the rest of the tree
 	// stopped (freeze.go); 0 for a single-task tree.
 	Freezes int
+	// Copies counts the checked calls that ran on a copy of their path in
+	// the path page instead (pathpage.go); PageMaps the page's mappings.
+	Copies, PageMaps int
 }
 
 // StartError is a failure to start the command, with the exit status the
@@ -139,6 +147,7 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		TrapReadOpens: cfg.TraceAll || pc.ReadRoots != nil || len(pc.DenyRead) > 0,
 		TrapAllClones: cfg.MaxProcs > 0,
 		TrapNet:       pc.Net != policy.NetAllow,
+		PathPage:      usePathPage(cfg),
 	}
 	prog, err := filter.Raw(fopts)
 	if err != nil {
@@ -206,6 +215,12 @@ type task struct {
 	// inFlight: this task's checked call was left to finish unfrozen (it
 	// blocked, see freeze.go); its syscall-exit stop is still to come.
 	inFlight bool
+	// slot is 1 + the path page slot of this task's copied call in flight
+	// (pathpage.go), 0 when none; slotArg is the argument pointed at it and
+	// slotOrig its own value, set back at the syscall-exit stop.
+	slot     int
+	slotArg  int
+	slotOrig uint64
 	// approvedExec is the program allowed at this task's execve stop,
 	// enforced again at the exec event.
 	approvedExec string
@@ -220,6 +235,10 @@ type proc struct {
 	exe     string
 	argv    []string
 	execs   int
+	// page: whether the tracer's path page is mapped in this process;
+	// mem is its /proc/<tid>/mem while it is (pathpage.go).
+	page pageState
+	mem  *os.File
 }
 
 type tracer struct {
@@ -275,6 +294,14 @@ type tracer struct {
 	// yet (freeze.go).
 	frozen *frozenSet
 
+	// pathPage: copyable calls run with their path copied into the path
+	// page instead of a freeze (pathpage.go); the filter traps the memory
+	// calls that could reach the page. Only where calls would freeze.
+	pathPage  bool
+	freeSlots []int
+	// copies and pageMaps count copied calls and page mappings (tests).
+	copies, pageMaps int
+
 	mainStatus  *unix.WaitStatus
 	timedOut    bool
 	interrupted bool
@@ -297,7 +324,7 @@ func newDirCache(cfg *Config) *pathres.DirCache {
 
 func newTracer(cfg *Config, probeNr int) *tracer {
 	l := arch.Native
-	return &tracer{
+	t := &tracer{
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
 		dirs:  newDirCache(cfg),
 		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
@@ -305,7 +332,20 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
 		chainLeft:    len(cfg.InitialChain) > 0,
+		pathPage:     usePathPage(cfg),
 	}
+	if t.pathPage {
+		for i := syscalls.PathSlots - 1; i >= 0; i-- {
+			t.freeSlots = append(t.freeSlots, i)
+		}
+	}
+	return t
+}
+
+// usePathPage reports whether a run copies paths into the path page: when
+// its calls would freeze otherwise (enforce mode, the freeze on).
+func usePathPage(cfg *Config) bool {
+	return cfg.Policy.Config().Mode != policy.Audit && !cfg.NoFreeze && !cfg.NoPathPage
 }
 
 // run starts the command and runs the event loop.
@@ -441,9 +481,9 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		CPUUser:   time.Duration(children.Utime.Nano()),
 		CPUSystem: time.Duration(children.Stime.Nano()),
 		PeakRSSKB: children.Maxrss,
-		Freezes:   t.freezes,
+		Freezes:   t.freezes, Copies: t.copies, PageMaps: t.pageMaps,
 	}
-	r.Counts.Freezes = t.freezes
+	r.Counts.Freezes, r.Counts.Copied = t.freezes, t.copies
 	t.liveMu.Lock()
 	r.TimedOut, r.Interrupted = t.timedOut, t.interrupted
 	t.liveMu.Unlock()
@@ -516,12 +556,17 @@ func (t *tracer) removeTask(tid int) {
 		return
 	}
 	delete(t.tasks, tid)
+	if tk.slot != 0 {
+		t.putSlot(tk.slot - 1) // its copied call died with it
+		tk.slot = 0
+	}
 	if t.frozen != nil {
 		delete(t.frozen.in, tid) // gone: nothing to resume (its tid may be reused)
 	}
 	if p := t.procs[tk.tgid]; p != nil {
 		p.threads--
 		if p.threads <= 0 {
+			p.dropPage()
 			delete(t.procs, tk.tgid)
 		}
 	}

@@ -14,6 +14,10 @@
 //                                        OKDIR and OUTDIR; main opens NAME (relative)
 //   race fifo    FIFO                    main opens FIFO for writing (blocks); a
 //                                        second thread opens it for reading 300 ms later
+//   race page    OKPATH VICTIM SECONDS   a thread tries every way to make tracecell's
+//                                        path page (8 GiB, 64 slots of 4096 bytes)
+//                                        writable and writes VICTIM into every slot;
+//                                        main opens OKPATH for writing
 //
 // The attack cases loop until SECONDS have passed or until one open reached
 // the victim (fstat shows the victim's inode), write "ESCAPED" through what
@@ -113,6 +117,70 @@ static void attack(const char *path, const char *victim, double secs) {
 	fflush(stdout);
 }
 
+#define PAGE_ADDR ((char *)(2UL << 32))
+#define PAGE_SIZE_ (64UL * 4096)
+
+static atomic_long page_wins; // calls on the page that succeeded
+
+// fill writes pb into every slot of the page, if it is writable by now.
+static void fill(char *p) {
+	for (unsigned long o = 0; o < PAGE_SIZE_; o += 4096)
+		memcpy(p + o, pb, strlen(pb) + 1);
+}
+
+static void win(void) { atomic_fetch_add(&page_wins, 1); }
+
+static void *pager(void *arg) {
+	(void)arg;
+	int mem = -1;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		// Make the page writable in place.
+		if (mprotect(PAGE_ADDR, PAGE_SIZE_, PROT_READ | PROT_WRITE) == 0) {
+			win();
+			fill(PAGE_ADDR);
+		}
+		if (syscall(SYS_pkey_mprotect, PAGE_ADDR, 4096, PROT_READ | PROT_WRITE, -1) == 0)
+			win();
+		// Replace it with a writable mapping.
+		void *m = mmap(PAGE_ADDR, PAGE_SIZE_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+		if (m != MAP_FAILED) {
+			win();
+			fill(m);
+		}
+		// Remove it, then map there with a mere hint.
+		if (munmap(PAGE_ADDR + 4096, 4096) == 0)
+			win();
+		m = mmap(PAGE_ADDR, PAGE_SIZE_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == PAGE_ADDR) {
+			win();
+			fill(m);
+		} else if (m != MAP_FAILED) {
+			munmap(m, PAGE_SIZE_);
+		}
+		// Empty it (a private page reads as zeros after MADV_DONTNEED).
+		if (madvise(PAGE_ADDR, PAGE_SIZE_, MADV_DONTNEED) == 0)
+			win();
+		// Move a writable mapping of ours over it.
+		char *w = mmap(NULL, PAGE_SIZE_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (w != MAP_FAILED) {
+			fill(w);
+			if (mremap(w, PAGE_SIZE_, PAGE_SIZE_, MREMAP_MAYMOVE | MREMAP_FIXED, PAGE_ADDR) == PAGE_ADDR)
+				win();
+			else
+				munmap(w, PAGE_SIZE_);
+		}
+		// A range from below 4 GiB that covers it.
+		if (mprotect((void *)0x10000, (2UL << 32) + 4096 - 0x10000, PROT_READ | PROT_WRITE) == 0)
+			win();
+		// Write through /proc/self/mem, which ignores the protection.
+		if (mem < 0)
+			mem = open("/proc/self/mem", O_RDWR);
+		if (mem >= 0 && pwrite(mem, pb, strlen(pb) + 1, (off_t)(2UL << 32)) > 0)
+			win();
+	}
+	return NULL;
+}
+
 static void *fifo_reader(void *arg) {
 	usleep(300 * 1000);
 	int fd = open((const char *)arg, O_RDONLY);
@@ -129,7 +197,7 @@ static void *fifo_reader(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 2) {
-		fprintf(stderr, "usage: race flip|swap|cwd|fifo ARGS...\n");
+		fprintf(stderr, "usage: race flip|flipshm|swap|cwd|page|fifo ARGS...\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -195,6 +263,15 @@ int main(int argc, char **argv) {
 		attack(argv[2], argv[4], atof(argv[5]));
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
+		return 0;
+	}
+	if (!strcmp(c, "page") && argc == 5) {
+		pa = argv[2];
+		pb = argv[3];
+		pthread_create(&th, NULL, pager, NULL);
+		attack(pa, argv[3], atof(argv[4]));
+		pthread_join(th, NULL);
+		printf("info: page_wins=%ld\n", atomic_load(&page_wins));
 		return 0;
 	}
 	if (!strcmp(c, "fifo") && argc == 3) {

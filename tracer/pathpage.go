@@ -1,0 +1,362 @@
+package tracer
+
+// The path page: checked calls that run while the other threads run on.
+//
+// A freeze (freeze.go) makes a checked call safe by stopping every other
+// task of the tree until the kernel has finished the call. For threads that
+// write files it costs most of the tracer's time: every call interrupts and
+// waits for every other thread, and the threads take turns. For the common
+// file calls the freeze guards against two things only, and both can be
+// had without it:
+//
+//   - Memory. Another thread could rewrite the path string between the
+//     tracer's read and the kernel's. So the tracer copies the bytes it read
+//     (and decides on) into a slot of the path page, a range the tracer maps
+//     read-only into the process (syscalls.PathPageAddr), and points the
+//     call's argument at the copy. The tree cannot write there: the page is
+//     not writable, the kernel's own writes to user memory respect that, the
+//     writes that do not (ptrace, /proc/<pid>/mem opened for writing) are
+//     denied, and every call that could unmap, replace, re-protect or empty
+//     it is trapped by the filter and denied when it would reach the page
+//     (HMem, decodeMem). The tracer writes the slot through /proc/<tid>/mem,
+//     whose writes (FOLL_FORCE) pass the protection. The argument is set
+//     back at the call's syscall-exit stop: the x86_64 syscall ABI keeps
+//     argument registers, and compiled code may rely on it.
+//   - The names on the way. Another task could swap a directory for a
+//     symlink, rename one, or move a shared cwd or a dirfd between the check
+//     and the walk. Only calls with no dirfd (or AT_FDCWD) qualify, so
+//     dup2 onto a dirfd cannot matter; and every call that can make a path
+//     lead elsewhere (rename, link, symlink, rmdir, chdir, fchdir, bind) is
+//     itself trapped and freezes the tree, which waits for every task to
+//     stop, so for every copied call in flight to reach its syscall-exit
+//     stop, its walk done (or to an interruptible sleep, which the freeze's
+//     interrupt ends; the call then restarts through seccomp and is checked
+//     again). Calls that qualify create or change entries that a walk can
+//     only pass through as it would have anyway: a new directory is where
+//     its name says, a new file, fifo or socket is no directory.
+//
+// Which calls (copyable): opens, mkdir, mknod, unlink (not rmdir, not
+// unlinkat with AT_REMOVEDIR), chmod, chown, truncate, utime(s), utimensat
+// and the xattr calls, with one path, no dirfd or AT_FDCWD, no
+// AT_EMPTY_PATH. The rest freeze as before.
+//
+// The page is mapped into a process the first time one of its threads makes
+// such a call while the tree has more than one task: the call is turned
+// into mmap(PathPageAddr, ..., MAP_FIXED_NOREPLACE) (4.17; RHEL 8's 4.18
+// has it), and when that returns the thread is set back on its syscall
+// instruction, so it makes its own call again and is checked then. When the
+// range is taken (EEXIST: the program mapped something there itself, or a
+// process shares its memory with one that has the page) the process keeps
+// the freeze. fork children inherit the page: the parent can neither unmap
+// it nor mark it MADV_DONTFORK or MADV_WIPEONFORK. exec drops it.
+//
+// Slots are numbered across the whole tree, not per process: two processes
+// may share one address space (clone(CLONE_VM), vfork) without the tracer
+// knowing, and must never be given the same slot at once.
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// pageState says whether a process has the path page.
+type pageState uint8
+
+const (
+	pageUnknown pageState = iota // not tried yet: mapped at the first copyable call
+	pageMapped                   // mapped by the tracer, or inherited through fork
+	pageNone                     // could not be had: this process's calls freeze
+)
+
+// slotAddr is the address of path page slot i.
+func slotAddr(i int) uint64 { return syscalls.PathPageAddr + uint64(i)*syscalls.PathSlotSize }
+
+// copyArg reports whether c may run with its path copied into the path page
+// instead of a freeze, and which argument holds the path. It looks at
+// registers only: it runs before the call is decoded.
+//
+// Precondition: t.regs holds c's registers.
+func (t *tracer) copyArg(c *call) (syscalls.PathArg, bool) {
+	s := c.spec
+	if !t.pathPage || len(s.Paths) != 1 || t.regs.Arg(s.Paths[0].Arg) == 0 {
+		return syscalls.PathArg{}, false
+	}
+	pa := s.Paths[0]
+	if pa.Dirfd >= 0 && t.regs.Int32Arg(pa.Dirfd) != unix.AT_FDCWD {
+		return pa, false // dup2 onto the dirfd would change what the path means
+	}
+	switch s.Handler {
+	case syscalls.HOpen:
+		return pa, true
+	case syscalls.HPath:
+	default:
+		return pa, false
+	}
+	switch s.Kind {
+	case syscalls.KindCreate:
+		// symlink: a new symlink can lead another walk elsewhere.
+		return pa, s.LinkTargetArg < 0
+	case syscalls.KindDelete:
+		// rmdir, unlinkat(AT_REMOVEDIR): a directory removed can be
+		// replaced by a symlink; the walk cache forgets on those
+		// (movesDirs), which must not happen while walks are under way.
+		return pa, c.name != "rmdir" && !(s.FlagsArg >= 0 && t.flagsArg(c)&unix.AT_REMOVEDIR != 0)
+	case syscalls.KindChmod, syscalls.KindChown, syscalls.KindWrite, syscalls.KindXattr:
+		// AT_EMPTY_PATH acts on the dirfd (an fd number: dup2).
+		return pa, !(s.FlagsArg >= 0 && t.flagsArg(c)&unix.AT_EMPTY_PATH != 0)
+	}
+	return pa, false
+}
+
+// takeSlot returns a free slot, or -1 when every slot holds a call in
+// flight (the call then freezes).
+func (t *tracer) takeSlot() int {
+	n := len(t.freeSlots)
+	if n == 0 {
+		return -1
+	}
+	i := t.freeSlots[n-1]
+	t.freeSlots = t.freeSlots[:n-1]
+	return i
+}
+
+func (t *tracer) putSlot(i int) { t.freeSlots = append(t.freeSlots, i) }
+
+// memFile is the /proc/<tid>/mem of tk's process, opened on first use and
+// kept until the process execs or ends: it refers to the address space it
+// was opened on.
+func (t *tracer) memFile(tk *task, p *proc) (*os.File, error) {
+	if p.mem != nil {
+		return p.mem, nil
+	}
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tk.tid), os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	p.mem = f
+	return f, nil
+}
+
+// dropPage forgets p's page and closes its memory file.
+func (p *proc) dropPage() {
+	p.page = pageUnknown
+	if p.mem != nil {
+		p.mem.Close()
+		p.mem = nil
+	}
+}
+
+// copyPath writes the path bytes c is decided on, NUL-terminated, into c's
+// slot. It returns false when the page cannot be written (the process is
+// then marked pageNone, and the call must be decided again frozen).
+func (t *tracer) copyPath(c *call, given []byte) bool {
+	p := t.procs[c.tk.tgid]
+	if p == nil {
+		return false
+	}
+	f, err := t.memFile(c.tk, p)
+	if err == nil {
+		buf := make([]byte, len(given)+1)
+		copy(buf, given)
+		var n int
+		n, err = f.WriteAt(buf, int64(slotAddr(c.slot)))
+		if err == nil && n != len(buf) {
+			err = syscall.EIO
+		}
+	}
+	if err != nil {
+		t.cfg.Log.Debug().Int("pid", c.tk.tgid).Err(err).Msg("cannot write the path page; the process's calls freeze the tree from now on")
+		p.page = pageNone
+		return false
+	}
+	return true
+}
+
+// runCopied runs c, allowed, with its path argument pointing at the copy in
+// its slot, and lets the tree run on meanwhile. The syscall-exit stop
+// (syscallStop, endCopied) sets the argument back and frees the slot.
+//
+// Precondition: c.tk is in its seccomp stop, t.regs holds its registers,
+// and the copy was written (copyPath).
+func (t *tracer) runCopied(c *call) error {
+	tk := c.tk
+	orig := t.regs.Arg(c.copyArg)
+	t.regs.SetArg(c.copyArg, slotAddr(c.slot))
+	for _, w := range t.regs.Writes() {
+		if _, err := ptraceRegset(unix.PTRACE_SETREGSET, tk.tid, w.Note, w.Data); err != nil {
+			t.putSlot(c.slot)
+			if err == unix.ESRCH {
+				return nil
+			}
+			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SETREGSET) pid %d", tk.tid), err)
+		}
+	}
+	tk.slot, tk.slotArg, tk.slotOrig = c.slot+1, c.copyArg, orig
+	t.copies++
+	// The call runs, and stops at its syscall exit.
+	if err := unix.PtraceSyscall(tk.tid, 0); err != nil {
+		if err == unix.ESRCH {
+			return nil // killed meanwhile: removeTask frees the slot
+		}
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SYSCALL) pid %d", tk.tid), err)
+	}
+	return nil
+}
+
+// endCopied is tk's syscall-exit stop after runCopied: the argument is set
+// back and the slot freed.
+func (t *tracer) endCopied(tk *task) error {
+	slot, arg, orig := tk.slot-1, tk.slotArg, tk.slotOrig
+	tk.slot = 0
+	t.putSlot(slot)
+	if t.layout.ArgIsRet(arg) {
+		return nil // x0 now holds the result; the caller expects nothing else there
+	}
+	n, err := ptraceRegset(unix.PTRACE_GETREGSET, tk.tid, 1, t.regBuf)
+	if err == nil {
+		if err = t.regs.Decode(t.regBuf[:n]); err != nil {
+			return err
+		}
+		t.regs.SetArg(arg, orig)
+		for _, w := range t.regs.Writes() {
+			if _, err = ptraceRegset(unix.PTRACE_SETREGSET, tk.tid, w.Note, w.Data); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil && err != unix.ESRCH {
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SETREGSET) pid %d", tk.tid), err)
+	}
+	return nil
+}
+
+// mapPage maps the path page into tk's process p from tk's seccomp stop:
+// the call becomes the mmap, and once that has returned tk is set back to
+// make its own call again, which stops here again. Other tasks run on
+// meanwhile; none can map anything over the range (decodeMem), and one
+// that got there first with a hint (mmap without MAP_FIXED) makes the
+// mapping fail with EEXIST.
+//
+// Precondition: tk is in its seccomp stop, t.regs holds its registers, the
+// calling goroutine is locked to the tracer thread.
+func (t *tracer) mapPage(tk *task, p *proc) error {
+	tid := tk.tid
+	nr, ok := t.table.Nr("mmap")
+	if !ok {
+		p.page = pageNone
+		return t.resume(tid, 0)
+	}
+	orig := t.regs.Clone()
+	args := [6]uint64{syscalls.PathPageAddr, syscalls.PathPageSize, unix.PROT_READ,
+		unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_FIXED_NOREPLACE, ^uint64(0), 0}
+	for _, w := range t.regs.Inject(nr, args) {
+		if _, err := ptraceRegset(unix.PTRACE_SETREGSET, tid, w.Note, w.Data); err != nil {
+			if err == unix.ESRCH {
+				return nil
+			}
+			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SETREGSET) pid %d", tid), err)
+		}
+	}
+	if err := unix.PtraceSyscall(tid, 0); err != nil {
+		if err == unix.ESRCH {
+			return nil
+		}
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SYSCALL) pid %d", tid), err)
+	}
+	// The syscall-exit stop comes before anything else the thread can
+	// report (a signal or a group-stop is taken on the way back to user
+	// space, after it), except its death.
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(tid, &ws, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return os.NewSyscallError(fmt.Sprintf("wait4 pid %d", tid), err)
+		}
+		break
+	}
+	if !ws.Stopped() {
+		t.queue(tid, ws) // killed
+		return nil
+	}
+	if ws.StopSignal() != unix.SIGTRAP|0x80 {
+		return fmt.Errorf("pid %d: expected the syscall-exit stop of the path page's mmap, got stop %#x", tid, uint32(ws))
+	}
+	n, err := ptraceRegset(unix.PTRACE_GETREGSET, tid, 1, t.regBuf)
+	if err == unix.ESRCH {
+		return nil
+	}
+	if err != nil {
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETREGSET) pid %d", tid), err)
+	}
+	if err := t.regs.Decode(t.regBuf[:n]); err != nil {
+		return err
+	}
+	if ret := t.regs.Ret(); ret == syscalls.PathPageAddr {
+		p.page = pageMapped
+	} else {
+		p.page = pageNone
+		t.cfg.Log.Debug().Int("pid", tk.tgid).Int64("ret", int64(ret)).Msg("cannot map the path page; the process's calls freeze the tree")
+	}
+	t.pageMaps++
+	for _, w := range orig.Restart() {
+		if _, err := ptraceRegset(unix.PTRACE_SETREGSET, tid, w.Note, w.Data); err != nil {
+			if err == unix.ESRCH {
+				return nil
+			}
+			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SETREGSET) pid %d", tid), err)
+		}
+	}
+	return t.resume(tid, 0)
+}
+
+// decodeMem checks a memory call the filter trapped because one of its
+// ranges may reach the path page (the filter tests registers coarsely):
+// denied when a range does, passed otherwise. The kernel rounds lengths up
+// to whole pages.
+func (t *tracer) decodeMem(c *call) *policy.Op {
+	lo, hi := syscalls.PathPageAddr, syscalls.PathPageAddr+syscalls.PathPageSize
+	if len(c.spec.Mem) == 0 {
+		// process_madvise: its ranges are in memory, which another thread
+		// could change after they were read.
+		c.limit = &policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM,
+			Reason: fmt.Sprintf("%s takes its address ranges from memory, where tracecell cannot check them against %#x-%#x, where it keeps the paths of checked calls", c.name, lo, hi)}
+		return &policy.Op{Kind: syscalls.KindMemory, Syscall: c.name}
+	}
+	for _, r := range c.spec.Mem {
+		if r.FlagsArg >= 0 && uint32(t.regs.Arg(r.FlagsArg))&r.FlagsMask == 0 {
+			continue
+		}
+		addr, n := t.regs.Arg(r.Addr), t.regs.Arg(r.Len)
+		end := addr + n
+		if n == 0 {
+			end = addr + 1 // mremap(old_len 0) duplicates a mapping
+		}
+		if end < addr {
+			end = ^uint64(0) // the kernel fails it (EINVAL); be safe anyway
+		}
+		// A tagged pointer (arm64's top byte, x86_64 LAM) names the
+		// address without its tag for munmap, mprotect, madvise, mremap
+		// (5.4+): test that form too (as the filter does, bits 48-63
+		// cleared).
+		const untag = 1<<48 - 1
+		ua, ue := addr&untag, (addr&untag)+(end-addr)
+		if (addr >= hi || end <= lo) && (ua >= hi || ue <= lo) {
+			continue
+		}
+		c.flags = fmt.Sprintf("addr=%#x len=%#x", addr, n)
+		c.limit = &policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM,
+			Reason: fmt.Sprintf("the range reaches %#x-%#x, where tracecell keeps the paths of checked calls; programs may not map, unmap or change anything there", lo, hi)}
+		return &policy.Op{Kind: syscalls.KindMemory, Syscall: c.name}
+	}
+	c.pass = true
+	return nil
+}
