@@ -41,9 +41,10 @@ func (t *tracer) event(tk *task, cause int) error {
 			if pp, cp := t.procs[tk.tgid], t.procs[n.tgid]; n.tgid != tk.tgid && pp != nil && cp != nil &&
 				pp.page == pageMapped && cp.page == pageUnknown && cp.execs == 0 {
 				// fork copies the path page, clone(CLONE_VM) and vfork
-				// share it; the parent could not unmap it nor mark it
-				// MADV_DONTFORK or MADV_WIPEONFORK (decodeMem).
-				cp.page = pageMapped
+				// share it (the parent could not unmap it nor mark it
+				// MADV_DONTFORK or MADV_WIPEONFORK: decodeMem), unless
+				// the page came after the copy: checked at first use.
+				cp.page = pageInherited
 			}
 			if cause == unix.PTRACE_EVENT_VFORK {
 				// tid sleeps in the kernel until nt execs or exits.

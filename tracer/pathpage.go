@@ -55,8 +55,10 @@ package tracer
 // knowing, and must never be given the same slot at once.
 
 import (
+	"bufio"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -70,8 +72,15 @@ type pageState uint8
 
 const (
 	pageUnknown pageState = iota // not tried yet: mapped at the first copyable call
-	pageMapped                   // mapped by the tracer, or inherited through fork
-	pageNone                     // could not be had: this process's calls freeze
+	// pageInherited: made by fork, clone or vfork from a process that has
+	// the page. Most likely it has it too, but not surely: the tracer may
+	// have mapped the page into the parent after the kernel copied the
+	// parent's memory for the child, and the child could then map its own
+	// memory there with a mere hint. Checked at its first copyable call
+	// (pageReadOnly).
+	pageInherited
+	pageMapped // mapped by the tracer, or checked to be a private read-only anonymous mapping
+	pageNone   // could not be had: this process's calls freeze
 )
 
 // slotAddr is the address of path page slot i.
@@ -300,7 +309,11 @@ func (t *tracer) mapPage(tk *task, p *proc) error {
 	if err := t.regs.Decode(t.regBuf[:n]); err != nil {
 		return err
 	}
-	if ret := t.regs.Ret(); ret == syscalls.PathPageAddr {
+	if ret := t.regs.Ret(); ret == syscalls.PathPageAddr || (int64(ret) == -int64(syscall.EEXIST) && pageReadOnly(tid)) {
+		// EEXIST with the range already read-only private anonymous
+		// memory: a process sharing this address space (clone(CLONE_VM),
+		// vfork) has the page, or the program mapped such memory there
+		// itself; either way nobody can write it.
 		p.page = pageMapped
 	} else {
 		p.page = pageNone
@@ -316,6 +329,37 @@ func (t *tracer) mapPage(tk *task, p *proc) error {
 		}
 	}
 	return t.resume(tid, 0)
+}
+
+// pageReadOnly reports whether the path page's range in tid's address space
+// is one mapping, exactly the range, private, anonymous and read-only: its
+// content can then change only through FOLL_FORCE writes (the tracer's;
+// ptrace and /proc/<pid>/mem writes are denied to the tree), since every call
+// that could unmap, replace, re-protect or empty it is denied (decodeMem), and
+// private anonymous memory is shared with no other mapping (fork shares it
+// copy-on-write; mremap cannot duplicate a private mapping). A shared or
+// file-backed mapping could be written through another mapping of the same
+// object, and is refused. /proc/<tid>/maps lists mappings by address; the
+// page comes before any PIE program, heap or library (above 2^33).
+func pageReadOnly(tid int) bool {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", tid))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	want := fmt.Sprintf("%x-%x r--p 00000000 00:00 0", syscalls.PathPageAddr, syscalls.PathPageAddr+syscalls.PathPageSize)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		var start uint64
+		if _, err := fmt.Sscanf(line, "%x-", &start); err != nil {
+			return false
+		}
+		if start >= syscalls.PathPageAddr {
+			return start == syscalls.PathPageAddr && strings.TrimRight(line, " ") == want
+		}
+	}
+	return false
 }
 
 // decodeMem checks a memory call the filter trapped because one of its

@@ -93,7 +93,10 @@ func (t *tracer) seccompStop(tk *task) error {
 			case p == nil || t.dying.Load():
 			case p.page == pageUnknown:
 				return t.mapPage(tk, p) // the call comes back when it is mapped
-			case p.page == pageMapped:
+			case p.page == pageInherited && !pageReadOnly(tk.tid):
+				p.page = pageNone
+			case p.page == pageInherited, p.page == pageMapped:
+				p.page = pageMapped
 				if i := t.takeSlot(); i >= 0 {
 					c.copying, c.slot, c.copyArg = true, i, pa.Arg
 				}
