@@ -149,6 +149,29 @@ func TestRacePathPage(t *testing.T) {
 	t.Logf("%s; %d copied, %d freezes, page denials %v", res, r.report.Counts.Copied, r.report.Counts.Freezes, kinds)
 }
 
+// TestRacePathPageTakenFirst: a program that maps the page's range itself,
+// writable, before tracecell does, and rewrites it all the time, keeps it:
+// tracecell must not copy paths there, and falls back to freezing.
+func TestRacePathPageTakenFirst(t *testing.T) {
+	w := &world{t: t, sbx: realDir(t), host: realDir(t)}
+	w.populate()
+	writeFile(t, w.s("ok"), "ok\n", 0o644)
+	before := snapshot(t, w.host)
+	r := runTraced(t, w.sbx, runEnv(t, w.sbx), nil, raceBin, "pagefirst", w.s("ok"), w.p("f"), "1")
+	if d := diffSnap(before, snapshot(t, w.host)); len(d) > 0 {
+		t.Errorf("ESCAPED: the outside world changed: %s", strings.Join(d, "; "))
+	}
+	res := resultOf(r.stdout)
+	m := raceResultRE.FindStringSubmatch(res)
+	if m == nil || r.status != 0 || m[1] != "0" || m[2] == "0" {
+		t.Fatalf("status %d, result %q\nstdout:\n%s\nstderr:\n%s", r.status, res, r.stdout, tail(r.stderr, 2000))
+	}
+	if r.report.Counts.Copied != 0 || r.report.Counts.Freezes == 0 {
+		t.Errorf("copied %d, freezes %d: want the freeze, not the program's own memory", r.report.Counts.Copied, r.report.Counts.Freezes)
+	}
+	t.Logf("%s; %d freezes", res, r.report.Counts.Freezes)
+}
+
 // TestRaceBlockingOpen: a checked open that blocks (a FIFO whose reader is
 // another thread of the tree, started 300 ms later, whose open is not a
 // checked call) must not deadlock the tree while the other tasks are frozen.

@@ -18,6 +18,9 @@
 //                                        path page (8 GiB, 64 slots of 4096 bytes)
 //                                        writable and writes VICTIM into every slot;
 //                                        main opens OKPATH for writing
+//   race pagefirst OKPATH VICTIM SECONDS the program maps the page's range itself,
+//                                        writable, first; a thread writes VICTIM
+//                                        into every slot; main opens OKPATH
 //
 // The attack cases loop until SECONDS have passed or until one open reached
 // the victim (fstat shows the victim's inode), write "ESCAPED" through what
@@ -181,6 +184,20 @@ static void *pager(void *arg) {
 	return NULL;
 }
 
+static void *idler(void *arg) {
+	(void)arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed))
+		usleep(1000);
+	return NULL;
+}
+
+static void *filler(void *arg) {
+	(void)arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed))
+		fill(PAGE_ADDR);
+	return NULL;
+}
+
 static void *fifo_reader(void *arg) {
 	usleep(300 * 1000);
 	int fd = open((const char *)arg, O_RDONLY);
@@ -197,7 +214,7 @@ static void *fifo_reader(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 2) {
-		fprintf(stderr, "usage: race flip|flipshm|swap|cwd|page|fifo ARGS...\n");
+		fprintf(stderr, "usage: race flip|flipshm|swap|cwd|page|pagefirst|fifo ARGS...\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -268,10 +285,33 @@ int main(int argc, char **argv) {
 	if (!strcmp(c, "page") && argc == 5) {
 		pa = argv[2];
 		pb = argv[3];
+		// With a second task in the tree, the first checked open maps the
+		// page (before that, the range is free for anyone: see pagefirst).
+		pthread_t idle;
+		pthread_create(&idle, NULL, idler, NULL);
+		int fd = open(pa, O_WRONLY);
+		if (fd >= 0)
+			close(fd);
 		pthread_create(&th, NULL, pager, NULL);
 		attack(pa, argv[3], atof(argv[4]));
 		pthread_join(th, NULL);
+		pthread_join(idle, NULL);
 		printf("info: page_wins=%ld\n", atomic_load(&page_wins));
+		return 0;
+	}
+	if (!strcmp(c, "pagefirst") && argc == 5) {
+		// The program takes the page's range first, writable, and keeps
+		// writing VICTIM into every slot: tracecell must not use it.
+		pa = argv[2];
+		pb = argv[3];
+		char *m = mmap(PAGE_ADDR, PAGE_SIZE_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != PAGE_ADDR) {
+			printf("info: cannot map the range first\n");
+			return 2;
+		}
+		pthread_create(&th, NULL, filler, NULL);
+		attack(pa, argv[3], atof(argv[4]));
+		pthread_join(th, NULL);
 		return 0;
 	}
 	if (!strcmp(c, "fifo") && argc == 3) {
