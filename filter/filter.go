@@ -195,6 +195,8 @@ func rules(o Options) ([]rule, error) {
 			c = &cond{arg: s.FlagsArg, vals: []uint32{syscalls.FcntlSetOwn, syscalls.FcntlSetOwnEx, syscalls.FcntlSetDeleg}}
 		case "seccomp":
 			c = &cond{arg: s.FlagsArg, anyBits: true, mask: syscalls.SeccompFilterFlagNewListener}
+		case "prctl":
+			c = &cond{arg: s.FlagsArg, vals: []uint32{syscalls.PrSetMM}}
 		}
 		if c != nil {
 			if err := c.check(); err != nil {

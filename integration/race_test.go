@@ -146,6 +146,17 @@ func TestRacePathPage(t *testing.T) {
 			t.Errorf("no %s denial reported on the path page (reported: %v)", sc, kinds)
 		}
 	}
+	// brk after prctl(PR_SET_MM_MAP) unmapped the page (no capability
+	// needed): PR_SET_MM is forbidden.
+	setMM := 0
+	for _, e := range r.report.Denials {
+		if e.Syscall == "prctl" && e.Kind == "forbidden-syscall" {
+			setMM++
+		}
+	}
+	if setMM == 0 {
+		t.Errorf("no prctl(PR_SET_MM) denial reported:\n%s", r.report.denialList())
+	}
 	t.Logf("%s; %d copied, %d freezes, page denials %v", res, r.report.Counts.Copied, r.report.Counts.Freezes, kinds)
 }
 

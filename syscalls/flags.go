@@ -272,6 +272,16 @@ const (
 // the only seccomp(2) use the filter traps (see the forbidden list).
 const SeccompFilterFlagNewListener = 8
 
+// PrSetMM is prctl's PR_SET_MM option (3.3), the only prctl the filter
+// traps. Its PR_SET_MM_MAP sub-option needs no capability (only exe_fd
+// does) and sets where the kernel takes the heap to be (start_brk, brk):
+// brk(2) then unmaps whatever lies between the new and the old break,
+// tracecell's path page included (tracer: pathpage.go). The other
+// sub-options set the same fields, or argv and the environment that
+// /proc/<pid>/cmdline shows, with CAP_SYS_RESOURCE. Only checkpoint/restore
+// tools (CRIU) use it.
+const PrSetMM = 35
+
 // IoctlSpec describes a trapped ioctl command.
 type IoctlSpec struct {
 	Cmd  uint32

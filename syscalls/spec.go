@@ -218,6 +218,11 @@ const (
 //     are rare) and covers an operator who runs tracecell as root.
 //   - fsconfig and open_tree_attr complete the new mount API (fsopen,
 //     fsmount, fspick, move_mount, open_tree, mount_setattr).
+//   - prctl(PR_SET_MM) (syscalls.PrSetMM; the filter traps no other prctl):
+//     its PR_SET_MM_MAP needs no capability and moves the kernel's idea of
+//     the heap, after which brk(2) unmaps whatever lies below the old
+//     break, tracecell's path page included; it also rewrites what
+//     /proc/<pid>/cmdline, which reports quote, shows.
 //   - seccomp is listed here but the filter traps it only with
 //     SECCOMP_FILTER_FLAG_NEW_LISTENER: a tree-installed filter that
 //     returns SECCOMP_RET_USER_NOTIF takes precedence over our
@@ -390,6 +395,8 @@ func buildSpecs() map[string]*Spec {
 
 		// seccomp: trapped only with SECCOMP_FILTER_FLAG_NEW_LISTENER.
 		mk("seccomp", KindForbidden, HForbidden).flags(1),
+		// prctl: trapped only for PR_SET_MM (see PrSetMM).
+		mk("prctl", KindForbidden, HForbidden).flags(0),
 	}
 	for _, n := range forbidden {
 		specs = append(specs, mk(n, KindForbidden, HForbidden))

@@ -212,6 +212,7 @@ func TestConstantsMatchXSys(t *testing.T) {
 		{"CLONE_VFORK", CloneVfork}, {"CLONE_VM", CloneVM}, {"CLONE_PIDFD", ClonePidfd},
 		{"F_SETOWN", FcntlSetOwn}, {"F_SETOWN_EX", FcntlSetOwnEx},
 		{"SECCOMP_FILTER_FLAG_NEW_LISTENER", SeccompFilterFlagNewListener},
+		{"PR_SET_MM", PrSetMM},
 		{"MAP_FIXED", MapFixed}, {"MREMAP_FIXED", MremapFixed},
 	}
 	// These values must be the same on both ABIs: check each ABI's files.

