@@ -53,6 +53,26 @@ func raceCases() []raceCase {
 			w.victim = w.p("f")
 			return []string{"cwd", w.sbx, w.host, "f", raceSeconds}
 		}},
+		// (d) another thread dup2s a host file (opened read-only) onto
+		// the fd that /proc/self/fd/N names between the check and the
+		// kernel's walk: no file system change at all. dup2 is not a
+		// checked call, so a walk through /proc is never run on a copy
+		// of its path (tracer: uncopyable).
+		{"flip-fd-behind-proc-self-fd", func(w *world) []string {
+			writeFile(w.t, w.s("ok"), "ok\n", 0o644)
+			w.victim = w.p("f")
+			return []string{"fdswap", w.s("ok"), w.victim, raceSeconds}
+		}},
+		// (e) another thread unlinks a symlink the checked path goes
+		// through and makes a directory of the same name, two calls that
+		// each stay inside the sandbox; ".." after it then climbs from
+		// the directory, not from the symlink's target, out of the
+		// sandbox. Every symlink removal freezes the tree (tracer:
+		// uncopyable), which waits for the copied calls in flight.
+		{"symlink-to-dir-under-dotdot", func(w *world) []string {
+			w.victim = w.p("f")
+			return []string{"dotdot", w.sbx, w.victim, raceSeconds}
+		}},
 	}
 }
 

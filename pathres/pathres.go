@@ -80,6 +80,13 @@ type Result struct {
 	// 0 when the walk reaches the last component. The caller may fail the
 	// call with it instead of letting the kernel do so.
 	WalkErr syscall.Errno
+	// ViaProc: the walk started in, passed through or ended in /proc. What
+	// a name there leads to changes with the state of processes without
+	// any change to the file system: /proc/<pid>/fd/N follows whatever
+	// dup2 last put at N, map_files/* whatever mmap put there, cwd the
+	// last chdir. A walk the kernel makes later (a call checked while
+	// other tasks run on) cannot rely on such a result.
+	ViaProc bool
 }
 
 // Resolve resolves p for task t. A relative p starts at base, which the
@@ -117,9 +124,14 @@ func ResolveCached(t Task, base string, p []byte, follow bool, c *DirCache) (Res
 		}
 		cur = path.Clean(base)
 	}
-	w := walker{t: t, orig: p, follow: follow, cache: c}
-	return w.run(cur, string(p))
+	w := walker{t: t, orig: p, follow: follow, cache: c, proc: inProc(cur)}
+	r, err := w.run(cur, string(p))
+	r.ViaProc = w.proc
+	return r, err
 }
+
+// inProc reports whether the absolute, cleaned path p is /proc or below it.
+func inProc(p string) bool { return p == "/proc" || strings.HasPrefix(p, "/proc/") }
 
 // ResolveFd resolves what file descriptor fd of task t refers to, through
 // /proc/<tgid>/task/<tid>/fd/<fd> (a thread may have its own fd table after
@@ -154,6 +166,7 @@ type walker struct {
 	links  int  // symlinks expanded so far
 	isDir  bool // a trailing slash asked for a directory
 	cache  *DirCache
+	proc   bool // the walk has been in /proc (Result.ViaProc)
 }
 
 // deletedSuffix is what d_path appends to the name of an unlinked dentry
@@ -193,6 +206,9 @@ func (w *walker) run(cur, rest string) (Result, error) {
 			continue
 		}
 		next := join(cur, name)
+		if inProc(next) {
+			w.proc = true
+		}
 		expand := !isLast || w.follow || w.isDir
 
 		if cur == "/proc" && (name == "self" || name == "thread-self") && expand {

@@ -344,6 +344,13 @@ func checkCase(t *testing.T, c tcase, self Task, mode string, cache *DirCache) {
 	}
 	gotMode := got.Mode
 	got.Mode = 0
+	// Every case that names /proc, or starts there, walks through it;
+	// the tree's own links stay out of it (TestViaProc has the others).
+	via := strings.HasPrefix(c.p, "/proc") || strings.HasPrefix(c.base, "/proc") || strings.HasPrefix(c.p, "/dev/fd/")
+	if got.ViaProc != via {
+		t.Errorf("ViaProc = %v, want %v", got.ViaProc, via)
+	}
+	got.ViaProc = false
 	if got != c.want {
 		t.Fatalf("Resolve(%q, %q, follow=%v)\n got %+v\nwant %+v", c.base, c.p, c.follow, got, c.want)
 	}
@@ -510,5 +517,56 @@ func TestStopPermission(t *testing.T) {
 				t.Fatalf("stop(%q, %q, EACCES) = %+v, %v; want %+v", c.next, c.rest, got, err, c.want)
 			}
 		})
+	}
+}
+
+// TestViaProc: a walk that meets /proc anywhere, through a symlink, a
+// relative base or "..", says so (a copied call must not rely on it:
+// tracer.uncopyable); one that never does, does not.
+func TestViaProc(t *testing.T) {
+	root := tree(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self := Task{Tgid: os.Getpid(), Tid: gettid()}
+	f, err := os.Open(filepath.Join(root, "d", "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fd := strconv.Itoa(int(f.Fd()))
+	mustOK(t, os.Symlink("/proc/self/fd/"+fd, filepath.Join(root, "tofd")))
+	mustOK(t, os.Symlink("/proc/self", filepath.Join(root, "toself")))
+	mustOK(t, os.Symlink("/proc", filepath.Join(root, "toproc")))
+	cases := []struct {
+		base, p string
+		follow  bool
+		want    bool
+	}{
+		{"/", "/proc/self/fd/" + fd, true, true},
+		{"/", "/proc/self/fd/" + fd, false, true},
+		{"/", "/dev/fd/" + fd, true, true}, // /dev/fd -> /proc/self/fd
+		{"/", root + "/tofd", true, true},
+		{"/", root + "/tofd", false, false}, // the link itself, not followed
+		{"/", root + "/toself/cwd/x", false, true},
+		{"/", root + "/toproc", false, false},
+		{"/", root + "/toproc/", false, true}, // a trailing slash follows
+		{"/", root + "/../../../../../../../../proc/self/status", false, true},
+		{"/proc/self", "status", false, true}, // a cwd in /proc
+		{"/proc", "../tmp", false, true},
+		{"/", "/proc", false, true},
+		{"/", "/procfoo/x", false, false},
+		{"/", root + "/d/sub/../f", false, false},
+		{root, "rel/sub/uplink", true, false},
+		{"/", "/", false, false},
+	}
+	for _, c := range cases {
+		got, err := Resolve(self, c.base, []byte(c.p), c.follow)
+		if err != nil {
+			t.Errorf("Resolve(%q, %q): %v", c.base, c.p, err)
+			continue
+		}
+		if got.ViaProc != c.want {
+			t.Errorf("Resolve(%q, %q, follow=%v).ViaProc = %v, want %v (%+v)", c.base, c.p, c.follow, got.ViaProc, c.want, got)
+		}
 	}
 }

@@ -57,12 +57,14 @@ package tracer
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -121,6 +123,30 @@ func (t *tracer) copyArg(c *call) (syscalls.PathArg, bool) {
 		return pa, !(s.FlagsArg >= 0 && t.flagsArg(c)&unix.AT_EMPTY_PATH != 0)
 	}
 	return pa, false
+}
+
+// uncopyable reports whether copyable call c, its path resolved to r, must
+// run frozen after all: the resolution holds only while nothing else runs.
+//
+//   - A walk through /proc (r.ViaProc): /proc/<pid>/fd/N, /proc/self/cwd,
+//     map_files/* and the like lead wherever another thread's dup2, close,
+//     mmap or chdir points them, and dup2, close and mmap are not trapped.
+//     Checked frozen, /proc/self/fd/N names the fd checked; copied, a
+//     thread flipping N with dup2 between a sandbox file and a host file
+//     opened read-only reopened the host file for writing.
+//   - unlink of a symlink. Removing a symlink and making a directory of the
+//     same name (two copyable calls) makes a walk that the tracer checked
+//     through the symlink go through the new directory instead, and ".."
+//     after it climbs from there: "sbx/l/../../x" with l -> sbx/d/e is
+//     sbx/x to the check and ../x (outside) to the kernel. With every
+//     symlink removal frozen (unlink here; rename and rmdir always), the
+//     symlinks and directories a copied walk goes through cannot change
+//     while it is in flight: a freeze waits for copied calls in flight.
+//
+// unlink looks at its last component without following it: r is the
+// entry itself.
+func uncopyable(c *call, r pathres.Result) bool {
+	return r.ViaProc || (c.spec.Kind == syscalls.KindDelete && r.Mode&fs.ModeSymlink != 0)
 }
 
 // takeSlot returns a free slot, or -1 when every slot holds a call in

@@ -3,6 +3,7 @@ package tracer
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -51,6 +52,62 @@ func TestPageReadOnly(t *testing.T) {
 			}
 			if got := pageReadOnly(os.Getpid()); got != c.want {
 				t.Errorf("pageReadOnly = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// Copyable calls whose check holds only while nothing else runs are
+// decided again frozen (uncopyable): a path through /proc (what
+// /proc/self/fd/N leads to changes with dup2, which is not checked) and
+// unlink of a symlink (a directory made in its place would turn a walk
+// checked through the symlink, and ".." after it, elsewhere). Other
+// unlinks, and plain opens, still run on the page. A second thread, idle,
+// makes the tree one where calls would freeze.
+func TestUncopyableCallsFreeze(t *testing.T) {
+	needPython(t)
+	const n = 10
+	script := `
+import os, sys, threading
+ev = threading.Event()
+th = threading.Thread(target=ev.wait)
+th.start()
+open("warm", "w").close()
+mode, n = sys.argv[1], int(sys.argv[2])
+if mode == "procfd":
+    fd = os.open("f", os.O_RDONLY | os.O_CREAT, 0o644)
+    for i in range(n):
+        os.close(os.open("/proc/self/fd/%d" % fd, os.O_WRONLY))
+        os.close(os.open("/dev/fd/%d" % fd, os.O_WRONLY))
+elif mode == "unlink-symlink":
+    for i in range(n):
+        os.symlink("warm", "l%d" % i)
+        os.unlink("l%d" % i)
+elif mode == "unlink-file":
+    for i in range(n):
+        open("g%d" % i, "w").close()
+        os.unlink("g%d" % i)
+ev.set()
+th.join()
+print("ok")
+`
+	cases := []struct {
+		mode                 string
+		minFreezes, maxFreez int
+		minCopies            int
+	}{
+		{"procfd", 2 * n, 1 << 30, 1},         // the opens through /proc freeze
+		{"unlink-symlink", 2 * n, 1 << 30, 1}, // symlink and its unlink freeze
+		{"unlink-file", 0, 0, 2*n + 1},        // create and unlink run on the page
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			o := runTraced(t, t.TempDir(), nil, python, "-c", script, c.mode, strconv.Itoa(n))
+			if o.err != nil || o.stdout != "ok\n" {
+				t.Fatalf("err %v stdout %q stderr %q", o.err, o.stdout, o.stderr)
+			}
+			if f, cp := o.res.Freezes, o.res.Copies; f < c.minFreezes || f > c.maxFreez || cp < c.minCopies {
+				t.Errorf("%d freezes, %d copied calls; want %d..%d freezes and at least %d copied", f, cp, c.minFreezes, c.maxFreez, c.minCopies)
 			}
 		})
 	}

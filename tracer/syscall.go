@@ -54,6 +54,10 @@ type call struct {
 	// once the copy is written, copyFail when it could not be.
 	copying, copied, copyFail bool
 	slot, copyArg             int
+	// copyUnsafe: the path's resolution is one a walk the kernel makes
+	// while the tree runs on cannot rely on (uncopyable): the call must be
+	// decided again, frozen.
+	copyUnsafe bool
 }
 
 // seccompStop answers a PTRACE_EVENT_SECCOMP stop.
@@ -115,8 +119,10 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 	}
 	op := t.decode(c)
-	if c.copyFail {
-		// The page could not be written: decide the call again, frozen.
+	if c.copyFail || c.copyUnsafe {
+		// The page could not be written, or the path is one only a
+		// freeze keeps from changing (uncopyable): decide the call
+		// again, frozen.
 		t.putSlot(c.slot)
 		c = &call{tk: tk, nr: nr, name: c.name, spec: spec}
 		f, err := t.freeze(tk)
@@ -563,6 +569,9 @@ var resolvePath = pathres.ResolveCached
 
 func (t *tracer) resolved(c *call, p policy.Path, base string, given []byte, follow bool) (policy.Path, bool) {
 	r, err := resolvePath(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, base, given, follow, t.dirCache())
+	if c.copying && err == nil && uncopyable(c, r) {
+		c.copyUnsafe = true
+	}
 	return t.fill(c, p, r, err)
 }
 

@@ -14,6 +14,19 @@
 //                                        OKDIR and OUTDIR; main opens NAME (relative)
 //   race fifo    FIFO                    main opens FIFO for writing (blocks); a
 //                                        second thread opens it for reading 300 ms later
+//   race fdswap  OKFILE VICTIM SECONDS   a thread flips fd 100 with dup2 between OKFILE
+//                                        and VICTIM, both opened read-only; main opens
+//                                        /proc/self/fd/100 for writing
+//   race dotdot  SBX VICTIM SECONDS      VICTIM is in a sibling of SBX. Each round a
+//                                        symlink SBX/aN -> SBX/deep/t is made; main
+//                                        opens SBX/aN/../../HOSTDIR/VICTIMNAME for writing
+//                                        (SBX/HOSTDIR/VICTIMNAME through the symlink,
+//                                        VICTIM through a directory) while a thread
+//                                        unlinks SBX/aN and makes a directory there
+//   race stuck   SBX VICTIM SECONDS      dotdot, one round a second, with main kept off
+//                                        its CPU (SCHED_FIFO, needs CAP_SYS_NICE: else
+//                                        "result: skip") by a thread in a 1.5 s call
+//                                        for as long as the unlink's freeze waits
 //   race page    OKPATH VICTIM SECONDS   a thread tries every way to make tracecell's
 //                                        path page (8 GiB, 64 slots of 4096 bytes)
 //                                        writable (brk after PR_SET_MM_MAP included)
@@ -32,6 +45,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -250,6 +264,225 @@ static void *filler(void *arg) {
 	return NULL;
 }
 
+// fdswap: dup2 flips fd 100; /proc/self/fd/100 is whatever it was last.
+static int swap_a, swap_b;
+
+static void *fdflipper(void *arg) {
+	(void)arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		dup2(swap_a, 100);
+		dup2(swap_b, 100);
+	}
+	return NULL;
+}
+
+// dotdot and stuck share their world: SBX/deep/t, SBX/HOSTDIR, the round's
+// symlink SBX/aN, and the path main opens.
+static const char *dd_sbx;
+static char dd_rel[4096]; // HOSTDIR/VICTIMNAME
+static atomic_int dd_round = -1, dd_flipped = -1, dd_busy = -1, dd_popped = -1;
+
+static void dd_name(char *b, size_t n, int i) { snprintf(b, n, "%s/a%d", dd_sbx, i); }
+
+// dd_setup makes SBX/deep/t and SBX/HOSTDIR and fills dd_rel.
+static void dd_setup(const char *sbx, const char *victim) {
+	dd_sbx = sbx;
+	char v[4096], b[4096];
+	snprintf(v, sizeof v, "%s", victim);
+	char *name = strrchr(v, '/');
+	if (!name || name == v) {
+		fprintf(stderr, "race: victim %s has no parent directory\n", victim);
+		exit(2);
+	}
+	*name++ = 0;
+	const char *host = strrchr(v, '/') + 1;
+	snprintf(dd_rel, sizeof dd_rel, "%s/%s", host, name);
+	snprintf(b, sizeof b, "%s/deep", sbx);
+	mkdir(b, 0755);
+	snprintf(b, sizeof b, "%s/deep/t", sbx);
+	mkdir(b, 0755);
+	snprintf(b, sizeof b, "%s/%s", sbx, host);
+	mkdir(b, 0755);
+}
+
+// dd_attack opens SBX/aN/../../HOSTDIR/VICTIMNAME for writing, N the current
+// round, until stop; pad "./" components come first (a longer walk).
+static void dd_attack(const char *victim, int pad, long *counts) {
+	struct stat vst;
+	if (stat(victim, &vst) != 0) {
+		perror("stat victim");
+		exit(2);
+	}
+	static char p[4096];
+	int last = -2;
+	while (!atomic_load(&stop)) {
+		int i = atomic_load(&dd_round);
+		if (i < 0)
+			continue;
+		if (i != last) {
+			int n = snprintf(p, sizeof p, "%s/", dd_sbx);
+			for (int k = 0; k < pad && n < 3800; k++) {
+				p[n++] = '.';
+				p[n++] = '/';
+			}
+			snprintf(p + n, sizeof p - n, "a%d/../../%s", i, dd_rel);
+			last = i;
+		}
+		counts[3]++;
+		int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0) {
+			if (errno == EACCES || errno == EPERM)
+				counts[2]++;
+			continue;
+		}
+		counts[1]++;
+		struct stat st;
+		if (fstat(fd, &st) == 0 && st.st_dev == vst.st_dev && st.st_ino == vst.st_ino) {
+			counts[0]++;
+			if (write(fd, "ESCAPED\n", 8) != 8)
+				perror("write");
+			atomic_store(&stop, 1);
+		}
+		close(fd);
+	}
+}
+
+// dd_flipper replaces each round's symlink with a directory, after a
+// random delay (dotdot) or 20 ms into the populating thread's call (stuck).
+static void *dd_flipper(void *arg) {
+	int stuck = arg != NULL;
+	unsigned r = 1;
+	char b[4096];
+	while (!atomic_load(&stop)) {
+		int i = atomic_load(stuck ? &dd_busy : &dd_round);
+		if (i < 0 || atomic_load(&dd_flipped) == i) {
+			if (stuck)
+				usleep(200);
+			continue;
+		}
+		if (stuck) {
+			usleep(20 * 1000);
+		} else {
+			// Anywhere in the cycle of the opens: spin 0-500 µs.
+			r = r * 1103515245 + 12345;
+			double until = now() + (r >> 16) % 500 / 1e6;
+			while (now() < until)
+				;
+		}
+		dd_name(b, sizeof b, i);
+		unlink(b);
+		mkdir(b, 0755);
+		atomic_store(&dd_flipped, i);
+	}
+	return NULL;
+}
+
+static int pin(int cpu, int policy, int prio) {
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof set, &set) != 0)
+		return -1;
+	struct sched_param sp = {.sched_priority = prio};
+	return policy == SCHED_OTHER ? 0 : sched_setscheduler(0, policy, &sp);
+}
+
+// dd_populate: each round, soon after it starts, a call that keeps its CPU
+// (SCHED_FIFO 99) for about 1.5 s and never returns to user space before
+// (MAP_POPULATE of 8 GiB read-only: page tables only, no memory; a
+// populate stops only for fatal signals).
+static void *dd_populate(void *arg) {
+	(void)arg;
+	if (pin(1, SCHED_FIFO, 99) != 0)
+		return NULL;
+	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); // no huge zero page: a slow populate
+	unsigned r = 7;
+	int done = -1;
+	while (!atomic_load(&stop)) {
+		int i = atomic_load(&dd_round);
+		if (i < 0 || i == done) {
+			usleep(200);
+			continue;
+		}
+		r = r * 1103515245 + 12345;
+		struct timespec ts = {0, (long)((r >> 8) % 300) * 1000};
+		nanosleep(&ts, NULL);
+		atomic_store(&dd_busy, i);
+		size_t n = 8UL << 30;
+		void *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE | MAP_NORESERVE, -1, 0);
+		if (m != MAP_FAILED)
+			munmap(m, n);
+		done = i;
+		atomic_store(&dd_popped, i);
+	}
+	return NULL;
+}
+
+// dd_opener runs dd_attack, for stuck on CPU 1 below the populating thread.
+struct dd_args {
+	const char *victim;
+	long counts[4]; // escapes, opens, denied, tries
+	int stuck;
+};
+
+static void *dd_opener(void *arg) {
+	struct dd_args *a = arg;
+	if (a->stuck && pin(1, SCHED_FIFO, 1) != 0) {
+		perror("sched_setscheduler");
+		exit(2);
+	}
+	dd_attack(a->victim, a->stuck ? 0 : 1800, a->counts);
+	return NULL;
+}
+
+// dotdot and stuck: rounds of a fresh symlink until secs have passed or the
+// victim was reached.
+static int dotdot(const char *sbx, const char *victim, double secs, int stuck) {
+	dd_setup(sbx, victim);
+	struct dd_args a = {.victim = victim, .stuck = stuck};
+	if (stuck) {
+		// Can this tree use SCHED_FIFO at all? (CAP_SYS_NICE or RLIMIT_RTPRIO)
+		struct sched_param sp = {.sched_priority = 1};
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+			printf("result: skip (SCHED_FIFO: %s)\n", strerror(errno));
+			return 0;
+		}
+		sp.sched_priority = 0;
+		sched_setscheduler(0, SCHED_OTHER, &sp);
+		pin(0, SCHED_OTHER, 0);
+	}
+	pthread_t opener, flipper, populater;
+	pthread_create(&opener, NULL, dd_opener, &a);
+	pthread_create(&flipper, NULL, dd_flipper, stuck ? (void *)1 : NULL);
+	if (stuck)
+		pthread_create(&populater, NULL, dd_populate, NULL);
+	double end = now() + secs;
+	int i = 0;
+	char b[4096], t[4096];
+	snprintf(t, sizeof t, "%s/deep/t", sbx);
+	while (!atomic_load(&stop) && now() < end) {
+		dd_name(b, sizeof b, i);
+		if (symlink(t, b) != 0) {
+			perror("symlink");
+			break;
+		}
+		atomic_store(&dd_round, i);
+		while (!atomic_load(&stop) && now() < end &&
+		       (atomic_load(&dd_flipped) != i || (stuck && atomic_load(&dd_popped) != i)))
+			usleep(stuck ? 1000 : 50);
+		usleep(200); // the opens of the next round come soon enough
+		i++;
+	}
+	atomic_store(&stop, 1);
+	pthread_join(opener, NULL);
+	pthread_join(flipper, NULL);
+	if (stuck)
+		pthread_join(populater, NULL);
+	printf("info: rounds=%d\n", i);
+	printf("result: escapes=%ld opens=%ld denied=%ld tries=%ld\n", a.counts[0], a.counts[1], a.counts[2], a.counts[3]);
+	return 0;
+}
+
 static void *fifo_reader(void *arg) {
 	usleep(300 * 1000);
 	int fd = open((const char *)arg, O_RDONLY);
@@ -266,7 +499,7 @@ static void *fifo_reader(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 2) {
-		fprintf(stderr, "usage: race flip|flipshm|swap|cwd|page|pagefirst|fifo ARGS...\n");
+		fprintf(stderr, "usage: race flip|flipshm|swap|cwd|page|pagefirst|fifo|fdswap|dotdot|stuck ARGS...\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -366,6 +599,21 @@ int main(int argc, char **argv) {
 		pthread_join(th, NULL);
 		return 0;
 	}
+	if (!strcmp(c, "fdswap") && argc == 5) {
+		swap_a = open(argv[2], O_RDONLY);
+		swap_b = open(argv[3], O_RDONLY);
+		if (swap_a < 0 || swap_b < 0) {
+			perror("open");
+			return 2;
+		}
+		dup2(swap_a, 100);
+		pthread_create(&th, NULL, fdflipper, NULL);
+		attack("/proc/self/fd/100", argv[3], atof(argv[4]));
+		pthread_join(th, NULL);
+		return 0;
+	}
+	if ((!strcmp(c, "dotdot") || !strcmp(c, "stuck")) && argc == 5)
+		return dotdot(argv[2], argv[3], atof(argv[4]), !strcmp(c, "stuck"));
 	if (!strcmp(c, "fifo") && argc == 3) {
 		unlink(argv[2]);
 		if (mkfifo(argv[2], 0600) != 0) {
