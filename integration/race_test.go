@@ -4,6 +4,7 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -201,6 +202,36 @@ func TestRacePathPageTakenFirst(t *testing.T) {
 		t.Errorf("copied %d, freezes %d: want the freeze, not the program's own memory", r.report.Counts.Copied, r.report.Counts.Freezes)
 	}
 	t.Logf("%s; %d freezes", res, r.report.Counts.Freezes)
+}
+
+// TestRaceStuckCopiedCall: a freeze must wait for a copied call in flight
+// however long it takes, never take its task as frozen after freezeStuck
+// as it does a task that is slow to stop. Here the copied open, checked
+// through a symlink, is kept off its CPU (SCHED_FIFO) by a thread of the
+// tree in a 1.5 s call while another thread unlinks the symlink (a freeze)
+// and makes a directory there: "../.." after it then leads out of the
+// sandbox. Needs SCHED_FIFO in the tree (root or RLIMIT_RTPRIO) and two
+// CPUs.
+func TestRaceStuckCopiedCall(t *testing.T) {
+	if runtime.NumCPU() < 2 {
+		t.Skip("needs two CPUs")
+	}
+	w := &world{t: t, sbx: realDir(t), host: realDir(t)}
+	w.populate()
+	before := snapshot(t, w.host)
+	r := runTraced(t, w.sbx, runEnv(t, w.sbx), []string{"--timeout", "60s"}, raceBin, "stuck", w.sbx, w.p("f"), "8")
+	res := resultOf(r.stdout)
+	if strings.HasPrefix(res, "skip") {
+		t.Skip(res)
+	}
+	if d := diffSnap(before, snapshot(t, w.host)); len(d) > 0 {
+		t.Errorf("ESCAPED after %v: the outside world changed: %s\nresult: %s", r.wall.Round(time.Millisecond), strings.Join(d, "; "), res)
+	}
+	m := raceResultRE.FindStringSubmatch(res)
+	if m == nil || r.status != 0 || r.report.Error != "" || m[2] == "0" || m[3] == "0" {
+		t.Fatalf("status %d, result %q, report error %q\nstdout:\n%s\nstderr:\n%s", r.status, res, r.report.Error, r.stdout, tail(r.stderr, 2000))
+	}
+	t.Logf("%s; %d copied, %d freezes, in %v", strings.TrimSpace(r.stdout), r.report.Counts.Copied, r.report.Counts.Freezes, r.wall.Round(time.Millisecond))
 }
 
 // TestRaceBlockingOpen: a checked open that blocks (a FIFO whose reader is

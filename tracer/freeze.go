@@ -70,7 +70,8 @@ package tracer
 // (asynchronous I/O completing, a DMA read into a buffer), a task that stays
 // in an uninterruptible sleep longer than freezeStuck (it is accepted as
 // frozen: it cannot return to its own code, but the call it sleeps in may
-// still complete), and file systems whose lookups sleep interruptibly (FUSE,
+// still complete; never a task with a copied call in flight, which is
+// waited for), and file systems whose lookups sleep interruptibly (FUSE,
 // 9p) served from outside the tree.
 
 import (
@@ -365,11 +366,22 @@ func (t *tracer) awaitStops(f *freezer, start time.Time) error {
 		}
 		if time.Since(start) > freezeStuck {
 			for x := range f.waiting {
+				if o := t.tasks[x]; o != nil && o.slot != 0 {
+					// A copied call in flight (pathpage.go) is never
+					// taken as frozen: it was checked against names
+					// that only a freeze keeps, and its walk may not
+					// have begun (a thread kept off its CPU, here by
+					// a SCHED_FIFO thread in a long call, escaped
+					// past a symlink unlinked meanwhile). It is waited
+					// for as a frozen call is (runFrozen), whatever
+					// its state: its interrupt ends a sleep it can
+					// leave, its death ends the wait.
+					continue
+				}
 				t.cfg.Log.Warn().Int("tid", x).Str("state", string(rune(procState(x)))).
 					Msg("task did not stop within the freeze bound; taken as frozen (it cannot run its own code before it stops)")
+				delete(f.waiting, x)
 			}
-			f.waiting = map[int]bool{}
-			break
 		}
 		check = time.Now().Add(time.Millisecond)
 	}
