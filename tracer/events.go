@@ -104,6 +104,7 @@ func (t *tracer) execEvent(tk *task) error {
 	t.counts.Execs++
 	if initial && tid == t.rootPid && !t.rootExecDone {
 		t.rootExecDone = true
+		t.seccompBase = seccompFilters(tid)
 		return t.resume(tid, 0)
 	}
 	if initial && chain && tk.tgid == t.rootPid && approved == exe {

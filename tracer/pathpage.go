@@ -41,7 +41,9 @@ package tracer
 // AT_EMPTY_PATH. The rest freeze as before.
 //
 // The page is mapped into a process the first time one of its threads makes
-// such a call while the tree has more than one task: the call is turned
+// such a call while the tree has more than one task (not when the process
+// runs under a seccomp filter of its own, which could trap or kill the
+// injected call: ownFilter): the call is turned
 // into mmap(PathPageAddr, ..., MAP_FIXED_NOREPLACE) (4.17; RHEL 8's 4.18
 // has it), and when that returns the thread is set back on its syscall
 // instruction, so it makes its own call again and is checked then. When the
@@ -147,6 +149,27 @@ func (t *tracer) copyArg(c *call) (syscalls.PathArg, bool) {
 // entry itself.
 func uncopyable(c *call, r pathres.Result) bool {
 	return r.ViaProc || (c.spec.Kind == syscalls.KindDelete && r.Mode&fs.ModeSymlink != 0)
+}
+
+// ownFilter reports whether tid runs under a seccomp filter the tree
+// installed itself (more filters than the root had after its initial exec,
+// /proc/<tid>/status Seccomp_filters, 5.9). The injected mmap would meet it:
+// a filter that traps or kills unusual mmap flags (MAP_FIXED_NOREPLACE), as
+// sandboxes that emulate calls in a SIGSYS handler do, would get a SIGSYS
+// for a call the program never made, or die of it. Such a process keeps
+// the freeze. Unknown (older kernels): no.
+func (t *tracer) ownFilter(tid int) bool {
+	return t.seccompBase >= 0 && seccompFilters(tid) > t.seccompBase
+}
+
+// seccompFilters is the Seccomp_filters count of /proc/<tid>/status, -1
+// when it cannot be read (gone, or a kernel before 5.9).
+func seccompFilters(tid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return -1
+	}
+	return parseStatusInt(b, "Seccomp_filters:", -1)
 }
 
 // takeSlot returns a free slot, or -1 when every slot holds a call in

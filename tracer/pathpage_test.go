@@ -141,3 +141,46 @@ print(r, os.strerror(e) if r else "", n)
 		t.Errorf("no forbidden prctl(PR_SET_MM) event: %+v", o.events)
 	}
 }
+
+// A process under a seccomp filter of its own is not given the page: the
+// injected mmap (MAP_FIXED_NOREPLACE) would meet that filter, and one that
+// kills unusual mmap flags, as hardened sandboxes do, would kill the
+// program for a call it never made. Its calls freeze instead.
+func TestOwnSeccompFilterKeepsFreeze(t *testing.T) {
+	needPython(t)
+	script := `
+import ctypes, platform, struct, threading
+libc = ctypes.CDLL(None, use_errno=True)
+nr = {"x86_64": 9, "aarch64": 222}[platform.machine()]  # mmap
+ins = lambda code, jt, jf, k: struct.pack("HBBI", code, jt, jf, k)
+prog = b"".join([
+    ins(0x20, 0, 0, 0),              # ld nr
+    ins(0x15, 0, 3, nr),             # jeq mmap
+    ins(0x20, 0, 0, 16 + 8 * 3),     # ld flags (low word)
+    ins(0x45, 0, 1, 0x100000),       # jset MAP_FIXED_NOREPLACE
+    ins(0x06, 0, 0, 0x80000000),     # ret KILL_PROCESS
+    ins(0x06, 0, 0, 0x7fff0000),     # ret ALLOW
+])
+buf = ctypes.create_string_buffer(prog)
+class Fprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+fp = Fprog(6, ctypes.addressof(buf))
+assert libc.prctl(38, 1, 0, 0, 0) == 0                   # PR_SET_NO_NEW_PRIVS
+assert libc.prctl(22, 2, ctypes.byref(fp), 0, 0) == 0    # PR_SET_SECCOMP, FILTER
+ev = threading.Event()
+th = threading.Thread(target=ev.wait)
+th.start()
+for i in range(5):
+    open("f%d" % i, "w").close()
+ev.set()
+th.join()
+print("ok")
+`
+	o := runTraced(t, t.TempDir(), nil, python, "-c", script)
+	if o.err != nil || o.stdout != "ok\n" || o.res.Signal != 0 {
+		t.Fatalf("err %v signal %v stdout %q stderr %q", o.err, o.res.Signal, o.stdout, o.stderr)
+	}
+	if o.res.Copies != 0 || o.res.PageMaps != 0 || o.res.Freezes < 5 {
+		t.Errorf("%d copied, %d page maps, %d freezes; want the freeze only", o.res.Copies, o.res.PageMaps, o.res.Freezes)
+	}
+}

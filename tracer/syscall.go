@@ -95,6 +95,8 @@ func (t *tracer) seccompStop(tk *task) error {
 		if pa, ok := t.copyArg(c); ok {
 			switch p := t.procs[tk.tgid]; {
 			case p == nil || t.dying.Load():
+			case p.page == pageUnknown && t.ownFilter(tk.tid):
+				p.page = pageNone // the injected mmap could meet the program's filter
 			case p.page == pageUnknown:
 				return t.mapPage(tk, p) // the call comes back when it is mapped
 			case p.page == pageInherited && !pageReadOnly(tk.tid):

@@ -299,6 +299,9 @@ type tracer struct {
 	// calls that could reach the page. Only where calls would freeze.
 	pathPage  bool
 	freeSlots []int
+	// seccompBase is the root's Seccomp_filters right after its initial
+	// exec (ours and any it inherited), -1 when unknown (ownFilter).
+	seccompBase int
 	// copies and pageMaps count copied calls and page mappings (tests).
 	copies, pageMaps int
 
@@ -333,6 +336,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
 		chainLeft:    len(cfg.InitialChain) > 0,
 		pathPage:     usePathPage(cfg),
+		seccompBase:  -1,
 	}
 	if t.pathPage {
 		for i := syscalls.PathSlots - 1; i >= 0; i-- {
