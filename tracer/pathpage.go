@@ -97,7 +97,7 @@ func slotAddr(i int) uint64 { return syscalls.PathPageAddr + uint64(i)*syscalls.
 // Precondition: t.regs holds c's registers.
 func (t *tracer) copyArg(c *call) (syscalls.PathArg, bool) {
 	s := c.spec
-	if !t.pathPage || len(s.Paths) != 1 || t.regs.Arg(s.Paths[0].Arg) == 0 {
+	if !t.pathPage || t.pageOff || len(s.Paths) != 1 || t.regs.Arg(s.Paths[0].Arg) == 0 {
 		return syscalls.PathArg{}, false
 	}
 	pa := s.Paths[0]
@@ -364,6 +364,7 @@ func (t *tracer) mapPage(tk *task, p *proc) error {
 		// vfork) has the page, or the program mapped such memory there
 		// itself; either way nobody can write it.
 		p.page = pageMapped
+		t.pageEver = true
 	} else {
 		p.page = pageNone
 		t.cfg.Log.Debug().Int("pid", tk.tgid).Int64("ret", int64(ret)).Msg("cannot map the path page; the process's calls freeze the tree")
@@ -417,12 +418,11 @@ func pageReadOnly(tid int) bool {
 // to whole pages.
 func (t *tracer) decodeMem(c *call) *policy.Op {
 	lo, hi := syscalls.PathPageAddr, syscalls.PathPageAddr+syscalls.PathPageSize
+	var reason string
 	if len(c.spec.Mem) == 0 {
 		// process_madvise: its ranges are in memory, which another thread
 		// could change after they were read.
-		c.limit = &policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM,
-			Reason: fmt.Sprintf("%s takes its address ranges from memory, where tracecell cannot check them against %#x-%#x, where it keeps the paths of checked calls", c.name, lo, hi)}
-		return &policy.Op{Kind: syscalls.KindMemory, Syscall: c.name}
+		reason = fmt.Sprintf("%s takes its address ranges from memory, where tracecell cannot check them against %#x-%#x, where it keeps the paths of checked calls", c.name, lo, hi)
 	}
 	for _, r := range c.spec.Mem {
 		if r.FlagsArg >= 0 && uint32(t.regs.Arg(r.FlagsArg))&r.FlagsMask == 0 {
@@ -446,10 +446,27 @@ func (t *tracer) decodeMem(c *call) *policy.Op {
 			continue
 		}
 		c.flags = fmt.Sprintf("addr=%#x len=%#x", addr, n)
-		c.limit = &policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM,
-			Reason: fmt.Sprintf("the range reaches %#x-%#x, where tracecell keeps the paths of checked calls; programs may not map, unmap or change anything there", lo, hi)}
-		return &policy.Op{Kind: syscalls.KindMemory, Syscall: c.name}
+		reason = fmt.Sprintf("the range reaches %#x-%#x, where tracecell keeps the paths of checked calls; programs may not map, unmap or change anything there", lo, hi)
+		break
 	}
-	c.pass = true
-	return nil
+	switch {
+	case reason == "":
+		c.pass = true
+		return nil
+	case !t.pageEver:
+		// No process has had the page yet (the tracer maps it only once
+		// the tree has two tasks): a program that reserves a range
+		// covering it first, as AddressSanitizer does for its shadow
+		// gap at start-up, keeps it, and the page is off for the rest of
+		// the run (its calls freeze, as without the page). Off before the
+		// call runs, so no mapping can come between.
+		if !t.pageOff {
+			t.pageOff = true
+			t.cfg.Log.Debug().Str("syscall", c.name).Int("pid", c.tk.tgid).Msg("the program maps over the path page's range before tracecell used it; path page off for this run")
+		}
+		c.pass = true
+		return nil
+	}
+	c.limit = &policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM, Reason: reason}
+	return &policy.Op{Kind: syscalls.KindMemory, Syscall: c.name}
 }

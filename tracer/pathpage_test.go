@@ -184,3 +184,46 @@ print("ok")
 		t.Errorf("%d copied, %d page maps, %d freezes; want the freeze only", o.res.Copies, o.res.PageMaps, o.res.Freezes)
 	}
 }
+
+// A program that maps over the page's range before any process has had the
+// page (AddressSanitizer reserves its shadow gap, which covers 8 GiB, at
+// start-up) keeps its mapping: the page is off for the run, and the calls
+// of its threads freeze instead. Once a process has the page, the same
+// call is denied.
+func TestRangeTakenBeforeThePage(t *testing.T) {
+	needPython(t)
+	script := `
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+def reserve():
+    # PROT_NONE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_FIXED|MAP_NORESERVE, 1 GiB from 7.5 GiB
+    r = libc.mmap(0x1e0000000, 1 << 30, 0, 0x4032, -1, 0)
+    return "ok" if r == 0x1e0000000 else os.strerror(ctypes.get_errno())
+first = reserve() if sys.argv[1] == "first" else None
+def w(k):
+    for i in range(10):
+        open("w%d-%d" % (k, i), "w").write("x")
+ts = [threading.Thread(target=w, args=(k,)) for k in range(2)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print(first if first else reserve())
+`
+	for _, c := range []struct {
+		when, want string
+		copied     bool
+	}{
+		{"first", "ok\n", false},
+		{"after", "Operation not permitted\n", true},
+	} {
+		t.Run(c.when, func(t *testing.T) {
+			o := runTraced(t, t.TempDir(), nil, python, "-c", script, c.when)
+			if o.err != nil || o.stdout != c.want {
+				t.Fatalf("err %v stdout %q, want %q; stderr %q", o.err, o.stdout, c.want, o.stderr)
+			}
+			if (o.res.Copies > 0) != c.copied || (!c.copied && o.res.Freezes == 0) {
+				t.Errorf("%d copied, %d freezes; want copied=%v", o.res.Copies, o.res.Freezes, c.copied)
+			}
+		})
+	}
+}

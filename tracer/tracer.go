@@ -302,6 +302,9 @@ type tracer struct {
 	// seccompBase is the root's Seccomp_filters right after its initial
 	// exec (ours and any it inherited), -1 when unknown (ownFilter).
 	seccompBase int
+	// pageEver: some process has had the page; pageOff: a memory call
+	// reached its range before that, so no process gets it (decodeMem).
+	pageEver, pageOff bool
 	// copies and pageMaps count copied calls and page mappings (tests).
 	copies, pageMaps int
 
