@@ -137,19 +137,7 @@ func raceWorld(t *testing.T, c raceCase) (*world, []string, map[string]entry) {
 // such call must fail and be reported, and the victim stay untouched. The
 // opens ran on the page (counts.copied), not under a freeze.
 func TestRacePathPage(t *testing.T) {
-	w := &world{t: t, sbx: realDir(t), host: realDir(t)}
-	w.populate()
-	writeFile(t, w.s("ok"), "ok\n", 0o644)
-	before := snapshot(t, w.host)
-	r := runTraced(t, w.sbx, runEnv(t, w.sbx), nil, raceBin, "page", w.s("ok"), w.p("f"), "3")
-	if d := diffSnap(before, snapshot(t, w.host)); len(d) > 0 {
-		t.Errorf("ESCAPED: the outside world changed: %s", strings.Join(d, "; "))
-	}
-	res := resultOf(r.stdout)
-	m := raceResultRE.FindStringSubmatch(res)
-	if m == nil || r.status != 0 || r.report.Error != "" || m[1] != "0" || m[2] == "0" {
-		t.Fatalf("status %d, result %q, report error %q\nstdout:\n%s\nstderr:\n%s", r.status, res, r.report.Error, r.stdout, tail(r.stderr, 2000))
-	}
+	r, res := runPageRace(t, "page", "3")
 	if !strings.Contains(r.stdout, "info: page_wins=0\n") {
 		t.Errorf("a call on the path page succeeded: %s", r.stdout)
 	}
@@ -181,23 +169,31 @@ func TestRacePathPage(t *testing.T) {
 	t.Logf("%s; %d copied, %d freezes, page denials %v", res, r.report.Counts.Copied, r.report.Counts.Freezes, kinds)
 }
 
-// TestRacePathPageTakenFirst: a program that maps the page's range itself,
-// writable, before tracecell does, and rewrites it all the time, keeps it:
-// tracecell must not copy paths there, and falls back to freezing.
-func TestRacePathPageTakenFirst(t *testing.T) {
+// runPageRace runs race.c's mode (page, pagefirst) for secs against a host
+// file: nothing outside may change, the program must run to its result
+// line, and no open may have reached the victim.
+func runPageRace(t *testing.T, mode, secs string) (result, string) {
 	w := &world{t: t, sbx: realDir(t), host: realDir(t)}
 	w.populate()
 	writeFile(t, w.s("ok"), "ok\n", 0o644)
 	before := snapshot(t, w.host)
-	r := runTraced(t, w.sbx, runEnv(t, w.sbx), nil, raceBin, "pagefirst", w.s("ok"), w.p("f"), "1")
+	r := runTraced(t, w.sbx, runEnv(t, w.sbx), nil, raceBin, mode, w.s("ok"), w.p("f"), secs)
 	if d := diffSnap(before, snapshot(t, w.host)); len(d) > 0 {
 		t.Errorf("ESCAPED: the outside world changed: %s", strings.Join(d, "; "))
 	}
 	res := resultOf(r.stdout)
 	m := raceResultRE.FindStringSubmatch(res)
-	if m == nil || r.status != 0 || m[1] != "0" || m[2] == "0" {
-		t.Fatalf("status %d, result %q\nstdout:\n%s\nstderr:\n%s", r.status, res, r.stdout, tail(r.stderr, 2000))
+	if m == nil || r.status != 0 || r.report.Error != "" || m[1] != "0" || m[2] == "0" {
+		t.Fatalf("status %d, result %q, report error %q\nstdout:\n%s\nstderr:\n%s", r.status, res, r.report.Error, r.stdout, tail(r.stderr, 2000))
 	}
+	return r, res
+}
+
+// TestRacePathPageTakenFirst: a program that maps the page's range itself,
+// writable, before tracecell does, and rewrites it all the time, keeps it:
+// tracecell must not copy paths there, and falls back to freezing.
+func TestRacePathPageTakenFirst(t *testing.T) {
+	r, res := runPageRace(t, "pagefirst", "1")
 	if r.report.Counts.Copied != 0 || r.report.Counts.Freezes == 0 {
 		t.Errorf("copied %d, freezes %d: want the freeze, not the program's own memory", r.report.Counts.Copied, r.report.Counts.Freezes)
 	}

@@ -109,15 +109,11 @@ func (t *tracer) seccompStop(tk *task) error {
 			}
 		}
 		if !c.copying {
-			f, err := t.freeze(tk)
-			if err != nil {
-				t.thaw()
+			f, done, err := t.freezeCaller(tk)
+			if done {
 				return err
 			}
 			fr = f
-			if f.gone {
-				return t.thawIfDue() // killed while the tree was being frozen
-			}
 		}
 	}
 	op := t.decode(c)
@@ -127,15 +123,11 @@ func (t *tracer) seccompStop(tk *task) error {
 		// again, frozen.
 		t.putSlot(c.slot)
 		c = &call{tk: tk, nr: nr, name: c.name, spec: spec}
-		f, err := t.freeze(tk)
-		if err != nil {
-			t.thaw()
+		f, done, err := t.freezeCaller(tk)
+		if done {
 			return err
 		}
 		fr = f
-		if f.gone {
-			return t.thawIfDue()
-		}
 		op = t.decode(c)
 	}
 	if fr != nil {
@@ -226,6 +218,21 @@ func (t *tracer) seccompStop(tk *task) error {
 		return err
 	}
 	return t.release(c, fr, false)
+}
+
+// freezeCaller freezes the tree for tk's call (freeze.go). done says that
+// the stop is over and err is seccompStop's answer: the freeze failed, or
+// tk was killed while the tree was being frozen.
+func (t *tracer) freezeCaller(tk *task) (f *freezer, done bool, err error) {
+	f, err = t.freeze(tk)
+	if err != nil {
+		t.thaw()
+		return nil, true, err
+	}
+	if f.gone {
+		return nil, true, t.thawIfDue()
+	}
+	return f, false, nil
 }
 
 // release resumes c's task from its seccomp stop. With a freeze, an allowed
