@@ -327,11 +327,13 @@ class Bench:
             self.percall_note = "not measured: no C compiler (gcc) in PATH"
             return
         exe = os.path.join(self.reports, "percall")
-        r = subprocess.run([cc, "-O2", "-o", exe, os.path.join(HERE, "percall.c")],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            self.percall_note = f"not measured: {cc} failed: {tail(r.stderr.encode())}"
-            return
+        floor = os.path.join(self.reports, "floor")
+        for out, src in ((exe, "percall.c"), (floor, "floor.c")):
+            r = subprocess.run([cc, "-O2", "-o", out, os.path.join(HERE, src)],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                self.percall_note = f"not measured: {cc} {src} failed: {tail(r.stderr.encode())}"
+                return
         wd = os.path.join(self.base["tmpfs"], "percall")
         os.makedirs(wd, exist_ok=True)
         n = str(max(1000, int(PERCALL_N * self.a.scale)))
@@ -339,18 +341,24 @@ class Bench:
         progress(f"percall: {', '.join(c for c, _ in PERCALL_CASES)} ({n} calls a run)")
         for case, what in PERCALL_CASES:
             argv = [exe, case, n, wd]
-            times = {"bare": [], "tracecell": []}
+            # floor: bench/floor.c, a C tracer doing only the stop's
+            # unavoidable system calls, in the same minutes as tracecell.
+            times = {"bare": [], "floor": [], "tracecell": []}
+            prefix = {"bare": [], "floor": [floor],
+                      "tracecell": [self.tc, "run", "--quiet", "--write", wd, "--"]}
             for _ in range(self.a.runs):
                 for mode in times:
-                    cmd = argv if mode == "bare" else [self.tc, "run", "--quiet", "--write", wd, "--"] + argv
+                    cmd = prefix[mode] + argv
                     p = subprocess.run(cmd, cwd=wd, env=clean_env(wd), stdin=subprocess.DEVNULL,
                                        capture_output=True)
                     if p.returncode != 0:
                         self.errors.append(f"percall {case} [{mode}] exited {p.returncode}: {tail(p.stderr)}")
                         return
                     times[mode].append(float(p.stdout.decode().strip()))
-            bare, traced = statistics.median(times["bare"]), statistics.median(times["tracecell"])
+            bare, fl, traced = (statistics.median(times[m]) for m in ("bare", "floor", "tracecell"))
             self.percall_results.append({"case": case, "what": what, "bare_ns": round(bare, 1),
+                                         "floor_ns": round(fl, 1),
+                                         "floor_added_us": round((fl - bare) / 1000, 2),
                                          "tracecell_ns": round(traced, 1),
                                          "added_us": round((traced - bare) / 1000, 2)})
 
@@ -512,7 +520,8 @@ def evaluate(results, modes, percall=()):
         floor = [r for r in percall if r["case"] == "signal"]
         targets.append((f"per checked call < {PER_CALL_US:g} us",
                         "PASS" if worst["added_us"] < PER_CALL_US else "MISS",
-                        f"{worst['added_us']:.2f} us (percall {worst['case']})"
+                        f"{worst['added_us']:.2f} us (percall {worst['case']}; the C floor "
+                        f"tracer {worst['floor_added_us']:.2f} us)"
                         + (f"; stop round trip alone {floor[0]['added_us']:.2f} us" if floor else "")
                         + (f"; {wl}" if wl else "")))
     elif pc:
@@ -550,17 +559,22 @@ def percall_markdown(rows, note, runs, n):
     if not rows and not note:
         return L
     L.append(f"Per checked call, measured directly (`bench/percall.c`, {n} calls a run, "
-             f"median of {runs} interleaved runs; tracecell's cost is the difference to bare):")
+             f"median of {runs} interleaved runs; a tracer's cost is the difference to bare). "
+             "The floor is `bench/floor.c`: a C tracer that makes only the system calls every "
+             "stop needs (wait4, PTRACE_GETREGSET, process_vm_readv and the same stat calls "
+             "for a path, PTRACE_CONT) and decides nothing, run in the same minutes:")
     L.append("")
     if note:
         L.append(note)
         L.append("")
         return L
-    L.append("| case | what the tracer does | bare ns/call | tracecell ns/call | added µs |")
-    L.append("|---|---|---:|---:|---:|")
+    L.append("| case | what the tracer does | bare ns/call | C floor ns/call | tracecell ns/call "
+             "| floor added µs | tracecell added µs | tracecell over the floor µs |")
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        L.append(f"| {r['case']} | {r['what']} | {r['bare_ns']:.0f} | {r['tracecell_ns']:.0f} | "
-                 f"**{r['added_us']:.2f}** |")
+        L.append(f"| {r['case']} | {r['what']} | {r['bare_ns']:.0f} | {r['floor_ns']:.0f} | "
+                 f"{r['tracecell_ns']:.0f} | {r['floor_added_us']:.2f} | **{r['added_us']:.2f}** | "
+                 f"{r['added_us'] - r['floor_added_us']:+.2f} |")
     L.append("")
     return L
 
