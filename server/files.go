@@ -330,8 +330,13 @@ func (s *Server) decideRead(resolved, sandbox string) policy.Decision {
 	if policy.Under(resolved, s.opts.StateDir) && !policy.Under(resolved, sandbox) {
 		return policy.Decision{Rule: "server-state", Reason: "inside the server's state directory " + s.opts.StateDir + " (other sessions' sandboxes)"}
 	}
+	// The server is outside every worker's tree: /proc/<pid> of any process
+	// (the server's own, vLLM's, another session's worker) is "outside" for
+	// the policy, so a copy cannot read an environment, command line or
+	// memory that the code itself is refused (rule proc-read).
 	return s.readPol.Decide(&policy.Op{Kind: syscalls.KindRead, Syscall: "copy",
-		Paths: []policy.Path{{Role: "path", Given: resolved, Resolved: resolved, Exists: true}}}, nil)
+		Paths: []policy.Path{{Role: "path", Given: resolved, Resolved: resolved, Exists: true,
+			ProcOutside: policy.Under(resolved, "/proc")}}}, nil)
 }
 
 // copyIn copies a host file or tree into the sandbox.

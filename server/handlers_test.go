@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -907,5 +908,36 @@ except urllib.error.HTTPError as e:
 				t.Fatalf("not other_user: %s", out)
 			}
 		})
+	}
+}
+
+// TestCopyProcSecretsRefused: the code may not read the environment or the
+// command line of a process outside its tree (rule proc-read); a copy,
+// which the server makes as itself, must not hand them over either.
+func TestCopyProcSecretsRefused(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("p")
+	sbx := e.sandboxOf("p")
+	self := strconv.Itoa(os.Getpid())
+	for _, src := range []string{"/proc/self/environ", "/proc/" + self + "/environ", "/proc/" + self + "/cmdline",
+		"/proc/thread-self/environ", "/proc/" + self + "/task/" + self + "/environ"} {
+		st, b := e.do("POST", "/v1/sessions/p/copy", jsonf(`{"source":%q,"destination":"leak"}`, src))
+		if code, _ := errCode(t, b); st != 403 || code != "read_denied" {
+			t.Errorf("copy %s: %d %s", src, st, b)
+		}
+	}
+	// A directory copy skips them.
+	st, b := e.do("POST", "/v1/sessions/p/copy", jsonf(`{"source":%q,"destination":"procdir"}`, "/proc/"+self))
+	if st == 200 && !strings.Contains(string(b), `"path":"environ","reason":"denied by policy`) {
+		t.Errorf("copy /proc/%s: %d %s", self, st, b)
+	}
+	for _, f := range []string{"leak", "procdir/environ", "procdir/cmdline"} {
+		if _, err := os.Lstat(filepath.Join(sbx, f)); err == nil {
+			t.Errorf("%s was copied into the sandbox", f)
+		}
+	}
+	// An ordinary /proc file is still copied.
+	if st, b := e.do("POST", "/v1/sessions/p/copy", `{"source":"/proc/version","destination":"version"}`); st != 200 {
+		t.Errorf("copy /proc/version: %d %s", st, b)
 	}
 }

@@ -196,16 +196,39 @@ func (p *Proc) send(r *hostRequest) error {
 func (p *Proc) readMessages(r *os.File) {
 	defer close(p.msgsDone)
 	defer r.Close()
-	readJSONLines(r, p.log, "the worker-host", p.dispatch)
+	max := p.cfg.MaxOutput
+	if max <= 0 {
+		max = defaultMaxOutput
+	}
+	if readJSONLines(r, p.log, "the worker-host", maxHostLine(max), p.dispatch) != nil {
+		// The host broke the protocol: it is of no further use.
+		p.setLost(fmt.Sprintf("worker-host %d sent a message longer than %d bytes; it was killed", p.hostPid, maxHostLine(max)))
+		go p.kill()
+	}
 }
+
+// errLineTooLong: a message line was longer than its reader's cap.
+var errLineTooLong = errors.New("message line too long")
 
 // readJSONLines decodes one JSON object per line of r and hands each to f,
 // until r ends; a line that does not decode is logged (naming its sender)
-// and skipped.
-func readJSONLines[T any](r io.Reader, log zerolog.Logger, from string, f func(*T)) {
+// and skipped. A line longer than max bytes is not buffered: reading stops
+// and errLineTooLong is returned (the sender is broken or hostile: the
+// worker's fd 4 is writable by the code it runs, and a line it never ends
+// would otherwise grow the reader's memory without bound).
+func readJSONLines[T any](r io.Reader, log zerolog.Logger, from string, max int, f func(*T)) error {
 	br := bufio.NewReaderSize(r, 1<<16)
+	var line []byte
 	for {
-		line, err := br.ReadBytes('\n')
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > max {
+			log.Error().Int("max_bytes", max).Msg("message from " + from + " longer than the cap; no longer reading it")
+			return errLineTooLong
+		}
+		line = append(line, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			m := new(T)
 			if jerr := json.Unmarshal(line, m); jerr != nil {
@@ -215,9 +238,22 @@ func readJSONLines[T any](r io.Reader, log zerolog.Logger, from string, f func(*
 			}
 		}
 		if err != nil {
-			return
+			return nil
+		}
+		if cap(line) > 1<<20 {
+			line = nil // do not keep a large buffer for small lines
+		} else {
+			line = line[:0]
 		}
 	}
+}
+
+// maxHostLine caps one message line from the worker-host, a backstop: a
+// result holds stdout and stderr (each at most maxOutput bytes) and what
+// the host has capped already (the worker's response, the denials), at up
+// to 6 bytes of JSON per byte (\u0000, \ufffd).
+func maxHostLine(maxOutput int) int {
+	return 6*(2*maxOutput+maxWorkerLine+maxDenialBytes) + 4<<20
 }
 
 func (p *Proc) dispatch(m *hostMessage) {

@@ -41,8 +41,22 @@ const (
 	defaultTimeout      = 60 * time.Second
 	defaultMaxArtifacts = 200
 	// maxDenials caps Result.Denials per execution; the rest are counted
-	// in a note.
-	maxDenials = 1000
+	// in a note. maxDenialBytes caps their size (paths and argv, which the
+	// code chooses: 1000 denials of 4 KiB paths are megabytes of JSON).
+	maxDenials     = 1000
+	maxDenialBytes = 2 << 20
+	// maxWorkerLine caps one message from worker.py on fd 4. The code runs
+	// in that process and can write to fd 4 itself: a longer line is a
+	// protocol violation and the worker is killed (session lost). A real
+	// response is far smaller (worker.py caps the repr and the error).
+	maxWorkerLine = 8 << 20
+	// Caps on the fields of a response the host passes on (worker.py keeps
+	// below them; a forged response may not).
+	maxResultChars = 64 << 10
+	maxErrorChars  = 256 << 10
+	maxNotes       = 64
+	maxNoteChars   = 4 << 10
+	maxPathChars   = 4 << 10
 	// markerWait is how long the host waits for an execution's markers on
 	// stdout/stderr after the worker's response (they were written before
 	// it, so this is only a guard against a stuck reader).
@@ -151,9 +165,15 @@ type host struct {
 
 	evMu      sync.Mutex
 	events    []report.Event
+	evBytes   int
 	evDropped int
 
+	// protoErr gets why the worker broke the fd 4 protocol.
+	protoErr chan string
+
 	cur *execState
+	// lostWhy is why the host killed an idle worker.
+	lostWhy string
 }
 
 type runOutcome struct {
@@ -333,6 +353,7 @@ func (h *host) start() (*Info, error) {
 	go h.stdout.read()
 	go h.stderr.read()
 	h.resps = make(chan *workerMsg, 4)
+	h.protoErr = make(chan string, 1)
 	go h.readResponses(respR)
 
 	tcfg := &tracer.Config{
@@ -438,7 +459,9 @@ func lastLines(b []byte, n int) string {
 func (h *host) readResponses(r *os.File) {
 	defer close(h.resps)
 	defer r.Close()
-	readJSONLines(r, h.log, "the worker", func(m *workerMsg) { h.resps <- m })
+	if readJSONLines(r, h.log, "the worker", maxWorkerLine, func(m *workerMsg) { h.resps <- m }) != nil {
+		h.protoErr <- fmt.Sprintf("the worker wrote a message longer than %d bytes on its control pipe (fd %d): the code wrote to it; the worker was killed", maxWorkerLine, 4)
+	}
 }
 
 func (h *host) writeRequest(r *workerRequest) {
@@ -457,13 +480,28 @@ func (h *host) onEvent(ev *report.Event) {
 	if ev.Decision == report.Allow {
 		return
 	}
+	size := len(ev.Exe) + len(ev.Address) + len(ev.Reason)
+	for _, a := range ev.Argv {
+		size += len(a)
+	}
+	for _, p := range ev.Paths {
+		size += len(p.Given) + len(p.Resolved) + len(p.Base) + len(p.Special)
+	}
 	h.evMu.Lock()
-	if len(h.events) < maxDenials {
+	kept := len(h.events) < maxDenials && h.evBytes+size <= maxDenialBytes
+	if kept {
 		h.events = append(h.events, *ev)
+		h.evBytes += size
 	} else {
 		h.evDropped++
 	}
 	h.evMu.Unlock()
+	if !kept {
+		// Logged as a count when the execution ends: a loop of denied
+		// calls would otherwise write megabytes per second to the
+		// server's log for as long as it runs.
+		return
+	}
 	var given, resolved []string
 	for _, p := range ev.Paths {
 		given = append(given, p.Given)
@@ -484,7 +522,7 @@ func (h *host) takeEvents() ([]report.Event, int) {
 	h.evMu.Lock()
 	defer h.evMu.Unlock()
 	ev, n := h.events, h.evDropped
-	h.events, h.evDropped = nil, 0
+	h.events, h.evDropped, h.evBytes = nil, 0, 0
 	return ev, n
 }
 
@@ -609,8 +647,20 @@ func (h *host) loop(client <-chan *hostRequest) int {
 				continue
 			}
 			h.finishExec(m, nil)
+		case why := <-h.protoErr:
+			h.log.Warn().Msg(why)
+			if h.cur != nil {
+				h.cur.killed = true
+				h.cur.killReason = why
+			} else {
+				h.lostWhy = why
+			}
+			h.cancelRun()
 		case o := <-h.runDone:
 			reason := h.describeExit(o.res)
+			if h.lostWhy != "" {
+				reason = h.lostWhy
+			}
 			if o.err != nil {
 				reason = fmt.Sprintf("worker %d: tracer failed: %v", h.workerPid, o.err)
 			}
@@ -653,6 +703,7 @@ func (h *host) finishExec(m *workerMsg, lost *string) {
 	if m != nil {
 		res.Result, res.Error, res.Artifacts = m.Result, m.Error, m.Artifacts
 		res.DurationMS, res.Truncated, res.Notes = m.DurationMS, m.Truncated, m.Notes
+		h.clampResponse(res)
 		var okOut, okErr bool
 		out, dOut, okOut = h.stdout.take(markerWait)
 		errb, dErr, okErr = h.stderr.take(markerWait)
@@ -685,6 +736,8 @@ func (h *host) finishExec(m *workerMsg, lost *string) {
 		res.Artifacts = []Artifact{}
 	}
 	if dropped > 0 {
+		h.log.Warn().Int64("id", st.id).Int("denials_not_logged", dropped).Int("denials_logged", len(ev)).
+			Msg("more denials in this execution than the per-execution cap: the rest were counted, not logged one by one")
 		res.Truncated = true
 		res.Notes = append(res.Notes, fmt.Sprintf("%d more denials were not listed", dropped))
 	}
@@ -692,6 +745,67 @@ func (h *host) finishExec(m *workerMsg, lost *string) {
 		res.Notes = nil
 	}
 	h.send(&hostMessage{Type: "result", ID: st.id, Result: res})
+}
+
+// clampResponse caps what the worker's response put in res. worker.py
+// keeps within these caps; a response the code forged on fd 4 may not,
+// and nothing from it may exceed what the server's limits promise.
+func (h *host) clampResponse(res *Result) {
+	cut := false
+	clip := func(s *string, max int, keepTail bool) {
+		if len(*s) <= max {
+			return
+		}
+		cut = true
+		if keepTail {
+			*s = "\u2026" + string(trimPartialRuneFront([]byte((*s)[len(*s)-max:])))
+		} else {
+			*s = string(trimPartialRune([]byte((*s)[:max]), true)) + "\u2026"
+		}
+	}
+	if res.Result != nil {
+		r := *res.Result
+		clip(&r, maxResultChars, false)
+		res.Result = &r
+	}
+	if e := res.Error; e != nil {
+		c := *e
+		clip(&c.Name, 1024, false)
+		clip(&c.Message, maxErrorChars, false)
+		clip(&c.Traceback, maxErrorChars, true)
+		res.Error = &c
+	}
+	if len(res.Notes) > maxNotes {
+		res.Notes, cut = res.Notes[:maxNotes], true
+	}
+	for i := range res.Notes {
+		clip(&res.Notes[i], maxNoteChars, false)
+	}
+	if len(res.Artifacts) > h.cfg.MaxArtifacts {
+		res.Artifacts, cut = res.Artifacts[:h.cfg.MaxArtifacts], true
+	}
+	for i := range res.Artifacts {
+		a := &res.Artifacts[i]
+		clip(&a.Path, maxPathChars, false)
+		clip(&a.Change, 16, false)
+		clip(&a.Kind, 16, false)
+		clip(&a.MIME, 128, false)
+	}
+	if cut {
+		res.Truncated = true
+		res.Notes = append(res.Notes, "the worker's response was larger than the host's caps and was cut")
+	}
+}
+
+// trimPartialRuneFront drops the continuation bytes a cut left at the
+// start of b.
+func trimPartialRuneFront(b []byte) []byte {
+	for i := 0; i < len(b) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(b[i]) {
+			return b[i:]
+		}
+	}
+	return b
 }
 
 // trimPartialRune drops an incomplete UTF-8 sequence that truncation left

@@ -25,6 +25,7 @@ REQ_FD = 3
 RESP_FD = 4
 MARKER_PREFIX = b"\x1eTRACECELL-END-"
 RESULT_CAP = 10000  # characters of the last expression's repr
+ERROR_CAP = 20000  # characters of an exception's message, and of its traceback (the end is kept)
 WALK_CAP = 20000  # sandbox entries scanned for artifacts
 SKIP_TOP = (".tmp", ".cache", ".config")  # the worker's HOME/TMPDIR/XDG dirs
 WORKER_FILE = os.path.abspath(__file__)
@@ -162,7 +163,12 @@ class Worker(object):
             msg = str(value)
         except Exception as e:
             msg = "<str() of the exception failed: %s>" % type(e).__name__
-        return {"name": name, "message": msg, "traceback": text}
+        # The host refuses a response line over 8 MiB (worker-host maxWorkerLine).
+        if len(msg) > ERROR_CAP:
+            msg = msg[:ERROR_CAP] + "\u2026 (truncated, %d characters in all)" % len(msg)
+        if len(text) > ERROR_CAP:
+            text = "(traceback truncated, %d characters in all) \u2026" % len(text) + text[-ERROR_CAP:]
+        return {"name": name[:1000], "message": msg, "traceback": text}
 
     def execute(self, req):
         global _running, _pending_interrupts

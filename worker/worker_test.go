@@ -893,3 +893,107 @@ func TestEarlyCancel(t *testing.T) {
 		t.Errorf("after: %s", str(r.Result))
 	}
 }
+
+// TestControlPipeFlood: the code runs in worker.py's process and can write
+// to fd 4, the worker's response pipe. A line longer than the host's cap
+// (a forged result of 20 MiB, or a line never ended) must not be buffered,
+// passed on past --max-output, or grow the host's memory: the worker is
+// killed and the session is lost, with the reason.
+func TestControlPipeFlood(t *testing.T) {
+	for _, c := range []struct{ name, code string }{
+		{"forged result", "import os, sys\ncell = int(sys._getframe().f_code.co_filename[6:-1])\n" +
+			"os.write(4, b'{\"id\": %d, \"result\": \"' % cell)\nfor i in range(20):\n    os.write(4, b'A' * (1 << 20))\n" +
+			"os.write(4, b'\"}\\n')\nimport time; time.sleep(5)"},
+		{"unended line", "import os, time\nfor i in range(20):\n    os.write(4, b'A' * (1 << 20))\ntime.sleep(5)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := startProc(t, func(c *HostConfig) { c.MaxOutput = 1000 })
+			start := time.Now()
+			r := run(t, p, c.code, 20*time.Second)
+			if !r.SessionLost || !strings.Contains(r.LostReason, "control pipe") {
+				t.Errorf("session_lost %v reason %q, want the control pipe named", r.SessionLost, r.LostReason)
+			}
+			if r.Result != nil && len(*r.Result) > maxResultChars+10 {
+				t.Errorf("a forged result of %d bytes was passed on", len(*r.Result))
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %v: the host waited for the timeout", d)
+			}
+		})
+	}
+}
+
+// TestLargeExceptionCapped: an exception's message is not capped by
+// --max-output; worker.py and the host cap it, and the session lives on.
+func TestLargeExceptionCapped(t *testing.T) {
+	p := startProc(t, nil)
+	r := run(t, p, "raise ValueError('x' * 30_000_000)", 0)
+	if r.SessionLost || errName(r) != "ValueError" {
+		t.Fatalf("session_lost %v (%s), error %v", r.SessionLost, r.LostReason, errName(r))
+	}
+	if n, m := len(r.Error.Message), len(r.Error.Traceback); n > 100_000 || m > 100_000 {
+		t.Errorf("error message %d bytes, traceback %d bytes: not capped", n, m)
+	}
+	if r2 := run(t, p, "1+1", 0); str(r2.Result) != "2" {
+		t.Errorf("next execution: %v", str(r2.Result))
+	}
+}
+
+// TestDenialsBytesCapped: 900 denials of 4 KiB paths are megabytes; the
+// denials of one result are capped in bytes as well as in number.
+func TestDenialsBytesCapped(t *testing.T) {
+	p := startProc(t, nil)
+	r := run(t, p, "import os\nfor i in range(900):\n    try: open('/usr' + '/.' * 1900 + '/x' + str(i), 'w')\n    except OSError: pass", 0)
+	size := 0
+	for _, d := range r.Denials {
+		for _, pa := range d.Paths {
+			size += len(pa.Given) + len(pa.Resolved)
+		}
+	}
+	if size > maxDenialBytes || !r.Truncated || len(r.Denials) == 0 {
+		t.Errorf("%d denials of %d path bytes, truncated %v", len(r.Denials), size, r.Truncated)
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for the log's writer goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestDenialLogCapped: a loop of denied calls must not write one log line
+// per denial without end (megabytes per second into the server's log):
+// beyond the per-execution cap they are counted in one line.
+func TestDenialLogCapped(t *testing.T) {
+	needPython(t)
+	var buf syncBuf
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := Start(ctx, HostConfig{Sandbox: t.TempDir(), Python: python}, zerolog.New(&buf).Level(zerolog.WarnLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r := run(t, p, "for i in range(3000):\n    try: open('/usr/x%d' % i, 'w')\n    except OSError: pass", 0)
+	if len(r.Denials) != maxDenials {
+		t.Fatalf("%d denials listed", len(r.Denials))
+	}
+	p.Close()
+	logged := strings.Count(buf.String(), `"rule":"outside-writable-roots"`)
+	if logged > maxDenials || !strings.Contains(buf.String(), `"denials_not_logged":2000`) {
+		t.Errorf("%d denials logged one by one (cap %d); summary line present: %v", logged, maxDenials,
+			strings.Contains(buf.String(), "denials_not_logged"))
+	}
+}

@@ -258,6 +258,27 @@ class SyncClientTest(unittest.TestCase):
         self.assertEqual(data[:8], b"\x89PNG\r\n\x1a\n")
         self.assertEqual(len(data), paths["plot.png"].size)
 
+    def test_download_capped(self) -> None:
+        # The code can grow a file after its execution listed it (a sparse terabyte
+        # named plot.png): a capped download refuses it without reading it, and the
+        # client stays usable.
+        s = self.new_session()
+        r = self.c.execute(s.id, "open('plot.png', 'wb').write(b'x' * 100)\n"
+                                 "open('big.png', 'wb').truncate(64 << 20)")
+        self.assertIsNone(r.error)
+        with self.assertRaises(tracecell.LimitExceeded):
+            self.c.download_file(s.id, "big.png", max_bytes=1 << 20)
+        self.assertEqual(self.c.download_file(s.id, "plot.png", max_bytes=100), b"x" * 100)
+        with self.assertRaises(tracecell.NotFound):  # error answers are not capped away
+            self.c.download_file(s.id, "nothing.png", max_bytes=1)
+
+        async def run() -> None:
+            async with tracecell.AsyncClient(srv().url) as ac:
+                with self.assertRaises(tracecell.LimitExceeded):
+                    await ac.download_file(s.id, "big.png", max_bytes=1 << 20)
+                self.assertEqual(await ac.download_file(s.id, "plot.png", max_bytes=100), b"x" * 100)
+        asyncio.run(run())
+
     def test_oneshot_keeps_nothing(self) -> None:
         r = self.c.execute_oneshot("y = 5\ny * 2")
         self.assertEqual(r.result, "10")

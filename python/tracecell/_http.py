@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Generator, List, Optional, Tuple
 from urllib.parse import quote, urlsplit
 
-from .errors import ClientTimeout, ProtocolError, ServerUnavailable, TracecellError, error_for
+from .errors import ClientTimeout, LimitExceeded, ProtocolError, ServerUnavailable, TracecellError, error_for
 
 USER_AGENT = "tracecell-python/0.1"
 MAX_IDLE = 4
@@ -219,8 +219,15 @@ def _status_line(line: bytes, reused: bool) -> bytes:
     return line
 
 
-def parse_response(method: str, status_line: bytes) -> _Parser:
+def _too_large(n: int, max_body: int) -> LimitExceeded:
+    return LimitExceeded("the server's answer is %d bytes or more, above the %d bytes this call accepts" % (n, max_body))
+
+
+def parse_response(method: str, status_line: bytes, max_body: Optional[int] = None) -> _Parser:
     """Parse the rest of an HTTP/1.1 answer after its status line, without doing I/O.
+
+    ``max_body`` caps the body of a successful answer (a sandbox file the code may have
+    grown after it was listed): a longer one raises :class:`LimitExceeded` before it is read.
 
     One parser serves the blocking and the asyncio connections: each drives it with
     its own reads (``_SyncConn.drive``, ``_AsyncConn.drive``).
@@ -235,7 +242,11 @@ def parse_response(method: str, status_line: bytes) -> _Parser:
             break
         parse_header(h, headers)
     mode, n = body_mode(method, status, headers)
+    if status >= 300:
+        max_body = None  # error bodies are small JSON
     if mode == "length":
+        if max_body is not None and n > max_body:
+            raise _too_large(n, max_body)
         body = yield ("exact", n)
     elif mode == "chunked":
         chunks: List[bytes] = []
@@ -249,11 +260,16 @@ def parse_response(method: str, status_line: bytes) -> _Parser:
                 while (yield _LINE) not in (b"\r\n", b"\n", b""):
                     pass
                 break
+            got = sum(len(c) for c in chunks) + size
+            if max_body is not None and got > max_body:
+                raise _too_large(got, max_body)
             chunks.append((yield ("exact", size)))
             yield ("exact", 2)
         body = b"".join(chunks)
     elif mode == "eof":
         body = yield _EOF
+        if max_body is not None and len(body) > max_body:
+            raise _too_large(len(body), max_body)
     else:
         body = b""
     return Response(status, headers, body), keep_alive(version, headers, mode)
@@ -285,7 +301,7 @@ class _SyncConn:
             raise ProtocolError("the server closed the connection in the middle of an answer")
         return data
 
-    def roundtrip(self, method: str, req: bytes, reused: bool) -> Tuple[Response, bool]:
+    def roundtrip(self, method: str, req: bytes, reused: bool, max_body: Optional[int] = None) -> Tuple[Response, bool]:
         try:
             self.sock.sendall(req)
             line = self._line()
@@ -293,7 +309,7 @@ class _SyncConn:
             if reused:
                 raise _Stale()
             raise
-        return self.drive(parse_response(method, _status_line(line, reused)))
+        return self.drive(parse_response(method, _status_line(line, reused), max_body))
 
     def drive(self, parser: _Parser) -> Tuple[Response, bool]:
         """Run a response parser on this connection's blocking reads."""
@@ -351,7 +367,8 @@ class SyncTransport(_Transport):
         return _SyncConn(s)
 
     def request(self, method: str, target: str, body: Optional[bytes] = None,
-                content_type: str = "application/json", timeout: Optional[float] = None) -> Response:
+                content_type: str = "application/json", timeout: Optional[float] = None,
+                max_body: Optional[int] = None) -> Response:
         if self._closed:
             raise TracecellError("this tracecell client is closed; create a new one")
         req = build_request(self.ep, method, target, body, self.token, content_type)
@@ -363,7 +380,7 @@ class SyncTransport(_Transport):
                 conn = self._connect()
             conn.sock.settimeout(timeout if timeout is not None else self.timeout)
             try:
-                resp, reuse = conn.roundtrip(method, req, reused)
+                resp, reuse = conn.roundtrip(method, req, reused, max_body)
             except _Stale:
                 conn.close()
                 continue
@@ -421,7 +438,7 @@ class _AsyncConn:
         except asyncio.IncompleteReadError:
             raise ProtocolError("the server closed the connection in the middle of an answer")
 
-    async def roundtrip(self, method: str, req: bytes, reused: bool) -> Tuple[Response, bool]:
+    async def roundtrip(self, method: str, req: bytes, reused: bool, max_body: Optional[int] = None) -> Tuple[Response, bool]:
         try:
             self.writer.write(req)
             await self.writer.drain()
@@ -430,7 +447,7 @@ class _AsyncConn:
             if reused:
                 raise _Stale()
             raise
-        return await self.drive(parse_response(method, _status_line(line, reused)))
+        return await self.drive(parse_response(method, _status_line(line, reused), max_body))
 
     async def drive(self, parser: _Parser) -> Tuple[Response, bool]:
         """Run a response parser on this connection's stream reads."""
@@ -472,7 +489,8 @@ class AsyncTransport(_Transport):
         return _AsyncConn(reader, writer)
 
     async def request(self, method: str, target: str, body: Optional[bytes] = None,
-                      content_type: str = "application/json", timeout: Optional[float] = None) -> Response:
+                      content_type: str = "application/json", timeout: Optional[float] = None,
+                      max_body: Optional[int] = None) -> Response:
         if self._closed:
             raise TracecellError("this tracecell client is closed; create a new one")
         req = build_request(self.ep, method, target, body, self.token, content_type)
@@ -485,7 +503,7 @@ class AsyncTransport(_Transport):
             if conn is None:
                 conn = await self._connect()
             try:
-                resp, reuse = await asyncio.wait_for(conn.roundtrip(method, req, reused), limit)
+                resp, reuse = await asyncio.wait_for(conn.roundtrip(method, req, reused, max_body), limit)
             except _Stale:
                 conn.close()
                 continue

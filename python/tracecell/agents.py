@@ -33,11 +33,13 @@ except ImportError as e:  # pragma: no cover - depends on the installed extras
 from .client import AsyncClient
 from .errors import (
     AccessDenied,
+    AuthError,
     Conflict,
     InvalidRequest,
     LimitExceeded,
     NotFound,
     SessionExists,
+    ServerUnavailable,
     SessionNotFound,
     TracecellError,
 )
@@ -209,9 +211,14 @@ async def _images(tc: TracecellContext, r: ExecutionResult, text: str) -> ToolRe
         if a.size > _MAX_IMAGE_BYTES:
             continue
         try:
-            data = await tc.get_client().download_file(tc._info.id, a.path)
-        except (NotFound, AccessDenied):
-            continue  # deleted or replaced by a symlink since: the path in the text stays
+            data = await tc.get_client().download_file(tc._info.id, a.path, max_bytes=_MAX_IMAGE_BYTES)
+        except (ServerUnavailable, AuthError):
+            raise
+        except TracecellError:
+            # Deleted, replaced by a symlink or grown past the cap since the execution
+            # listed it (the code can do all of that), or a path the server refuses: the
+            # path in the text stays, and the agent's run goes on.
+            continue
         items.append(ToolOutputImage(image_url=data_url(data, a.mime), detail="auto"))
     return items if len(items) > 1 else text
 

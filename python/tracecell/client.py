@@ -177,9 +177,14 @@ class Client(_Base):
         """Every entry of the sandbox (hidden ones too), depth first, sorted."""
         return FileList.from_dict(_obj(self._t.request("GET", "/v1/sessions/%s/files" % quote_segment(session_id))))
 
-    def download_file(self, session_id: str, path: str) -> bytes:
-        """The bytes of a regular file of the sandbox (``path`` relative to it, e.g. an artifact's path)."""
-        r = self._t.request("GET", "/v1/sessions/%s/files/%s" % (quote_segment(session_id), quote_path(path)))
+    def download_file(self, session_id: str, path: str, *, max_bytes: Optional[int] = None) -> bytes:
+        """The bytes of a regular file of the sandbox (``path`` relative to it, e.g. an artifact's path).
+
+        ``max_bytes``: a larger file raises :class:`LimitExceeded` without being read (the code
+        may grow a file after its execution listed it, e.g. to a sparse terabyte).
+        """
+        r = self._t.request("GET", "/v1/sessions/%s/files/%s" % (quote_segment(session_id), quote_path(path)),
+                            max_body=max_bytes)
         return _bytes(r)
 
     # -- one-shot
@@ -261,9 +266,13 @@ class AsyncClient(_Base):
         """Every entry of the sandbox (hidden ones too), depth first, sorted."""
         return FileList.from_dict(_obj(await self._t.request("GET", "/v1/sessions/%s/files" % quote_segment(session_id))))
 
-    async def download_file(self, session_id: str, path: str) -> bytes:
-        """The bytes of a regular file of the sandbox (``path`` relative to it, e.g. an artifact's path)."""
-        r = await self._t.request("GET", "/v1/sessions/%s/files/%s" % (quote_segment(session_id), quote_path(path)))
+    async def download_file(self, session_id: str, path: str, *, max_bytes: Optional[int] = None) -> bytes:
+        """The bytes of a regular file of the sandbox (``path`` relative to it, e.g. an artifact's path).
+
+        ``max_bytes``: a larger file raises :class:`LimitExceeded` without being read.
+        """
+        r = await self._t.request("GET", "/v1/sessions/%s/files/%s" % (quote_segment(session_id), quote_path(path)),
+                                  max_body=max_bytes)
         return _bytes(r)
 
     async def execute_oneshot(self, code: str, *, timeout: Optional[float] = None) -> ExecutionResult:
