@@ -276,7 +276,7 @@ func (h *host) start() (*Info, error) {
 
 	// worker.py lives outside the sandbox, in a private directory, only
 	// until the interpreter has read it (the hello).
-	dir, err := os.MkdirTemp("", "tracecell-worker-")
+	dir, err := makeScriptDir()
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: create a directory for worker.py: %w", os.Getpid(), err)
 	}
