@@ -137,6 +137,29 @@ type conn struct {
 	fallback  string // session id when no header names one
 
 	watch sync.Once
+
+	// used holds the sessions this connection has run code in: the only
+	// ones besides the call's own that cleanup_session may end by name
+	// (its session_id is chosen by the model).
+	usedMu sync.Mutex
+	used   map[string]bool
+}
+
+// markUsed records that this connection ran code in session id.
+func (c *conn) markUsed(id string) {
+	c.usedMu.Lock()
+	defer c.usedMu.Unlock()
+	if c.used == nil {
+		c.used = map[string]bool{}
+	}
+	c.used[id] = true
+}
+
+// wasUsed reports whether this connection ran code in session id.
+func (c *conn) wasUsed(id string) bool {
+	c.usedMu.Lock()
+	defer c.usedMu.Unlock()
+	return c.used[id]
 }
 
 // newServer builds the mcp.Server of one connection.
@@ -155,7 +178,8 @@ func (m *MCP) newServer(h http.Header, transport string) *mcp.Server {
 		Title: "End a Python session",
 		Description: "End a Python session: its variables and its sandbox files are gone. Without session_id, the " +
 			"session of this request (X-Session-Id) or connection; a session named by the X-Tracecell-Session header is kept " +
-			"unless session_id names it.",
+			"unless session_id names it. session_id may name only this request's or connection's own session, or one this " +
+			"connection ran code in.",
 		Annotations: &mcp.ToolAnnotations{Title: "End a Python session", DestructiveHint: boolp(true), IdempotentHint: true, OpenWorldHint: boolp(false)},
 	}, recovered(m.log, c.cleanup))
 	s.AddReceivingMiddleware(hideFromPrompt)
@@ -330,6 +354,7 @@ func (c *conn) python(ctx context.Context, req *mcp.CallToolRequest, in PythonAr
 		return errorResult("%v", err), nil, nil
 	}
 	log := m.log.With().Str("session", k.id).Str("session_from", k.source).Str("transport", c.transport).Logger()
+	c.markUsed(k.id)
 	code := NormalizeCode(in.Code)
 	if strings.TrimSpace(code) == "" {
 		return errorResult("no code given: send Python code in the argument \"code\""), nil, nil
@@ -455,6 +480,13 @@ func (c *conn) cleanup(ctx context.Context, req *mcp.CallToolRequest, in Cleanup
 			return errorResult("session_id %q is not a valid session id: use 1 to 128 of A-Z a-z 0-9 . _ -", in.SessionID), nil, nil
 		}
 		id, source = in.SessionID, "argument"
+		// The model chooses this argument: it may end the call's own
+		// session and those this connection ran code in, never another
+		// client's (DELETE /v1/sessions/ID is the operator's way).
+		if own, err := c.sessionKey(req); (err != nil || own.id != id) && !c.wasUsed(id) {
+			m.log.Warn().Str("session", id).Str("transport", c.transport).Msg("mcp: cleanup_session refused a session this connection never used")
+			return errorResult("session_id %q was not used through this connection: cleanup_session ends only this conversation's own sessions (an operator ends others with DELETE /v1/sessions/%s)", id, id), nil, nil
+		}
 	} else {
 		k, err := c.sessionKey(req)
 		if err != nil {

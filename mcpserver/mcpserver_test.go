@@ -231,9 +231,9 @@ open('outputs/red.png', 'wb').write(png)
 		if !strings.Contains(text, "[new session") || !strings.Contains(text, "NameError") {
 			t.Fatalf("after cleanup the state should be gone:\n%s", text)
 		}
-		text, _ = call(t, cs, "cleanup_session", map[string]any{"session_id": "no-such"})
-		if !strings.Contains(text, "no session \"no-such\"") {
-			t.Fatalf("cleanup of an unknown session: %s", text)
+		text, res := call(t, cs, "cleanup_session", map[string]any{"session_id": "no-such"})
+		if !res.IsError || !strings.Contains(text, `session_id "no-such" was not used through this connection`) {
+			t.Fatalf("cleanup of a session this connection never used: %v %s", res.IsError, text)
 		}
 	})
 	t.Run("empty code", func(t *testing.T) {
@@ -356,6 +356,14 @@ func TestHeaderRouting(t *testing.T) {
 			}
 			if text := python(t, r1b, "n"); !strings.Contains(text, "NameError") {
 				t.Fatalf("after cleanup the request's session still has n:\n%s", text)
+			}
+			// The model chooses session_id: another conversation's session
+			// cannot be ended by name, and keeps its state.
+			if text, res := call(t, r2, "cleanup_session", map[string]any{"session_id": "proj-" + transport}); !res.IsError || !strings.Contains(text, "not used through this connection") {
+				t.Fatalf("cleanup of another connection's session: %v %s", res.IsError, text)
+			}
+			if text := python(t, p2, "keep"); !strings.Contains(text, "[result]\n7\n") {
+				t.Fatalf("a refused cleanup ended the pinned session:\n%s", text)
 			}
 			if text, _ := call(t, p2, "cleanup_session", map[string]any{"session_id": "proj-" + transport}); !strings.Contains(text, "ended") {
 				t.Fatalf("cleanup by id: %s", text)
