@@ -23,7 +23,13 @@
 #   TC_ARM64_MEM      guest memory (default 3G)
 #   TC_ARM64_TIMEOUT  wall-clock limit of the whole VM run (default 90m)
 #   TC_ARM64_TEST_TIMEOUT  -test.timeout of each test binary (default 40m)
+#   TC_ARM64_SURFACE418    1: run the integration suite a second time under
+#                     testdata/surface418 (every syscall newer than 4.18 fails
+#                     with ENOSYS), as `make integration-418` does on the host
 set -euo pipefail
+# All in one function: bash reads a script as it runs, and this one runs for
+# minutes; a function is parsed whole before it starts.
+main() {
 cd "$(dirname "$0")/.."
 repo=$PWD
 export CGO_ENABLED=0 GOFLAGS=-tags=urfave_cli_no_docs
@@ -79,7 +85,7 @@ if [ "$with_python" = 1 ]; then
   # imported by the tests' scripts).
   skip='^(gcc(-12)?|g\+\+(-12)?|cpp(-12)?|binutils.*|lib.*-dev|libboost.*|libc-dev-bin|linux-libc-dev|rpcsvc-proto|libgcc-12-dev|lib(asan|lsan|tsan|ubsan|hwasan)[0-9]+|libitm1|libcc1-0|libisl23|libmpc3|libmpfr6|libgmp10|libbinutils|libctf.*|libgprofng0|libjansson4|python3-(pythran|scipy|sympy|mpmath|tk|pil\.imagetk|beniget|gast|ply|all|all-dev|dev|lxml|decorator|distutils|lib2to3)|python3\.11-dev|libpython3\.11|libpython3-all-dev|libtk8\.6|libtcl8\.6|tk8\.6-blt2\.5|blt|libx11-.*|libx11-6|libxft2|libxrender1|libxext6|libxss1|x11-common|libopenblas.*|libjs-.*|dpkg|tar|sysvinit-utils|debconf|lsb-base|libicu72|libxml2|libxslt1\.1|liblbfgsb0|unicode-data|libxsimd-dev)$'
   mapfile -t pyp < <(apt-get "${aptopts[@]}" install -s --no-install-recommends \
-    python3 python3-numpy python3-pandas python3-matplotlib 2>/dev/null | awk '/^Inst / {print $2}' | grep -Ev "$skip")
+    python3 python3-numpy python3-pandas python3-matplotlib fontconfig 2>/dev/null | awk '/^Inst / {print $2}' | grep -Ev "$skip")
   pkgs+=("${pyp[@]}")
 fi
 # Download only what the cache lacks.
@@ -114,6 +120,9 @@ cp bin/tracecell-linux-arm64 "$root/tc/bin/tracecell"
 log "cross-compiling testdata/escapes (static)"
 aarch64-linux-gnu-gcc -static -O2 -Wall -o "$root/tc/bin/escape" testdata/escapes/escape.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -pthread -o "$root/tc/bin/race" testdata/escapes/race.c
+if [ "${TC_ARM64_SURFACE418:-0}" = 1 ] && [ -e "$root/tc/tests/integration.test" ]; then
+  aarch64-linux-gnu-gcc -static -O2 -Wall -o "$root/tc/bin/surface418" testdata/surface418/surface418.c
+fi
 # The source tree minus bin/ and .git: the tests read testdata/ and their
 # package directory is their working directory.
 tar -c --exclude=./bin --exclude=./.git --exclude='*/__pycache__' --exclude=./python/.venv . | tar -x -C "$root/src"
@@ -181,6 +190,13 @@ for t in /tc/tests/*.test; do
   rc=\$?
   echo "@@DONE \$name rc=\$rc secs=\$((\$(date +%s)-s))"
 done
+if [ -x /tc/bin/surface418 ]; then
+  echo "@@START integration-418"
+  s=\$(date +%s)
+  (cd /src/integration && TRACECELL_SURFACE418=1 /tc/bin/surface418 /tc/tests/integration.test -test.v -test.count=1 -test.timeout $test_timeout "\$@" 2>&1)
+  rc=\$?
+  echo "@@DONE integration-418 rc=\$rc secs=\$((\$(date +%s)-s))"
+fi
 echo "@@ALLDONE"
 sync
 poweroff -f
@@ -233,3 +249,5 @@ grep -q '^@@ALLDONE' "$work/console.txt" || { echo "the VM did not finish the ru
 echo "run time: $(( $(date +%s) - start ))s; console log: $work/console.txt"
 [ $fail = 0 ] && echo "arm64 VM: all test binaries passed" || echo "arm64 VM: FAILED"
 exit $fail
+}
+main "$@"
