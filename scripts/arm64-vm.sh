@@ -23,6 +23,8 @@
 #   TC_ARM64_MEM      guest memory (default 3G)
 #   TC_ARM64_TIMEOUT  wall-clock limit of the whole VM run (default 90m)
 #   TC_ARM64_TEST_TIMEOUT  -test.timeout of each test binary (default 40m)
+#   TC_ARM64_LONG     1: no -test.short (server's load test then makes 1000
+#                     Python sessions instead of 200: many minutes under TCG)
 #   TC_ARM64_SURFACE418    1: run the integration suite a second time under
 #                     testdata/surface418 (every syscall newer than 4.18 fails
 #                     with ENOSYS), as `make integration-418` does on the host
@@ -159,7 +161,7 @@ printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
 printf '127.0.0.1 localhost\n::1 localhost\n' > "$root/etc/hosts"
 echo arm64-vm > "$root/etc/hostname"
 
-printf '%s\n' "$@" > "$root/tc/args"
+{ [ "${TC_ARM64_LONG:-0}" = 1 ] || echo -test.short; printf '%s\n' "$@"; } > "$root/tc/args"
 cat > "$root/init" <<EOF
 #!/bin/busybox sh
 /bin/busybox --install /bin 2>/dev/null
