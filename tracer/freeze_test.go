@@ -139,6 +139,9 @@ func TestBacklogAndFrozenSet(t *testing.T) {
 	})
 	t.Run("stays frozen while stops are queued, within freezeHold", func(t *testing.T) {
 		tr.queue(b.tid, seccomp)
+		// The set was made by the subtest before; on a slow machine (an
+		// emulated arm64 guest) freezeHold may already have passed since.
+		tr.frozen.since = time.Now().Add(time.Minute)
 		if err := tr.thawIfDue(); err != nil || tr.frozen == nil {
 			t.Fatalf("thawed early: %v %v", err, tr.frozen)
 		}

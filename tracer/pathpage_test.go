@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -226,4 +227,57 @@ print(first if first else reserve())
 			}
 		})
 	}
+}
+
+// Copied calls return what they return bare, whichever register holds the
+// path: truncate and removexattr take it in the first argument (rdi on
+// x86_64, which the tracer sets back at the syscall-exit stop; x0 on
+// aarch64, which is also the return value and must be left alone there),
+// unlink (unlinkat) and mkdir (mkdirat) in the second on aarch64. The calls
+// go through libc by ctypes, so the raw return value is seen: a pointer
+// left in x0 would show as the result. A second, idle thread makes the
+// calls run on the path page.
+func TestCopiedCallsReturnValues(t *testing.T) {
+	needPython(t)
+	script := `
+import ctypes, os, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+ev = threading.Event()
+th = threading.Thread(target=ev.wait)
+th.start()
+out = []
+def call(name, *a):
+    ctypes.set_errno(0)
+    r = getattr(libc, name)(*a)
+    out.append("%s=%d/%s" % (name, r, os.strerror(ctypes.get_errno()) if r == -1 else ""))
+for i in range(int(sys.argv[1])):
+    p = b"f%d" % i
+    with open(p, "w") as f:
+        f.write("hello world")
+    call("truncate", p, ctypes.c_long(3))
+    out.append("size=%d" % os.path.getsize(p))
+    call("removexattr", p, b"user.tracecell-none")
+    call("unlink", p)
+    call("mkdir", b"d%d" % i, 0o755)
+    call("truncate", b"missing/x", ctypes.c_long(0))
+ev.set()
+th.join()
+print(" ".join(out))
+`
+	const n = 5
+	bareDir := t.TempDir()
+	cmd := exec.Command(python, "-S", "-c", script, strconv.Itoa(n))
+	cmd.Dir = bareDir
+	bare, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bare run: %v", err)
+	}
+	o := runTraced(t, t.TempDir(), nil, python, "-S", "-c", script, strconv.Itoa(n))
+	if o.err != nil || o.stdout != string(bare) {
+		t.Fatalf("err %v\ntraced %q\nbare   %q\nstderr %q", o.err, o.stdout, bare, o.stderr)
+	}
+	if o.res.Copies < 3*n {
+		t.Errorf("%d copied calls, want at least %d (the calls did not run on the path page)", o.res.Copies, 3*n)
+	}
+	t.Logf("%d copied calls, %d freezes; %s", o.res.Copies, o.res.Freezes, bare)
 }
