@@ -259,3 +259,40 @@ func TestDirCacheOnlyWhenFrozen(t *testing.T) {
 		}
 	}
 }
+
+// TestInFlightKeepsCacheOff: while any task has a call left to finish
+// unfrozen the walk cache is off, and it comes back once every such call
+// has ended or its task is gone (a count, not a scan of every task).
+func TestInFlightKeepsCacheOff(t *testing.T) {
+	tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
+	if tr.dirs == nil {
+		t.Skip("no walk cache in this configuration")
+	}
+	a := tr.addTask(noTid, noTid)
+	b := tr.addTask(noTid+1, noTid)
+	steps := []struct {
+		name string
+		do   func()
+		on   bool
+	}{
+		{"none in flight", func() {}, true},
+		{"a in flight", func() { tr.setInFlight(a, true) }, false},
+		{"a set twice", func() { tr.setInFlight(a, true) }, false},
+		{"b in flight too", func() { tr.setInFlight(b, true) }, false},
+		{"a ends", func() { tr.setInFlight(a, false) }, false},
+		{"b removed while in flight", func() { tr.removeTask(b.tid) }, true},
+		{"a again, then its tid reused", func() {
+			tr.setInFlight(a, true)
+			tr.addTask(noTid, noTid)
+		}, true},
+	}
+	for _, s := range steps {
+		s.do()
+		if on := tr.dirCache() != nil; on != s.on {
+			t.Fatalf("%s: cache on=%v, want %v (inFlightN=%d)", s.name, on, s.on, tr.inFlightN)
+		}
+	}
+	if tr.inFlightN != 0 {
+		t.Fatalf("inFlightN = %d at the end, want 0", tr.inFlightN)
+	}
+}

@@ -77,7 +77,7 @@ func (t *tracer) execEvent(tk *task) error {
 	// finish unfrozen (a leader that was is gone, and its syscall-exit stop
 	// with it), which would otherwise keep the walk cache off for good.
 	t.forgetCwds()
-	tk.inFlight = false
+	t.setInFlight(tk, false)
 	if tk.slot != 0 {
 		// The leader's struct, its copied call killed by the exec.
 		t.putSlot(tk.slot - 1)
@@ -154,7 +154,7 @@ func interpreterOf(path string) string {
 // while the stop order is probed, and the syscall-exit stop of a checked
 // call that a freeze left to finish unfrozen (freeze.go).
 func (t *tracer) syscallStop(tk *task) error {
-	tk.inFlight = false
+	t.setInFlight(tk, false)
 	if tk.slot != 0 {
 		if err := t.endCopied(tk); err != nil {
 			return err

@@ -477,7 +477,7 @@ func (t *tracer) runFrozen(f *freezer) error {
 		if st == 'S' {
 			// Blocked after its lookups (see the comment at the top):
 			// let the tree run; the loop answers its syscall-exit stop.
-			f.tk.inFlight = true
+			t.setInFlight(f.tk, true)
 			return t.thaw()
 		}
 		check = time.Now().Add(freezeBlocked)

@@ -595,11 +595,9 @@ func (t *tracer) dirCache() *pathres.DirCache {
 	if t.dirs == nil {
 		return nil
 	}
-	for _, tk := range t.tasks {
-		if tk.inFlight {
-			t.forgetDirs()
-			return nil
-		}
+	if t.inFlightN > 0 {
+		t.forgetDirs()
+		return nil
 	}
 	return t.dirs
 }

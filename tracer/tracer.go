@@ -252,8 +252,11 @@ type tracer struct {
 	// and each task's cwd is remembered (base), only when every checked
 	// call of a tree of more than one task runs with the tree frozen (nil
 	// otherwise, see newDirCache; dirCache says when it is used).
-	dirs  *pathres.DirCache
-	audit bool // policy mode audit: denials are recorded, not enforced
+	dirs *pathres.DirCache
+	// inFlightN counts the tasks whose inFlight is set (setInFlight), so
+	// that dirCache need not look at every task on every call.
+	inFlightN int
+	audit     bool // policy mode audit: denials are recorded, not enforced
 	// readsChecked: the policy restricts reads (read roots, deny-read), so
 	// a read-only open is a decision a race could subvert.
 	readsChecked bool
@@ -542,6 +545,9 @@ func startFailure(se *startError, path string) error {
 }
 
 func (t *tracer) addTask(tid, tgid int) *task {
+	if old := t.tasks[tid]; old != nil {
+		t.setInFlight(old, false)
+	}
 	tk := &task{tid: tid, tgid: tgid}
 	t.tasks[tid] = tk
 	p := t.procs[tgid]
@@ -557,12 +563,24 @@ func (t *tracer) addTask(tid, tgid int) *task {
 	return tk
 }
 
+// setInFlight sets tk.inFlight and keeps t.inFlightN in step.
+func (t *tracer) setInFlight(tk *task, v bool) {
+	switch {
+	case v && !tk.inFlight:
+		t.inFlightN++
+	case !v && tk.inFlight:
+		t.inFlightN--
+	}
+	tk.inFlight = v
+}
+
 func (t *tracer) removeTask(tid int) {
 	tk := t.tasks[tid]
 	if tk == nil {
 		return
 	}
 	delete(t.tasks, tid)
+	t.setInFlight(tk, false)
 	if tk.slot != 0 {
 		t.putSlot(tk.slot - 1) // its copied call died with it
 		tk.slot = 0
