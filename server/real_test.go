@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/syncbuf"
 )
 
 // Tests with the real worker (worker-host re-executed from this test
@@ -98,25 +99,8 @@ func str(p *string) string {
 	return *p
 }
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestRealSession(t *testing.T) {
-	logs := &lockedBuf{}
+	logs := &syncbuf.Buffer{}
 	e := newRealEnv(t, func(o *Options) {
 		o.MaxOutput = 1000
 		o.Settings = config.Settings{MaxFileSize: 1 << 20}

@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/syncbuf"
 )
 
 const python = "/usr/bin/python3"
@@ -955,30 +956,12 @@ func TestDenialsBytesCapped(t *testing.T) {
 	}
 }
 
-// syncBuf is a bytes.Buffer safe for the log's writer goroutines.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestDenialLogCapped: a loop of denied calls must not write one log line
 // per denial without end (megabytes per second into the server's log):
 // beyond the per-execution cap they are counted in one line.
 func TestDenialLogCapped(t *testing.T) {
 	needPython(t)
-	var buf syncBuf
+	var buf syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	p, err := Start(ctx, HostConfig{Sandbox: t.TempDir(), Python: python}, zerolog.New(&buf).Level(zerolog.WarnLevel))

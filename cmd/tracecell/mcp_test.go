@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/tracecell/tracecell/internal/syncbuf"
 )
 
 func TestMCPUsageErrors(t *testing.T) {
@@ -55,7 +56,7 @@ func TestMCPSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	pol := filepath.Join(dir, "policy.yaml")
 	os.WriteFile(pol, []byte("net: deny\nmemory: 2G\n"), 0o644)
-	var errb syncBuf
+	var errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(strings.NewReader(""), io.Discard, &errb, []string{"tracecell", "mcp", "--policy", pol, "--state-dir", filepath.Join(dir, "state"),

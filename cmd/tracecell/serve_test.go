@@ -1,15 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"github.com/tracecell/tracecell/internal/syncbuf"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,23 +50,6 @@ func TestServeUsageErrors(t *testing.T) {
 	}
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestServeSIGTERM runs `tracecell serve` in-process, waits until it
 // answers, sends this process SIGTERM and expects a clean exit 0 with the
 // socket removed.
@@ -80,7 +62,7 @@ func TestServeSIGTERM(t *testing.T) {
 	sock := filepath.Join(dir, "s.sock")
 	tok := filepath.Join(dir, "token")
 	os.WriteFile(tok, []byte("t0ken\n"), 0o600)
-	var errb syncBuf
+	var errb syncbuf.Buffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(strings.NewReader(""), io.Discard, &errb, []string{"tracecell", "serve", "--state-dir", filepath.Join(dir, "state"),
