@@ -40,10 +40,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
 STRACE = ["strace", "-f", "--seccomp-bpf", "-e", "trace=%file,%process,%network",
           "-o", "/dev/null"]
-MODES = ("bare", "tracecell", "nofreeze", "strace")
-# nofreeze is tracecell with --no-freeze: what the race hardening (stopping
-# the rest of the tree during a checked call) costs threaded programs.
-MODE_LABELS = {"nofreeze": "tracecell --no-freeze"}
+MODES = ("bare", "floor", "tracecell", "nofreeze", "strace")
+# floor is bench/floor.c: a C ptrace + seccomp tracer that traps the same
+# kinds of call and makes only the system calls every stop needs, deciding
+# nothing; what any such supervisor costs on this machine.  nofreeze is
+# tracecell with --no-freeze: what the race hardening (stopping the rest of
+# the tree during a checked call) costs threaded programs.
+MODE_LABELS = {"floor": "C floor tracer", "nofreeze": "tracecell --no-freeze"}
 
 # Variables tracecell passes through from its own environment (config.KeptEnv
 # plus LC_*); the bare and strace runs get exactly the same environment.
@@ -211,6 +214,8 @@ class Bench:
         self.percall_results = []
         self.percall_note = ""
         self.percall_n = 0
+        self.floor = None  # the compiled bench/floor.c
+        self.percall_exe = None  # the compiled bench/percall.c
 
     # -- running ---------------------------------------------------------
 
@@ -220,6 +225,8 @@ class Bench:
             return argv
         if mode == "strace":
             return STRACE + argv
+        if mode == "floor":
+            return [self.floor] + argv
         cmd = [self.tc, "run", "--quiet", "--write", wd, "--report", report,
                "--env", "PYTHONDONTWRITEBYTECODE=1"]
         if mode == "nofreeze":
@@ -322,18 +329,10 @@ class Bench:
         one checked call costs, split into its parts (see PERCALL_CASES)."""
         if "tracecell" not in self.modes or (self.a.only and "percall" not in self.a.only):
             return
-        cc = shutil.which("gcc") or shutil.which("cc")
-        if not cc:
-            self.percall_note = "not measured: no C compiler (gcc) in PATH"
+        if not self.percall_exe or not self.floor:
+            self.percall_note = "not measured: " + self.cc_error
             return
-        exe = os.path.join(self.reports, "percall")
-        floor = os.path.join(self.reports, "floor")
-        for out, src in ((exe, "percall.c"), (floor, "floor.c")):
-            r = subprocess.run([cc, "-O2", "-o", out, os.path.join(HERE, src)],
-                               capture_output=True, text=True)
-            if r.returncode != 0:
-                self.percall_note = f"not measured: {cc} {src} failed: {tail(r.stderr.encode())}"
-                return
+        exe, floor = self.percall_exe, self.floor
         wd = os.path.join(self.base["tmpfs"], "percall")
         os.makedirs(wd, exist_ok=True)
         n = str(max(1000, int(PERCALL_N * self.a.scale)))
@@ -362,6 +361,25 @@ class Bench:
                                          "tracecell_ns": round(traced, 1),
                                          "added_us": round((traced - bare) / 1000, 2)})
 
+    def compile_c(self):
+        """Build bench/percall.c and bench/floor.c into the reports dir.
+        Sets cc_error (and leaves the paths None) when that fails."""
+        self.cc_error = ""
+        cc = shutil.which("gcc") or shutil.which("cc")
+        if not cc:
+            self.cc_error = "no C compiler (gcc) in PATH"
+            return
+        built = {}
+        for name in ("percall", "floor"):
+            out = os.path.join(self.reports, name)
+            r = subprocess.run([cc, "-O2", "-o", out, os.path.join(HERE, name + ".c")],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                self.cc_error = f"{cc} bench/{name}.c failed: {tail(r.stderr.encode())}"
+                return
+            built[name] = out
+        self.percall_exe, self.floor = built["percall"], built["floor"]
+
     def run(self):
         self.base["tmpfs"] = tempfile.mkdtemp(prefix="tracecell-bench-", dir=self.a.tmpfs_dir)
         self.base["disk"] = tempfile.mkdtemp(prefix="tracecell-bench-", dir=self.a.disk_dir)
@@ -369,6 +387,10 @@ class Bench:
         results = []
         t0 = time.time()
         try:
+            self.compile_c()
+            if "floor" in self.modes and not self.floor:
+                raise SystemExit(f"bench: cannot build the floor tracer: {self.cc_error} "
+                                 "(install gcc, or leave floor out of --modes)")
             for wl in self.selected():
                 wl.scaled(self.a.scale)
                 progress(f"{wl.name}: {wl.label}")
@@ -438,6 +460,9 @@ def summarize(wl, runs, modes):
         t["tracer_peak_rss_kb"] = max(rss) if rss else None
         if wl.per_call and bare and t["checked"]:
             t["per_call_us"] = (t["median_ms"] - bare) * 1000 / t["checked"]
+            if "floor" in modes:
+                # The floor traps the same calls on this workload (files.py).
+                s["floor"]["per_call_us"] = (s["floor"]["median_ms"] - bare) * 1000 / t["checked"]
     return s
 
 
@@ -510,11 +535,14 @@ def evaluate(results, modes, percall=()):
     bad = [r for r in free if r["tracecell"]["ratio"] > FREE_RATIO]
     targets.append((f"<= {FREE_RATIO:.2f}x on workloads without checked calls",
                     "MISS" if bad or not free else "PASS",
-                    ", ".join(f"{r['name']} {r['tracecell']['ratio']:.3f}x" for r in free)))
+                    ", ".join(f"{r['name']} {r['tracecell']['ratio']:.3f}x" + floor_note(r)
+                              for r in free)))
     pc = [r for r in ok if r["per_call"] and "per_call_us" in r["tracecell"]]
     files = [r for r in percall if r["case"] != "signal"]
     wl = (f"{pc[0]['tracecell']['per_call_us']:.2f} us from {pc[0]['name']} "
-          f"({pc[0]['tracecell']['checked']} checked calls)") if pc else ""
+          f"({pc[0]['tracecell']['checked']} checked calls"
+          + (f"; the C floor tracer {pc[0]['floor']['per_call_us']:.2f} us"
+             if "per_call_us" in pc[0].get("floor", {}) else "") + ")") if pc else ""
     if files:
         worst = max(files, key=lambda r: r["added_us"])
         floor = [r for r in percall if r["case"] == "signal"]
@@ -532,9 +560,12 @@ def evaluate(results, modes, percall=()):
         targets.append((f"per checked call < {PER_CALL_US:g} us", "n/a",
                         "files-tmpfs not measured"))
     g = geomean([r["tracecell"]["ratio"] for r in ok])
+    gf = geomean([r["floor"]["ratio"] for r in ok]) if "floor" in modes else None
     targets.append((f"geomean < {GEOMEAN_RATIO:.2f}x",
                     "n/a" if g is None else ("PASS" if g < GEOMEAN_RATIO else "MISS"),
-                    "" if g is None else f"{g:.3f}x over {len(ok)} workloads"))
+                    "" if g is None else f"{g:.3f}x over {len(ok)} workloads"
+                    + (f" (the C floor tracer: {gf:.3f}x; tracecell / floor: {g / gf:.3f}x)"
+                       if gf else "")))
     for mode, name in (("tracecell", "faster than strace on every workload"),
                        ("nofreeze", "(for comparison) tracecell --no-freeze faster than strace on every workload")):
         if "strace" in modes and mode in modes:
@@ -543,6 +574,11 @@ def evaluate(results, modes, percall=()):
                             ("not faster on: " + ", ".join(slower)) if slower else
                             f"all {len(ok)} workloads"))
     return targets
+
+
+def floor_note(r):
+    """ " (floor 1.02x)" when the C floor tracer ran on workload r."""
+    return f" (floor {r['floor']['ratio']:.3f}x)" if "ratio" in r.get("floor", {}) else ""
 
 
 def fmt_cell(r, m):
@@ -673,9 +709,10 @@ def parse_args(argv):
                    help="smoke test: 1 run, no warm-up, scale 0.2, results to quick.md")
     p.add_argument("--scale", type=float, default=None,
                    help="workload size factor (default 1; 0.2 with --quick)")
-    p.add_argument("--modes", default="bare,tracecell,nofreeze,strace",
-                   help="comma-separated subset of bare,tracecell,nofreeze,strace (bare first;"
-                        " nofreeze is tracecell --no-freeze)")
+    p.add_argument("--modes", default="bare,floor,tracecell,nofreeze,strace",
+                   help="comma-separated subset of bare,floor,tracecell,nofreeze,strace (bare"
+                        " first; floor is the C floor tracer bench/floor.c, nofreeze is"
+                        " tracecell --no-freeze)")
     p.add_argument("--only", default="", help="comma-separated workload names")
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--tmpfs-dir", default="/dev/shm")

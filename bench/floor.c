@@ -3,13 +3,14 @@
  *
  * Usage: floor COMMAND [ARGS...]
  *
- * It runs COMMAND under a seccomp filter that sends kill(2) and openat(2)
- * with a write flag to the tracer (SECCOMP_RET_TRACE), as tracecell's does,
+ * It runs COMMAND under a seccomp filter that sends kill(2), openat(2)
+ * with a write flag, and the unlink, mkdir and rmdir calls to the tracer
+ * (SECCOMP_RET_TRACE), as tracecell's does,
  * and a tracer loop that does only what any such supervisor must do per
  * stop, with tracecell's own choices:
  *   - wait for the stop: poll wait4(WNOHANG|__WALL) for 100 µs, then block;
  *   - read the registers (PTRACE_GETREGSET, NT_PRSTATUS);
- *   - for openat: read the path from the tracee (process_vm_readv up to
+ *   - for a path call: read the path from the tracee (process_vm_readv up to
  *     the end of its page, as tracecell's first read does), then check it
  *     as tracecell's warm walk does: a relative name gets one lstat
  *     (against the tracer's cwd, which the bench makes the tracee's too);
@@ -17,6 +18,9 @@
  *   - resume (PTRACE_CONT).
  * No policy, no reports, no allocation: the difference to tracecell is what
  * tracecell's own decisions and bookkeeping cost. Every call is allowed.
+ *
+ * Forks, vforks and threads are followed (each inherits the filter), so
+ * any of the bench's workloads runs under it.
  *
  * FLOOR_SPIN_US=N polls for N µs instead of 100 (0: block at once, as
  * strace does). Exits with COMMAND's status. x86_64 and aarch64.
@@ -46,10 +50,12 @@
 #if defined(__x86_64__)
 #define ARCH AUDIT_ARCH_X86_64
 #define REG_NR(r) ((r).orig_rax)
+#define REG_ARG0(r) ((r).rdi)
 #define REG_ARG1(r) ((r).rsi)
 #elif defined(__aarch64__)
 #define ARCH AUDIT_ARCH_AARCH64
 #define REG_NR(r) ((r).regs[8])
+#define REG_ARG0(r) ((r).regs[0])
 #define REG_ARG1(r) ((r).regs[1])
 #else
 #error "floor: x86_64 or aarch64 only"
@@ -66,17 +72,30 @@ static double now_us(void) {
 }
 
 static void child(char **argv) {
-	/* kill(2) always; openat(2) only when its flags ask to write. */
+	/* kill(2) and the path calls files.py makes (unlink, unlinkat, mkdir,
+	 * mkdirat, rmdir) always; openat(2) only when its flags ask to write. */
+	/* TRACE_AT: the distance from the kill jump to the RET TRACE below. */
+#define TRACE_AT 8
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARCH, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_kill, 4, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 4),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_kill, TRACE_AT, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlinkat, TRACE_AT - 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdirat, TRACE_AT - 2, 0),
+#ifdef SYS_unlink
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlink, TRACE_AT - 3, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdir, TRACE_AT - 4, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rmdir, TRACE_AT - 5, 0),
+#else
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#endif
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 3),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC, 0, 2),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
@@ -128,7 +147,11 @@ int main(int argc, char **argv) {
 		return 125;
 	}
 	if (ptrace(PTRACE_SEIZE, pid, 0,
-	           PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD) != 0) {
+	           /* seccomp stops; kill the tree if the floor dies; follow every
+	            * fork, vfork and thread, which inherit the filter and would
+	            * get ENOSYS from its RET_TRACE with no tracer attached. */
+	           PTRACE_O_TRACESECCOMP | PTRACE_O_EXITKILL | PTRACE_O_TRACESYSGOOD |
+	               PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE) != 0) {
 		perror("floor: PTRACE_SEIZE");
 		kill(pid, SIGKILL);
 		return 125;
@@ -162,8 +185,13 @@ int main(int argc, char **argv) {
 				perror("floor: PTRACE_GETREGSET");
 				return 125;
 			}
-			if (REG_NR(r) == SYS_openat) {
+			long nr = REG_NR(r);
+			if (nr != SYS_kill) {
 				unsigned long a = REG_ARG1(r), page = 4096;
+#ifdef SYS_unlink
+				if (nr == SYS_unlink || nr == SYS_mkdir || nr == SYS_rmdir)
+					a = REG_ARG0(r);
+#endif
 				struct iovec local = {path, page - a % page};
 				struct iovec remote = {(void *)a, page - a % page};
 				ssize_t n = process_vm_readv(p, &local, 1, &remote, 1, 0);
