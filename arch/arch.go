@@ -38,6 +38,11 @@ type Layout struct {
 	// skipNote, when non-zero, is a regset that must be written with int32(-1)
 	// to skip the call (arm64); zero means writing NrWord = -1 skips it (x86_64).
 	skipNote int
+	// pokeUser: PTRACE_POKEUSER writes one word of this register set at
+	// offset 8*word of struct user (x86_64, whose struct user begins with
+	// user_regs_struct). arm64 has no PTRACE_POKEUSR: its arch_ptrace
+	// leaves it to ptrace_request, which answers EIO.
+	pokeUser bool
 }
 
 // X86_64 is struct user_regs_struct (arch/x86/include/asm/user_64.h):
@@ -50,6 +55,7 @@ var X86_64 = &Layout{
 	ArgWords: [6]int{14, 13, 12, 7, 9, 8}, // rdi rsi rdx r10 r8 r9
 	RetWord:  10,                          // rax
 	PCWord:   16,                          // rip
+	pokeUser: true,
 }
 
 // AArch64 is struct user_pt_regs (arch/arm64/include/uapi/asm/ptrace.h):
@@ -169,6 +175,17 @@ func (r *Regs) SetArg(i int, v uint64) { r.W[r.L.ArgWords[i]] = v }
 // returns in (x0 on aarch64): the call's end overwrites it, so it need not
 // be, and must not be, set back at the syscall-exit stop.
 func (l *Layout) ArgIsRet(i int) bool { return l.ArgWords[i] == l.RetWord }
+
+// ArgUserOffset is the offset in struct user of the register holding
+// argument i, for a PTRACE_POKEUSER that sets that one register in a single
+// system call (instead of PTRACE_GETREGSET and PTRACE_SETREGSET of them
+// all). ok is false where the architecture has no PTRACE_POKEUSER (arm64).
+func (l *Layout) ArgUserOffset(i int) (off uintptr, ok bool) {
+	if !l.pokeUser {
+		return 0, false
+	}
+	return uintptr(l.ArgWords[i]) * 8, true
+}
 
 // Clone returns a copy of r.
 func (r *Regs) Clone() *Regs {

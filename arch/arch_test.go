@@ -212,3 +212,21 @@ func TestArgIsRetAndSetArg(t *testing.T) {
 		}
 	}
 }
+
+// TestArgUserOffset: struct user on x86_64 begins with user_regs_struct, so
+// argument i's PTRACE_POKEUSER offset is its word's (offsetof(struct user,
+// regs.rsi) is 104: r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx come
+// first); arm64 has no PTRACE_POKEUSR.
+func TestArgUserOffset(t *testing.T) {
+	want := [6]uintptr{112, 104, 96, 56, 72, 64} // rdi rsi rdx r10 r8 r9
+	for i, w := range want {
+		if off, ok := X86_64.ArgUserOffset(i); !ok || off != w {
+			t.Errorf("x86_64 arg %d: offset %d (ok %v), want %d", i, off, ok, w)
+		}
+	}
+	for i := 0; i < 6; i++ {
+		if _, ok := AArch64.ArgUserOffset(i); ok {
+			t.Errorf("aarch64 arg %d: has a POKEUSER offset", i)
+		}
+	}
+}

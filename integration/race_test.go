@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"fmt"
 	"net"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -228,6 +230,33 @@ func TestRaceStuckCopiedCall(t *testing.T) {
 		t.Fatalf("status %d, result %q, report error %q\nstdout:\n%s\nstderr:\n%s", r.status, res, r.report.Error, r.stdout, tail(r.stderr, 2000))
 	}
 	t.Logf("%s; %d copied, %d freezes, in %v", strings.TrimSpace(r.stdout), r.report.Counts.Copied, r.report.Counts.Freezes, r.wall.Round(time.Millisecond))
+}
+
+// TestCopiedCallArgRegs: a checked call that runs on the path page has its
+// path argument pointed at the page's copy; the tracer must set it back at
+// the syscall-exit stop, because the syscall ABI keeps argument registers
+// and compiled code (glibc's inline syscalls, here race.c's) relies on it.
+// The program checks every argument register after each raw call; a bare
+// run shows the check itself holds.
+func TestCopiedCallArgRegs(t *testing.T) {
+	const n = 200
+	want := fmt.Sprintf("argregs ok=%d bad=0", n)
+	for _, traced := range []bool{false, true} {
+		sbx := realDir(t)
+		argv := []string{raceBin, "argregs", sbx, strconv.Itoa(n)}
+		var r result
+		if traced {
+			r = runTraced(t, sbx, runEnv(t, sbx), nil, argv...)
+		} else {
+			r = runBare(t, sbx, runEnv(t, sbx), argv...)
+		}
+		if res := resultOf(r.stdout); res != want || r.status != 0 {
+			t.Fatalf("traced=%v: status %d, result %q, want %q\nstdout:\n%s\nstderr:\n%s", traced, r.status, res, want, r.stdout, tail(r.stderr, 2000))
+		}
+		if traced && r.report.Counts.Copied < 2*n {
+			t.Errorf("%d copied calls, want at least %d: the calls did not run on the path page", r.report.Counts.Copied, 2*n)
+		}
+	}
 }
 
 // TestRaceBlockingOpen: a checked open that blocks (a FIFO whose reader is

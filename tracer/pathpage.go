@@ -66,6 +66,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/arch"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
@@ -246,14 +247,12 @@ func (t *tracer) runCopied(c *call) error {
 	tk := c.tk
 	orig := t.regs.Arg(c.copyArg)
 	t.regs.SetArg(c.copyArg, slotAddr(c.slot))
-	for _, w := range t.regs.Writes() {
-		if _, err := ptraceRegset(unix.PTRACE_SETREGSET, tk.tid, w.Note, w.Data); err != nil {
-			t.putSlot(c.slot)
-			if err == unix.ESRCH {
-				return nil
-			}
-			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SETREGSET) pid %d", tk.tid), err)
+	if err := t.setArg(tk.tid, c.copyArg, slotAddr(c.slot), true); err != nil {
+		t.putSlot(c.slot)
+		if err == unix.ESRCH {
+			return nil
 		}
+		return err
 	}
 	tk.slot, tk.slotArg, tk.slotOrig = c.slot+1, c.copyArg, orig
 	t.copies++
@@ -276,20 +275,51 @@ func (t *tracer) endCopied(tk *task) error {
 	if t.layout.ArgIsRet(arg) {
 		return nil // x0 now holds the result; the caller expects nothing else there
 	}
-	n, err := ptraceRegset(unix.PTRACE_GETREGSET, tk.tid, 1, t.regBuf)
-	if err == nil {
-		if err = t.regs.Decode(t.regBuf[:n]); err != nil {
+	if err := t.setArg(tk.tid, arg, orig, false); err != nil && err != unix.ESRCH {
+		return err
+	}
+	return nil
+}
+
+// setArg sets syscall argument arg of tid, stopped, to v: with one
+// PTRACE_POKEUSER where the architecture has it (x86_64), else by writing
+// the whole register set. haveRegs says that t.regs holds tid's registers
+// of this stop with arg already set to v (at the seccomp stop); otherwise
+// (the syscall-exit stop) they are read first. A vanished tid is returned
+// as unix.ESRCH itself; other errors name the ptrace request and tid.
+//
+// Precondition: tid is in a ptrace stop; the calling goroutine is locked to
+// the tracer thread.
+func (t *tracer) setArg(tid, arg int, v uint64, haveRegs bool) error {
+	if off, ok := t.layout.ArgUserOffset(arg); ok {
+		if err := ptracePokeUser(tid, off, v); err != nil {
+			if err == unix.ESRCH {
+				return err
+			}
+			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_POKEUSER) pid %d", tid), err)
+		}
+		return nil
+	}
+	if !haveRegs {
+		n, err := ptraceRegset(unix.PTRACE_GETREGSET, tid, arch.NTPrstatus, t.regBuf)
+		if err == unix.ESRCH {
 			return err
 		}
-		t.regs.SetArg(arg, orig)
-		for _, w := range t.regs.Writes() {
-			if _, err = ptraceRegset(unix.PTRACE_SETREGSET, tk.tid, w.Note, w.Data); err != nil {
-				break
-			}
+		if err != nil {
+			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETREGSET) pid %d", tid), err)
 		}
+		if err := t.regs.Decode(t.regBuf[:n]); err != nil {
+			return err
+		}
+		t.regs.SetArg(arg, v)
 	}
-	if err != nil && err != unix.ESRCH {
-		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SETREGSET) pid %d", tk.tid), err)
+	for _, w := range t.regs.Writes() {
+		if _, err := ptraceRegset(unix.PTRACE_SETREGSET, tid, w.Note, w.Data); err != nil {
+			if err == unix.ESRCH {
+				return err
+			}
+			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SETREGSET) pid %d", tid), err)
+		}
 	}
 	return nil
 }

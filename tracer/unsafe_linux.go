@@ -24,6 +24,20 @@ func ptraceRegset(req int, tid int, note int, buf []byte) (int, error) {
 	return int(iov.Len), nil
 }
 
+// ptracePokeUser writes v at offset off of tid's struct user
+// (PTRACE_POKEUSER; one register, see arch.Layout.ArgUserOffset). Unlike
+// unix.PtracePokeUser, which peeks before every word it writes, this is one
+// system call.
+//
+// Precondition: the calling goroutine is locked to the tracer thread.
+func ptracePokeUser(tid int, off uintptr, v uint64) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_POKEUSR, uintptr(tid), off, uintptr(v), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
 // ptraceGetsiginfo reports whether tid is in a signal-delivery stop
 // (PTRACE_GETSIGINFO succeeds) rather than a group-stop (EINVAL).
 //

@@ -35,6 +35,14 @@
 //   race pagefirst OKPATH VICTIM SECONDS the program maps the page's range itself,
 //                                        writable, first; a thread writes VICTIM
 //                                        into every slot; main opens OKPATH
+//   race argregs DIR N                   not an attack: with a second thread alive (so
+//                                        checked calls run on tracecell's path page),
+//                                        N raw openat(O_CREAT) and unlink(at) calls of
+//                                        DIR/aN, each checking that the kernel's syscall
+//                                        ABI held: every argument register the call does
+//                                        not return in is unchanged after it. Prints
+//                                        "result: argregs ok=N bad=M" (and the first bad
+//                                        register)
 //
 // The attack cases loop until SECONDS have passed or until one open reached
 // the victim (fstat shows the victim's inode), write "ESCAPED" through what
@@ -483,6 +491,96 @@ static int dotdot(const char *sbx, const char *victim, double secs, int stuck) {
 	return 0;
 }
 
+// raw_openat and raw_unlink make the call with inline assembly that tells
+// the compiler the argument registers are kept (the x86_64 and arm64 syscall
+// ABIs promise it; glibc's own inline syscalls rely on it) and store what
+// the registers hold after it in after[]. They return the call's result.
+#if defined(__x86_64__)
+static long raw_openat(const char *p, long flags, long mode, long after[4]) {
+	register long rdi __asm__("rdi") = AT_FDCWD;
+	register long rsi __asm__("rsi") = (long)p;
+	register long rdx __asm__("rdx") = flags;
+	register long r10 __asm__("r10") = mode;
+	long ret;
+	__asm__ volatile("syscall"
+	                 : "=a"(ret), "+r"(rdi), "+r"(rsi), "+r"(rdx), "+r"(r10)
+	                 : "a"((long)SYS_openat)
+	                 : "rcx", "r11", "memory");
+	after[0] = rdi, after[1] = rsi, after[2] = rdx, after[3] = r10;
+	return ret;
+}
+
+static long raw_unlink(const char *p, long after[4]) {
+	register long rdi __asm__("rdi") = (long)p;
+	long ret;
+	__asm__ volatile("syscall" : "=a"(ret), "+r"(rdi) : "a"((long)SYS_unlink) : "rcx", "r11", "memory");
+	after[0] = rdi;
+	return ret;
+}
+#elif defined(__aarch64__)
+static long raw_openat(const char *p, long flags, long mode, long after[4]) {
+	register long x0 __asm__("x0") = AT_FDCWD; // also the result: not checked
+	register long x1 __asm__("x1") = (long)p;
+	register long x2 __asm__("x2") = flags;
+	register long x3 __asm__("x3") = mode;
+	register long x8 __asm__("x8") = SYS_openat;
+	__asm__ volatile("svc #0" : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3) : "r"(x8) : "memory");
+	after[0] = AT_FDCWD, after[1] = x1, after[2] = x2, after[3] = x3;
+	return x0;
+}
+
+static long raw_unlink(const char *p, long after[4]) {
+	register long x0 __asm__("x0") = AT_FDCWD;
+	register long x1 __asm__("x1") = (long)p;
+	register long x2 __asm__("x2") = 0;
+	register long x8 __asm__("x8") = SYS_unlinkat;
+	__asm__ volatile("svc #0" : "+r"(x0), "+r"(x1), "+r"(x2) : "r"(x8) : "memory");
+	after[0] = x1, after[1] = x2;
+	return x0;
+}
+#endif
+
+static int argregs(const char *dir, int n) {
+	pthread_t idle;
+	pthread_create(&idle, NULL, idler, NULL);
+	int ok = 0, bad = 0;
+	for (int i = 0; i < n; i++) {
+		char p[4096];
+		snprintf(p, sizeof p, "%s/a%d", dir, i);
+		long a[4];
+		long fd = raw_openat(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644, a);
+		long want[4] = {AT_FDCWD, (long)p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644};
+		if (fd < 0) {
+			printf("info: openat %s: %s\n", p, strerror(-fd));
+			return 2;
+		}
+		close(fd);
+		int good = !memcmp(a, want, sizeof want);
+		if (!good && !bad)
+			printf("info: openat call %d: registers after %lx %lx %lx %lx, before %lx %lx %lx %lx\n", i,
+			       a[0], a[1], a[2], a[3], want[0], want[1], want[2], want[3]);
+		long r = raw_unlink(p, a);
+#if defined(__x86_64__)
+		int ugood = a[0] == (long)p;
+#else
+		int ugood = a[0] == (long)p && a[1] == 0;
+#endif
+		if (r != 0) {
+			printf("info: unlink %s: %s\n", p, strerror(-r));
+			return 2;
+		}
+		if (!ugood && good && !bad)
+			printf("info: unlink call %d: path register after %lx, before %lx\n", i, a[0], (long)p);
+		good = good && ugood;
+		ok += good;
+		bad += !good;
+	}
+	atomic_store(&stop, 1);
+	pthread_join(idle, NULL);
+	printf("result: argregs ok=%d bad=%d\n", ok, bad);
+	return 0;
+}
+
 static void *fifo_reader(void *arg) {
 	usleep(300 * 1000);
 	int fd = open((const char *)arg, O_RDONLY);
@@ -499,7 +597,7 @@ static void *fifo_reader(void *arg) {
 
 int main(int argc, char **argv) {
 	if (argc < 2) {
-		fprintf(stderr, "usage: race flip|flipshm|swap|cwd|page|pagefirst|fifo|fdswap|dotdot|stuck ARGS...\n");
+		fprintf(stderr, "usage: race flip|flipshm|swap|cwd|page|pagefirst|fifo|fdswap|dotdot|stuck|argregs ARGS...\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -567,6 +665,8 @@ int main(int argc, char **argv) {
 		waitpid(pid, NULL, 0);
 		return 0;
 	}
+	if (!strcmp(c, "argregs") && argc == 4)
+		return argregs(argv[2], atoi(argv[3]));
 	if (!strcmp(c, "page") && argc == 5) {
 		pa = argv[2];
 		pb = argv[3];
