@@ -466,8 +466,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		}
 	}()
 
-	var rus unix.Rusage
-	if err := t.loop(&rus); err != nil {
+	if err := t.loop(); err != nil {
 		t.killAll()
 		t.drain()
 		stdio.wait()
@@ -482,10 +481,8 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		return nil, startFailure(se, sc.Path)
 	}
 
-	var self2, children unix.Rusage
+	var children unix.Rusage
 	unix.Getrusage(unix.RUSAGE_CHILDREN, &children)
-	unix.Getrusage(unix.RUSAGE_SELF, &self2)
-	_ = self2
 	r := &Result{
 		Counts: t.counts, Denials: t.denials, Dropped: t.dropped, Wall: wall,
 		CPUUser:   time.Duration(children.Utime.Nano()),
@@ -630,7 +627,7 @@ func (t *tracer) drain() {
 // loop waits for stops until no traced task is left.
 //
 // Precondition: the calling goroutine is locked to the tracer thread.
-func (t *tracer) loop(rus *unix.Rusage) error {
+func (t *tracer) loop() error {
 	var ws unix.WaitStatus
 	for {
 		if len(t.backlog) > 0 {
@@ -651,9 +648,13 @@ func (t *tracer) loop(rus *unix.Rusage) error {
 		// microseconds: poll for that stop for a short while instead of
 		// sleeping, because waking a sleeping tracer costs a cross-CPU
 		// interrupt (expensive in virtual machines) on every call.
-		tid, err := pollWait4(&ws, rus, spinFor)
+		// No rusage: for every stop it reports, wait4 with one sums the
+		// CPU time of all the stopped task's threads (wait_task_stopped
+		// calls getrusage(RUSAGE_BOTH)); the tree's totals come from
+		// RUSAGE_CHILDREN at the end.
+		tid, err := pollWait4(&ws, spinFor)
 		if tid == 0 && err == nil {
-			tid, err = unix.Wait4(-1, &ws, unix.WALL, rus)
+			tid, err = unix.Wait4(-1, &ws, unix.WALL, nil)
 		}
 		if err == unix.EINTR {
 			continue

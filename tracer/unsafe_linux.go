@@ -62,11 +62,11 @@ var spinFor = 100 * time.Microsecond
 // blocks, so the scheduler need not be told.
 //
 // Precondition: the calling goroutine is locked to the tracer thread.
-func pollWait4(ws *unix.WaitStatus, rus *unix.Rusage, d time.Duration) (int, error) {
+func pollWait4(ws *unix.WaitStatus, d time.Duration) (int, error) {
 	start := time.Now()
 	for i := 0; ; i++ {
 		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(ws)),
-			unix.WNOHANG|unix.WALL, uintptr(unsafe.Pointer(rus)), 0, 0)
+			unix.WNOHANG|unix.WALL, 0, 0, 0)
 		if e != 0 {
 			return 0, e
 		}
