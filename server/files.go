@@ -53,6 +53,12 @@ var copyTestHook func()
 
 const maxListEntries = 10000
 
+// maxListDepth is how deep a listing descends: the walk holds a descriptor
+// per level, and code can make a chain of directories thousands deep in a
+// second (descriptors the server's other sessions need). Deeper entries
+// are left out and the listing says truncated.
+const maxListDepth = 64
+
 // sandboxRel turns a client path into components below the sandbox. An
 // absolute path is accepted only when it is lexically inside the sandbox
 // (the code sees the sandbox's absolute path as its cwd). "..", NUL bytes
@@ -177,8 +183,8 @@ func listSandbox(sandbox string) (*fileList, error) {
 	}
 	defer unix.Close(root)
 	out := &fileList{Sandbox: sandbox, Files: []fileEntry{}}
-	var walk func(dirfd int, prefix string) error
-	walk = func(dirfd int, prefix string) error {
+	var walk func(dirfd int, prefix string, depth int) error
+	walk = func(dirfd int, prefix string, depth int) error {
 		names, err := readNames(dirfd)
 		if err != nil {
 			return errf(500, "file_error", "list %s in the sandbox: %v", orDot(prefix), err)
@@ -211,12 +217,14 @@ func listSandbox(sandbox string) (*fileList, error) {
 				e.Type = "other"
 			}
 			out.Files = append(out.Files, e)
-			if e.Type == "dir" {
+			if e.Type == "dir" && depth >= maxListDepth {
+				out.Truncated = true
+			} else if e.Type == "dir" {
 				sub, err := unix.Openat(dirfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 				if err != nil {
 					continue // swapped for a symlink, or unreadable: not descended
 				}
-				err = walk(sub, rel+"/")
+				err = walk(sub, rel+"/", depth+1)
 				unix.Close(sub)
 				if err != nil {
 					return err
@@ -225,7 +233,7 @@ func listSandbox(sandbox string) (*fileList, error) {
 		}
 		return nil
 	}
-	if err := walk(root, ""); err != nil {
+	if err := walk(root, "", 1); err != nil {
 		return nil, err
 	}
 	return out, nil

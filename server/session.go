@@ -3,14 +3,12 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/tracecell/tracecell/internal/rmtree"
 	"github.com/tracecell/tracecell/worker"
 )
 
@@ -303,21 +301,9 @@ func (p *pool) close() {
 
 var errShuttingDown = errors.New("the server is shutting down")
 
-// removeAll removes a sandbox, making directories writable first (the code
-// may have chmod-ed them read-only).
+// removeAll removes a sandbox (or an entry of one) with a bounded number of
+// descriptors, never through a symlink, making directories the code made
+// read-only removable first (package rmtree).
 func removeAll(dir string) error {
-	err := os.RemoveAll(dir)
-	if err == nil {
-		return nil
-	}
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			os.Chmod(p, 0o700)
-		}
-		return nil
-	})
-	if err2 := os.RemoveAll(dir); err2 != nil {
-		return fmt.Errorf("remove %s: %w", dir, err2)
-	}
-	return nil
+	return rmtree.RemoveAll(dir)
 }

@@ -253,7 +253,7 @@ def format_file_list(fl: FileList, *, show_hidden: bool = False, limit: int = 20
     if not lines:
         lines = ["(the sandbox is empty)"]
     if fl.truncated:
-        lines.append("(the listing was cut at the server's limit)")
+        lines.append("(the listing was cut at the server's limits: 10000 entries, 64 directory levels)")
     return "Files in the sandbox (the working directory):\n" + "\n".join(lines)
 
 
