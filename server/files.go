@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/rmtree"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -185,7 +186,7 @@ func listSandbox(sandbox string) (*fileList, error) {
 	out := &fileList{Sandbox: sandbox, Files: []fileEntry{}}
 	var walk func(dirfd int, prefix string, depth int) error
 	walk = func(dirfd int, prefix string, depth int) error {
-		names, err := readNames(dirfd)
+		names, err := rmtree.ReadNames(dirfd)
 		if err != nil {
 			return errf(500, "file_error", "list %s in the sandbox: %v", orDot(prefix), err)
 		}
@@ -244,18 +245,6 @@ func orDot(p string) string {
 		return "."
 	}
 	return p
-}
-
-// readNames lists a directory through a duplicate of dirfd.
-func readNames(dirfd int) ([]string, error) {
-	fd, err := unix.Dup(dirfd)
-	if err != nil {
-		return nil, err
-	}
-	unix.CloseOnExec(fd)
-	f := os.NewFile(uintptr(fd), "dir")
-	defer f.Close()
-	return f.Readdirnames(-1)
 }
 
 // openSandboxFile opens a regular file of the sandbox for reading, never

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/internal/rmtree"
 	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/worker"
 )
@@ -544,7 +545,7 @@ func clearDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	names, err := readNames(fd)
+	names, err := rmtree.ReadNames(fd)
 	unix.Close(fd)
 	if err != nil {
 		return err

@@ -81,7 +81,7 @@ func (r *remover) empty(fd int, chain []string) error {
 	// u+rwx: the code may have made it read-only or unsearchable.
 	unix.Fchmod(fd, 0o700)
 	for {
-		names, err := readNames(fd)
+		names, err := ReadNames(fd)
 		if err != nil {
 			return r.err("read", chain, err)
 		}
@@ -188,9 +188,9 @@ func (r *remover) err(op string, chain []string, err error) error {
 	return &os.PathError{Op: op, Path: filepath.Join(append([]string{r.topPath}, shown...)...), Err: err}
 }
 
-// readNames lists the directory fd through a duplicate, so fd itself
-// stays open and at its place.
-func readNames(fd int) ([]string, error) {
+// ReadNames lists the directory fd (all names but "." and "..") through a
+// duplicate, so fd itself stays open and at its place.
+func ReadNames(fd int) ([]string, error) {
 	d, err := unix.Dup(fd)
 	if err != nil {
 		return nil, err
