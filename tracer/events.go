@@ -161,7 +161,7 @@ func (t *tracer) syscallStop(tk *task) error {
 		}
 	}
 	if t.probeState == 1 && tk.tid == t.rootPid {
-		if n, err := ptraceRegset(unix.PTRACE_GETREGSET, tk.tid, 1, t.regBuf); err == nil && t.regs.Decode(t.regBuf[:n]) == nil {
+		if t.readRegs(tk.tid) == nil {
 			if t.regs.Nr() == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && t.regs.AtSyscallEntry() {
 				t.probeEntry = true
 			}

@@ -281,6 +281,23 @@ func (t *tracer) endCopied(tk *task) error {
 	return nil
 }
 
+// readRegs reads tid's general-purpose registers (NT_PRSTATUS) into
+// t.regs. A vanished tid is returned as unix.ESRCH itself; other errors
+// name the ptrace request and tid.
+//
+// Precondition: tid is in a ptrace stop; the calling goroutine is locked to
+// the tracer thread.
+func (t *tracer) readRegs(tid int) error {
+	n, err := ptraceRegset(unix.PTRACE_GETREGSET, tid, arch.NTPrstatus, t.regBuf)
+	if err == unix.ESRCH {
+		return err
+	}
+	if err != nil {
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETREGSET) pid %d", tid), err)
+	}
+	return t.regs.Decode(t.regBuf[:n])
+}
+
 // setArg sets syscall argument arg of tid, stopped, to v: with one
 // PTRACE_POKEUSER where the architecture has it (x86_64), else by writing
 // the whole register set. haveRegs says that t.regs holds tid's registers
@@ -301,14 +318,7 @@ func (t *tracer) setArg(tid, arg int, v uint64, haveRegs bool) error {
 		return nil
 	}
 	if !haveRegs {
-		n, err := ptraceRegset(unix.PTRACE_GETREGSET, tid, arch.NTPrstatus, t.regBuf)
-		if err == unix.ESRCH {
-			return err
-		}
-		if err != nil {
-			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETREGSET) pid %d", tid), err)
-		}
-		if err := t.regs.Decode(t.regBuf[:n]); err != nil {
+		if err := t.readRegs(tid); err != nil {
 			return err
 		}
 		t.regs.SetArg(arg, v)
@@ -378,14 +388,10 @@ func (t *tracer) mapPage(tk *task, p *proc) error {
 	if ws.StopSignal() != unix.SIGTRAP|0x80 {
 		return fmt.Errorf("pid %d: expected the syscall-exit stop of the path page's mmap, got stop %#x", tid, uint32(ws))
 	}
-	n, err := ptraceRegset(unix.PTRACE_GETREGSET, tid, 1, t.regBuf)
-	if err == unix.ESRCH {
-		return nil
-	}
-	if err != nil {
-		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETREGSET) pid %d", tid), err)
-	}
-	if err := t.regs.Decode(t.regBuf[:n]); err != nil {
+	if err := t.readRegs(tid); err != nil {
+		if err == unix.ESRCH {
+			return nil
+		}
 		return err
 	}
 	if ret := t.regs.Ret(); ret == syscalls.PathPageAddr || (int64(ret) == -int64(syscall.EEXIST) && pageReadOnly(tid)) {

@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tracecell/tracecell/arch"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
@@ -63,14 +62,10 @@ type call struct {
 // seccompStop answers a PTRACE_EVENT_SECCOMP stop.
 func (t *tracer) seccompStop(tk *task) error {
 	tid := tk.tid
-	n, err := ptraceRegset(unix.PTRACE_GETREGSET, tid, arch.NTPrstatus, t.regBuf)
-	if err == unix.ESRCH {
-		return nil // killed meanwhile; wait4 reports it
-	}
-	if err != nil {
-		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETREGSET) pid %d", tid), err)
-	}
-	if err := t.regs.Decode(t.regBuf[:n]); err != nil {
+	if err := t.readRegs(tid); err != nil {
+		if err == unix.ESRCH {
+			return nil // killed meanwhile; wait4 reports it
+		}
 		return err
 	}
 	nr := t.regs.Nr()

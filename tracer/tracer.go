@@ -692,7 +692,7 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 		// with killAll): kill it too, and never run its call.
 		unix.Kill(tid, unix.SIGKILL)
 		if ws.StopSignal() == unix.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_SECCOMP {
-			if n, err := ptraceRegset(unix.PTRACE_GETREGSET, tid, 1, t.regBuf); err == nil && t.regs.Decode(t.regBuf[:n]) == nil {
+			if t.readRegs(tid) == nil {
 				t.deny(tid, syscall.EPERM)
 			}
 		}
