@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"time"
 )
 
-// listen opens the listener. A Unix socket is created 0600 (a stale socket
-// file nobody listens on is removed first); TCP must be loopback unless
+// listen opens the listener. A Unix socket is 0600 from the moment it
+// appears at its path (a stale socket file nobody listens on is removed
+// first); TCP must be loopback unless
 // AllowRemote, which also needs a token.
 func listen(o Options) (ln net.Listener, addr string, cleanup func(), err error) {
 	if err := checkListen(o); err != nil {
@@ -74,15 +76,9 @@ func listenUnix(path string) (net.Listener, string, func(), error) {
 			return nil, "", nil, fmt.Errorf("--listen unix:%s: remove the stale socket: %w", path, err)
 		}
 	}
-	ln, err := net.Listen("unix", path)
+	ln, err := bindPrivate(path)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("--listen unix:%s: %w", path, err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Chmod(path, 0o600); err != nil {
-		ln.Close()
-		os.Remove(path)
-		return nil, "", nil, fmt.Errorf("--listen unix:%s: chmod 0600: %w", path, err)
 	}
 	var st os.FileInfo
 	st, _ = os.Lstat(path)
@@ -93,4 +89,54 @@ func listenUnix(path string) (net.Listener, string, func(), error) {
 		}
 	}
 	return ln, "unix:" + path, cleanup, nil
+}
+
+// beforeLink runs between the bind and the link into place; tests use it to
+// create a file at the path meanwhile.
+var beforeLink = func() {}
+
+// bindPrivate listens on a Unix socket that appears at path already 0600.
+// bind(2) creates the socket file with the process umask, and a chmod after
+// it leaves a window in which another local user could connect (to a socket
+// in a world-writable directory such as /tmp, with umask 022). So the socket
+// is bound in a fresh 0700 directory beside path, where no one else can
+// reach it, made 0600 there and then hard-linked to path: a link never
+// replaces a file that appeared at path meanwhile (EEXIST), which rename
+// would. Clients connect by path to the same inode; only the listener's own
+// Addr still names the temporary path.
+func bindPrivate(path string) (net.Listener, error) {
+	dir, err := os.MkdirTemp(filepath.Dir(path), ".tracecell-bind-")
+	if err != nil {
+		return nil, fmt.Errorf("make a private directory beside the socket: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	tmp := filepath.Join(dir, "s")
+	if len(tmp) > 107 {
+		// Longer than a socket path may be: reach the directory through
+		// an fd of it instead (/proc/self/fd/N/s).
+		d, err := os.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		tmp = fmt.Sprintf("/proc/self/fd/%d/s", d.Fd())
+	}
+	ln, err := net.Listen("unix", tmp)
+	if err != nil {
+		return nil, err
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod 0600: %w", err)
+	}
+	beforeLink()
+	if err := os.Link(tmp, path); err != nil {
+		ln.Close()
+		if errors.Is(err, os.ErrExist) {
+			return nil, errors.New("a file appeared at the path while the socket was being made; remove it or choose another path")
+		}
+		return nil, fmt.Errorf("link the socket into place: %w", err)
+	}
+	return ln, nil
 }
