@@ -1,11 +1,6 @@
 package pathres
 
-import (
-	"io/fs"
-	"os"
-	"strings"
-	"syscall"
-)
+import "strings"
 
 // DirCache remembers directories that a walk met at a path without any
 // symlink in it, by device and inode, so that a later walk through them can
@@ -58,32 +53,20 @@ func (c *DirCache) Reset() {
 // Len is the number of directories held.
 func (c *DirCache) Len() int { return len(c.m) }
 
-func idOf(fi fs.FileInfo) (fileID, bool) {
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return fileID{}, false
-	}
-	return fileID{uint64(st.Dev), uint64(st.Ino)}, true
-}
-
 func cacheable(p string) bool {
 	return p != "/proc" && !strings.HasPrefix(p, "/proc/")
 }
 
 // add records dir, an absolute path without symlinks that lstat found to be
 // a directory with info fi.
-func (c *DirCache) add(dir string, fi fs.FileInfo) {
+func (c *DirCache) add(dir string, fi info) {
 	if !cacheable(dir) {
-		return
-	}
-	id, ok := idOf(fi)
-	if !ok {
 		return
 	}
 	if len(c.m) >= c.max {
 		clear(c.m)
 	}
-	c.m[dir] = id
+	c.m[dir] = fileID{fi.dev, fi.ino}
 }
 
 // skip moves a walk at cur (a directory path without symlinks) with rest to
@@ -117,17 +100,10 @@ func (c *DirCache) skip(cur, rest string) (string, string) {
 	if best == "" {
 		return cur, rest
 	}
-	fi, err := os.Stat(best)
-	if id, ok := idOf0(fi, err); ok && id == c.m[best] && fi.IsDir() {
+	fi, err := lstat(best, true)
+	if err == nil && (fileID{fi.dev, fi.ino}) == c.m[best] && fi.IsDir() {
 		return best, bestRest
 	}
 	delete(c.m, best)
 	return cur, rest
-}
-
-func idOf0(fi fs.FileInfo, err error) (fileID, bool) {
-	if err != nil {
-		return fileID{}, false
-	}
-	return idOf(fi)
 }

@@ -174,7 +174,7 @@ type walker struct {
 const deletedSuffix = " (deleted)"
 
 func (w *walker) run(cur, rest string) (Result, error) {
-	var last fs.FileInfo // lstat of cur when the walk ended on a component
+	var last *info // lstat of cur when the walk ended on a component
 	// jumped: the walk (re)starts at cur, where cached directories may take
 	// it further down rest at once.
 	jumped := true
@@ -227,11 +227,11 @@ func (w *walker) run(cur, rest string) (Result, error) {
 			continue
 		}
 
-		fi, err := os.Lstat(next)
+		fi, err := lstat(next, false)
 		if err != nil {
 			return w.stop(next, rest, err)
 		}
-		if fi.Mode()&fs.ModeSymlink != 0 && expand {
+		if fi.mode&fs.ModeSymlink != 0 && expand {
 			if err := w.count(); err != nil {
 				return Result{}, err
 			}
@@ -271,16 +271,16 @@ func (w *walker) run(cur, rest string) (Result, error) {
 		if w.cache != nil && fi.IsDir() {
 			w.cache.add(cur, fi)
 		}
-		last = fi
+		last = &fi
 	}
 	if last == nil {
-		fi, err := os.Lstat(cur)
+		fi, err := lstat(cur, false)
 		if err != nil {
 			return w.stop(cur, "", err)
 		}
-		last = fi
+		last = &fi
 	}
-	r := Result{Path: cur, Exists: true, IsDir: last.IsDir(), Mode: last.Mode()}
+	r := Result{Path: cur, Exists: true, IsDir: last.IsDir(), Mode: last.mode}
 	if w.isDir && !r.IsDir && r.Mode&fs.ModeSymlink == 0 {
 		r.WalkErr = syscall.ENOTDIR
 	}
@@ -329,12 +329,12 @@ func (w *walker) magic(next, rest string, pid int) (r Result, nrest string, done
 		if strings.Trim(rest, "/") != "" {
 			return lexical(next, true, rest, syscall.ENOTDIR), "", true, nil
 		}
-		fi, err := os.Lstat(next)
+		fi, err := lstat(next, false)
 		if err != nil {
 			r, err = w.stop(next, rest, err)
 			return r, "", true, err
 		}
-		return Result{Path: next, Exists: true, Mode: fi.Mode(), Special: target, ProcPid: pid}, "", true, nil
+		return Result{Path: next, Exists: true, Mode: fi.mode, Special: target, ProcPid: pid}, "", true, nil
 	case strings.HasSuffix(target, deletedSuffix):
 		// An unlinked file (or a memfd, "/memfd:name (deleted)"): the
 		// text is no path to walk. Keep it literally.
@@ -379,7 +379,8 @@ func (w *walker) stop(next, rest string, err error) (Result, error) {
 		// a deep cwd: refuse rather than guess.
 		return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: errno}
 	}
-	return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: err}
+	// Say which component failed: lstat returns the bare errno.
+	return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: fmt.Errorf("at %s: %w", next, err)}
 }
 
 // lexical ends a walk that cannot go on at next (missing, or not a
@@ -397,8 +398,8 @@ func lexical(next string, nextExists bool, rest string, errno syscall.Errno) Res
 	if (p == next && !nextExists) || strings.HasPrefix(p, next+"/") {
 		return r
 	}
-	if fi, err := os.Lstat(p); err == nil {
-		r.Exists, r.IsDir, r.Mode = true, fi.IsDir(), fi.Mode()
+	if fi, err := lstat(p, false); err == nil {
+		r.Exists, r.IsDir, r.Mode = true, fi.IsDir(), fi.mode
 	}
 	return r
 }
