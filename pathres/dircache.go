@@ -74,35 +74,50 @@ func (c *DirCache) add(dir string, fi info) {
 // skipped (the first "." or ".." ends the skip) and never the last
 // component: the walk always looks at that itself.
 func (c *DirCache) skip(cur, rest string) (string, string) {
-	if len(c.m) == 0 {
-		return cur, rest
+	if len(c.m) == 0 || !strings.Contains(strings.TrimLeft(rest, "/"), "/") {
+		return cur, rest // nothing cached, or only the last component left
 	}
-	best, bestRest := "", ""
-	p, r := cur, rest
+	// The candidates are cur joined with the leading components of rest:
+	// prefixes of one string, built once (not at all for an absolute path
+	// from "/"), so looking them up allocates nothing. full[j] is the
+	// slash after the path taken so far.
+	full, j := rest, 0
+	switch {
+	case cur != "/":
+		full, j = cur+"/"+rest, len(cur)
+	case !strings.HasPrefix(rest, "/"):
+		full = "/" + rest
+	}
+	best, bestEnd := "", 0
 	for {
-		r = strings.TrimLeft(r, "/")
-		i := strings.IndexByte(r, '/')
-		if i < 0 || strings.Trim(r[i:], "/") == "" {
-			break // r is the last component
+		k := j + 1
+		if k < len(full) && full[k] == '/' {
+			break // "//": the prefix would not be a clean path
 		}
-		name := r[:i]
-		if name == "." || name == ".." {
-			break
+		e := strings.IndexByte(full[k:], '/')
+		if e < 0 {
+			break // the last component
 		}
-		p, r = join(p, name), r[i:]
+		e += k
+		name := full[k:e]
+		if name == "." || name == ".." || strings.Trim(full[e:], "/") == "" {
+			break // a dot, or the last component with slashes after it
+		}
+		p := full[:e]
 		if !cacheable(p) {
 			break
 		}
 		if _, ok := c.m[p]; ok {
-			best, bestRest = p, r
+			best, bestEnd = p, e
 		}
+		j = e
 	}
 	if best == "" {
 		return cur, rest
 	}
 	fi, err := lstat(best, true)
 	if err == nil && (fileID{fi.dev, fi.ino}) == c.m[best] && fi.IsDir() {
-		return best, bestRest
+		return best, full[bestEnd:]
 	}
 	delete(c.m, best)
 	return cur, rest

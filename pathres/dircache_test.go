@@ -39,6 +39,27 @@ func TestDirCache(t *testing.T) {
 			t.Fatalf("skip stops at a dot: %q, %q", cur, rest)
 		}
 	})
+	t.Run("skip forms", func(t *testing.T) {
+		for _, tc := range []struct{ cur, rest, wantCur, wantRest string }{
+			{"/", root + "/a/b/c/f", root + "/a/b/c", "/f"},
+			{"/", root[1:] + "/a/b/c/f", root + "/a/b/c", "/f"}, // rest without its leading slash
+			{root, "a/b/c/f", root + "/a/b/c", "/f"},
+			{root, "/a/b/c/f", root, "/a/b/c/f"},                      // "//" after cur: no skip
+			{"/", root + "/a//b/c/f", root + "/a", "//b/c/f"},         // stops at "//"
+			{"/", root + "/a/b/c/f/", root + "/a/b/c", "/f/"},         // never past the last component...
+			{"/", root + "/a/b/c//", root + "/a/b", "/c//"},           // ...with slashes after it
+			{"/", root + "/a/b/../b/c/f", root + "/a/b", "/../b/c/f"}, // nor past ".."
+			{root + "/a", "b/c/f", root + "/a/b/c", "/f"},
+			{root + "/a/b/c", "f", root + "/a/b/c", "f"}, // only the last component
+			{"/", root + "/a/b/c", root + "/a/b", "/c"},
+			{"/", root + "/zz/b/c/f", root, "/zz/b/c/f"}, // nothing cached there
+		} {
+			cur, rest := c.skip(tc.cur, tc.rest)
+			if cur != tc.wantCur || rest != tc.wantRest {
+				t.Errorf("skip(%q, %q) = %q, %q; want %q, %q", tc.cur, tc.rest, cur, rest, tc.wantCur, tc.wantRest)
+			}
+		}
+	})
 	t.Run("a directory replaced by a symlink is walked again", func(t *testing.T) {
 		must(os.Rename(root+"/a/b", root+"/b-moved"))
 		must(os.Symlink(root+"/other/b", root+"/a/b"))
