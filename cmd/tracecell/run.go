@@ -67,14 +67,18 @@ func oneLine(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), 
 
 func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
-		Name:            "tracecell",
-		Usage:           "run LLM-written code: read anywhere, write only inside a sandbox directory",
-		Version:         Version,
-		Reader:          stdin,
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideHelpCommand: true,
-		ExitErrHandler:  func(*cli.Context, error) {}, // statuses are handled by run
+		// A repeatable flag takes one value per use: urfave/cli otherwise
+		// splits values at commas, so --write /srv/a,b would make /srv/a
+		// and /srv/b writable and --env K=x,y would fail.
+		DisableSliceFlagSeparator: true,
+		Name:                      "tracecell",
+		Usage:                     "run LLM-written code: read anywhere, write only inside a sandbox directory",
+		Version:                   Version,
+		Reader:                    stdin,
+		Writer:                    stdout,
+		ErrWriter:                 stderr,
+		HideHelpCommand:           true,
+		ExitErrHandler:            func(*cli.Context, error) {}, // statuses are handled by run
 		Commands: []*cli.Command{
 			{
 				Name:      "run",

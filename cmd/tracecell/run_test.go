@@ -79,3 +79,23 @@ func TestRunReport(t *testing.T) {
 		t.Errorf("no notice: %q (report %s)", stderr, b)
 	}
 }
+
+// TestRunCommaInValues: a repeatable flag's value is taken whole. A comma
+// in a --write path once split it into two other writable roots.
+func TestRunCommaInValues(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "a,b")
+	code, _, stderr := runCLI(t, "run", "--write", dir, "--env", "LIST=x,y", "--",
+		"/bin/sh", "-c", `echo "$LIST" > "$PWD/out"`)
+	if code != 0 {
+		t.Fatalf("status %d, stderr %q", code, stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "out")); err != nil || string(b) != "x,y\n" {
+		t.Errorf("out in %s: %q %v", dir, b, err)
+	}
+	for _, p := range []string{filepath.Join(base, "a"), filepath.Join(base, "b")} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s exists: the path was split at its comma", p)
+		}
+	}
+}
