@@ -73,8 +73,8 @@ type Options struct {
 	// TrapAllClones traps every clone, fork and vfork (--max-procs).
 	// Otherwise only clone with a CloneForbiddenMask flag is trapped.
 	TrapAllClones bool
-	// TrapNet traps connect, sendto (with an address), sendmsg and
-	// sendmmsg. bind is always trapped: an AF_UNIX bind creates a file.
+	// TrapNet traps connect, sendto (with an address), sendmsg, sendmmsg
+	// and listen. bind is always trapped: an AF_UNIX bind creates a file.
 	TrapNet bool
 	// PathPage traps the memory calls (syscalls.HMem: mmap, munmap,
 	// mprotect, pkey_mprotect, madvise, mremap, remap_file_pages) whose
@@ -174,7 +174,7 @@ func rules(o Options) ([]rule, error) {
 			if !o.TrapAllClones {
 				continue
 			}
-		case "connect", "sendmsg", "sendmmsg":
+		case "connect", "sendmsg", "sendmmsg", "listen":
 			if !o.TrapNet {
 				continue
 			}

@@ -467,6 +467,54 @@ func escapeCases() []escapeCase {
 			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(tcpListener(w))} }},
 		{name: "py-udp-sendto-loopback", prog: []string{"py", "udp-sendto"}, kinds: []string{"connect"}, errno: "EACCES", match: byPort,
 			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(udpListener(w))} }},
+		{name: "py-udp-sendto-unspec", prog: []string{"py", "udp-sendto-unspec"}, kinds: []string{"connect"}, errno: "EACCES", match: byPort,
+			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(udpListener(w))} }},
+		{name: "py-udp-sendmsg-unspec", prog: []string{"py", "udp-sendmsg-unspec"}, kinds: []string{"connect"}, errno: "EACCES", match: byPort,
+			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(udpListener(w))} }},
+		{name: "py-tcp-listen-unbound", prog: []string{"py", "tcp-listen-unbound"}, kinds: []string{"bind"}, errno: "EACCES", match: bySyscall,
+			setup: func(w *world) []string {
+				// The outside connects to whatever port the program
+				// listens on: through the loopback address, which an
+				// every-interface listener accepts too.
+				w.sysname, w.needle = "listen", "listen("
+				portFile := w.s("port")
+				got := make(chan string, 1)
+				stop := make(chan struct{})
+				w.t.Cleanup(func() { close(stop) })
+				go func() {
+					for {
+						select {
+						case <-stop:
+							return
+						case <-time.After(20 * time.Millisecond):
+						}
+						b, err := os.ReadFile(portFile)
+						if err != nil {
+							continue
+						}
+						c, err := net.DialTimeout("tcp", "127.0.0.1:"+strings.TrimSpace(string(b)), time.Second)
+						if err != nil {
+							got <- "no connection: " + err.Error()
+							return
+						}
+						c.SetReadDeadline(time.Now().Add(2 * time.Second))
+						buf := make([]byte, 64)
+						n, _ := c.Read(buf)
+						c.Close()
+						got <- fmt.Sprintf("connected, read %q", buf[:n])
+						return
+					}
+				}()
+				w.escaped = func(result) (bool, string) {
+					select {
+					case s := <-got:
+						return strings.HasPrefix(s, "connected"), s
+					case <-time.After(300 * time.Millisecond):
+						return false, "the program never listened"
+					}
+				}
+				return []string{portFile}
+			}},
 		{name: "py-unix-connect-host-socket", prog: []string{"py", "unix-connect"}, kinds: []string{"connect"}, errno: "EACCES",
 			setup: func(w *world) []string {
 				w.victim = w.p("daemon.sock")

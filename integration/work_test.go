@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -231,6 +232,88 @@ time.sleep(60)`
 			}
 			if c.check != nil {
 				c.check(t, sbx, r)
+			}
+		})
+	}
+}
+
+// TestListen: listen is allowed on a socket whose bind was checked and
+// succeeded (an inet socket bound to loopback under --net loopback, an
+// AF_UNIX socket in the sandbox), and denied on one that a failed bind left
+// unbound, which the kernel would bind to every interface.
+func TestListen(t *testing.T) {
+	t.Parallel()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() }) // after the parallel subtests
+	busyPort := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
+	for _, tc := range []struct {
+		name, net string
+		args      func(w *world) []string
+		want      string // result line
+		serves    bool   // an outside client gets the payload
+	}{
+		{"loopback bound", "loopback", func(w *world) []string {
+			return []string{"tcp-bind-listen", "127.0.0.1", "0", w.s("port")}
+		}, "ok", true},
+		{"bind failed, then listen", "loopback", func(w *world) []string {
+			return []string{"tcp-bind-listen", "127.0.0.1", busyPort, w.s("port")}
+		}, "errno=EACCES", false},
+		{"unix in the sandbox", "deny", func(w *world) []string {
+			return []string{"unix-listen", w.s("srv.sock")}
+		}, "ok", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			w := &world{t: t, sbx: realDir(t), host: realDir(t)}
+			args := tc.args(w)
+			got := make(chan string, 1)
+			go func() {
+				for i := 0; i < 250; i++ {
+					time.Sleep(20 * time.Millisecond)
+					b, err := os.ReadFile(w.s("port"))
+					if err != nil {
+						continue
+					}
+					c, err := net.DialTimeout("tcp", "127.0.0.1:"+string(b), time.Second)
+					if err != nil {
+						got <- err.Error()
+						return
+					}
+					c.SetReadDeadline(time.Now().Add(2 * time.Second))
+					buf := make([]byte, 64)
+					n, _ := c.Read(buf)
+					c.Close()
+					got <- string(buf[:n])
+					return
+				}
+				got <- "no port"
+			}()
+			r := runTraced(t, w.sbx, runEnv(t, w.sbx), []string{"--net", tc.net},
+				append([]string{python, pyScript("escape.py")}, args...)...)
+			if res := resultOf(r.stdout); res != tc.want {
+				t.Fatalf("result %q, want %q\nstdout:\n%s\nreport:\n%s", res, tc.want, r.stdout, r.report.denialList())
+			}
+			if tc.name == "unix in the sandbox" {
+				if len(r.report.Denials) != 0 {
+					t.Errorf("denials: %s", r.report.denialList())
+				}
+				return
+			}
+			served := <-got
+			if (served == "ESCAPED\n") != tc.serves {
+				t.Errorf("outside client: %q, want served=%v", served, tc.serves)
+			}
+			if !tc.serves {
+				found := false
+				for _, e := range r.report.Denials {
+					found = found || (e.Syscall == "listen" && e.Kind == "bind")
+				}
+				if !found {
+					t.Errorf("no listen denial in the report:\n%s", r.report.denialList())
+				}
 			}
 		})
 	}

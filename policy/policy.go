@@ -524,21 +524,55 @@ func (p *Policy) decideNet(op *Op, l Ledger) Decision {
 		// reaching a user-space netlink listener stays possible (see README).
 		return allow(RuleNetlink)
 	case "", "unspec":
-		if op.Kind == syscalls.KindConnect {
+		if op.Kind == syscalls.KindConnect && !isSend(op.Syscall) {
 			// connect(AF_UNSPEC) dissolves the association (connect(2)).
 			return allow(RuleUnspec)
 		}
+		if op.Kind == syscalls.KindConnect {
+			// A send to an AF_UNSPEC address is no disconnect: UDP and raw
+			// IPv4 sockets take it as AF_INET (net/ipv4/udp.c udp_sendmsg:
+			// "if (usin->sin_family != AF_INET) { if (usin->sin_family !=
+			// AF_UNSPEC) return -EAFNOSUPPORT; }"), and a packet socket
+			// never looks at the family. No program needs it: deny it
+			// unless the network is open.
+			if p.cfg.Net == NetAllow {
+				return allow(RuleNetAllow)
+			}
+			what := "send to an address of family AF_UNSPEC, which UDP and raw sockets take as IPv4"
+			if op.Addr != "" {
+				what += " (" + op.Addr + ":" + strconv.Itoa(op.Port) + ")"
+			}
+			return p.netDenied(what, RuleNetLoopback)
+		}
 		// inet_bind accepts AF_UNSPEC as AF_INET with INADDR_ANY for
 		// compatibility (net/ipv4/af_inet.c __inet_bind): a public port.
+		// listen on a socket bound to no allowed address binds it the
+		// same way (the tracer's decodeListen).
 		if p.cfg.Net == NetAllow {
 			return allow(RuleNetAllow)
 		}
-		return p.netDenied(verb+" the unspecified address (every interface)", RuleNetLoopback)
+		what := verb + " the unspecified address (every interface)"
+		if op.Syscall == "listen" {
+			what = "listen on a socket not bound to an allowed address, which the kernel binds to every interface"
+			if p.cfg.Net == NetLoopback {
+				what += " (bind it to 127.0.0.1 first)"
+			}
+			if op.Addr != "" {
+				what += " " + op.Addr
+			}
+		}
+		return p.netDenied(what, RuleNetLoopback)
 	}
 	if p.cfg.Net == NetAllow {
 		return allow(RuleNetAllow)
 	}
 	return deny(syscall.EACCES, RuleNetFamily, fmt.Sprintf("socket family %s is not allowed (--net %s)", op.Family, p.cfg.Net))
+}
+
+// isSend: the call sends a datagram to the address it names (a
+// connect-kind check that is no connect).
+func isSend(syscall string) bool {
+	return syscall == "sendto" || syscall == "sendmsg" || syscall == "sendmmsg"
 }
 
 func (p *Policy) netDenied(what, loopRule string) Decision {

@@ -48,7 +48,7 @@ const (
 	HPath      Handler = iota // generic path operation: Kind applies to every Paths entry
 	HOpen                     // open, openat, creat: the kind comes from the open flags
 	HExec                     // execve, execveat
-	HSocket                   // connect, bind, sendto, sendmsg, sendmmsg: decode the socket address
+	HSocket                   // connect, bind, sendto, sendmsg, sendmmsg: decode the socket address; listen: what the socket is bound to
 	HSignal                   // kill, tkill, tgkill, rt_*sigqueueinfo, pidfd_send_signal, pidfd_open
 	HProcess                  // calls aimed at a pid: prlimit64, setpriority, sched_*, ...
 	HFdMeta                   // fchmod, fchown, fsetxattr, fremovexattr: metadata change through FdArg
@@ -338,6 +338,10 @@ func buildSpecs() map[string]*Spec {
 		mk("sendto", KindConnect, HSocket).fd(0).addr(4, 5),
 		mk("sendmsg", KindConnect, HSocket).fd(0).addr(1, -1),
 		mk("sendmmsg", KindConnect, HSocket).fd(0).addr(1, -1),
+		// listen binds a socket that is not bound yet to every interface
+		// (inet_csk_listen_start → get_port with the address left 0): a
+		// public port without any bind to check.
+		mk("listen", KindBind, HSocket).fd(0),
 
 		// Signals. tgkill and rt_tgsigqueueinfo: PidArg is the tgid, the
 		// thread id is the next argument.

@@ -155,6 +155,7 @@ func interpreterOf(path string) string {
 // call that a freeze left to finish unfrozen (freeze.go).
 func (t *tracer) syscallStop(tk *task) error {
 	t.setInFlight(tk, false)
+	t.bindDone(tk)
 	if tk.slot != 0 {
 		if err := t.endCopied(tk); err != nil {
 			return err

@@ -185,6 +185,9 @@ func (t *tracer) seccompStop(tk *task) error {
 			tk.approvedExec = op.Paths[0].Resolved
 			tk.initialExec = op.Initial
 		}
+		if spec.Handler == syscalls.HSocket {
+			t.bindStarts(c, op)
+		}
 		if t.cfg.TraceAll {
 			t.record(t.newEvent(c, op, d), true)
 		}
@@ -247,6 +250,9 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 		}
 	}
 	if f == nil {
+		if c.tk.bindIno != 0 {
+			return t.resumeToExit(c.tk)
+		}
 		return t.resume(tid, 0)
 	}
 	if allowed {
@@ -1044,6 +1050,9 @@ const (
 
 // decodeSocket handles connect, bind, sendto, sendmsg and sendmmsg.
 func (t *tracer) decodeSocket(c *call) *policy.Op {
+	if c.name == "listen" {
+		return t.decodeListen(c)
+	}
 	tid := c.tk.tid
 	kind := syscalls.KindConnect
 	if c.name == "bind" {
@@ -1130,10 +1139,17 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int) *p
 	op := &policy.Op{Kind: kind, Syscall: c.name}
 	switch fam {
 	case afUnspec:
-		if kind != syscalls.KindBind {
+		if c.name == "connect" {
 			return nil // connect(AF_UNSPEC) dissolves an association
 		}
-		op.Family = "unspec" // bind(AF_UNSPEC) binds INADDR_ANY: a public port
+		// bind(AF_UNSPEC) binds INADDR_ANY: a public port; a send to
+		// AF_UNSPEC goes where the same bytes as a sockaddr_in say
+		// (policy.decideNet). Decode them so for the report.
+		op.Family = "unspec"
+		if kind != syscalls.KindBind && n >= 8 {
+			op.Port = int(binary.BigEndian.Uint16(b[2:]))
+			op.Addr = net.IP(b[4:8]).String()
+		}
 	case afInet:
 		if n < 8 {
 			c.fail = syscall.EINVAL

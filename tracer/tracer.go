@@ -226,6 +226,9 @@ type task struct {
 	approvedExec string
 	initialExec  bool
 	chainExec    bool // the approved exec is the start chain's (Config.InitialChain)
+	// bindIno is the socket of this task's allowed inet bind in flight,
+	// resumed to its syscall exit (listen.go), 0 when none.
+	bindIno uint64
 }
 
 // proc is one traced process (thread group).
@@ -257,6 +260,7 @@ type tracer struct {
 	// that dirCache need not look at every task on every call.
 	inFlightN int
 	audit     bool // policy mode audit: denials are recorded, not enforced
+	trapNet   bool // the network is not open: connect, send and listen are checked
 	// readsChecked: the policy restricts reads (read roots, deny-read), so
 	// a read-only open is a decision a race could subvert.
 	readsChecked bool
@@ -277,6 +281,9 @@ type tracer struct {
 	regs    *arch.Regs
 	regBuf  []byte
 	ledger  ledger
+	// bound holds the inet sockets (by inode) that a bind of the tree's
+	// bound to an allowed address: listen may use them (listen.go).
+	bound map[uint64]bool
 	counts  report.Counts
 	denials []report.Event
 	dropped int
@@ -337,8 +344,9 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
 		dirs:  newDirCache(cfg),
 		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
-		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{},
+		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{}, bound: map[uint64]bool{},
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
+		trapNet:      cfg.Policy.Config().Net != policy.NetAllow,
 		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
 		chainLeft:    len(cfg.InitialChain) > 0,
 		pathPage:     usePathPage(cfg),

@@ -18,6 +18,7 @@ import os
 import resource
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -211,6 +212,78 @@ def main():
         def run():
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 s.sendto(PAYLOAD, (args[0], int(args[1])))
+        result(run)
+    elif case in ("udp-sendto-unspec", "udp-sendmsg-unspec"):
+        # sin_family = AF_UNSPEC: UDP takes the address as AF_INET.
+        def run():
+            libc = ctypes.CDLL(None, use_errno=True)
+            sa = struct.pack("=HH4s8x", 0, socket.htons(int(args[1])), socket.inet_aton(args[0]))
+            sab = ctypes.create_string_buffer(sa, len(sa))
+            buf = ctypes.create_string_buffer(PAYLOAD, len(PAYLOAD))
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                if case == "udp-sendto-unspec":
+                    r = libc.sendto(s.fileno(), buf, len(PAYLOAD), 0, sab, len(sa))
+                else:
+                    class iovec(ctypes.Structure):
+                        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+                    class msghdr(ctypes.Structure):
+                        _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+                                    ("iov", ctypes.POINTER(iovec)), ("iovlen", ctypes.c_size_t),
+                                    ("control", ctypes.c_void_p), ("controllen", ctypes.c_size_t),
+                                    ("flags", ctypes.c_int)]
+                    iov = iovec(ctypes.cast(buf, ctypes.c_void_p), len(PAYLOAD))
+                    m = msghdr(ctypes.cast(sab, ctypes.c_void_p), len(sa), ctypes.pointer(iov), 1, None, 0, 0)
+                    r = libc.sendmsg(s.fileno(), ctypes.byref(m), 0)
+                if r < 0:
+                    e = ctypes.get_errno()
+                    raise OSError(e, os.strerror(e))
+        result(run)
+    elif case == "tcp-listen-unbound":
+        # listen without bind: the kernel binds every interface. The port
+        # goes to args[0] for the outside to connect to.
+        def run():
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                s.listen(1)
+                with open(args[0] + ".tmp", "w") as f:
+                    f.write(str(s.getsockname()[1]))
+                os.rename(args[0] + ".tmp", args[0])
+                s.settimeout(5)
+                c, _ = s.accept()
+                c.sendall(PAYLOAD)
+                c.close()
+        result(run)
+    elif case == "tcp-bind-listen":
+        # bind to args[0]:args[1] (a failure is only noted, as a careless
+        # or hostile program would), listen, serve one connection; the
+        # port goes to args[2].
+        def run():
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((args[0], int(args[1])))
+                except OSError as e:
+                    print("info: bind:", errno.errorcode.get(e.errno, e.errno))
+                s.listen(1)
+                with open(args[2] + ".tmp", "w") as f:
+                    f.write(str(s.getsockname()[1]))
+                os.rename(args[2] + ".tmp", args[2])
+                s.settimeout(5)
+                c, _ = s.accept()
+                c.sendall(PAYLOAD)
+                c.close()
+        result(run)
+    elif case == "unix-listen":  # a server on a socket in the sandbox, and a client
+        def run():
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.bind(args[0])
+                s.listen(1)
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                    c.connect(args[0])
+                    a, _ = s.accept()
+                    c.sendall(PAYLOAD)
+                    if a.recv(64) != PAYLOAD:
+                        raise OSError(errno.EIO, "wrong payload")
+                    a.close()
         result(run)
     elif case == "unix-connect":  # a host daemon's socket, or "@name" for abstract
         def run():

@@ -1,0 +1,133 @@
+package tracer
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/syscalls"
+	"golang.org/x/sys/unix"
+)
+
+// A socket that is not bound yet is bound by listen(2) itself, to every
+// interface: inet_csk_listen_start calls get_port with the address left 0
+// (net/ipv4/inet_connection_sock.c). That is a public port no bind was
+// checked for. So while the network is not open (listen is trapped only
+// then, filter.Options.TrapNet), listen is allowed on
+//   - an AF_UNIX socket: unix_listen fails on one that is not bound, and
+//     its bind was checked;
+//   - an inet socket that a bind of the tree's, allowed (a loopback
+//     address), bound successfully: the bind's syscall-exit stop records
+//     the socket (bindDone), since a bind that fails (EADDRINUSE) leaves
+//     it unbound;
+// and denied on every other socket.
+
+// maxBound bounds tracer.bound; past it a listen on a newly bound socket is
+// denied (and says so) rather than the set growing without end.
+const maxBound = 1 << 16
+
+// socketInode is the inode of the socket at fd of tk ("socket:[N]" in
+// /proc/<tgid>/task/<tid>/fd/N); false when fd is no socket or unreadable.
+func socketInode(tk *task, fd int32) (uint64, bool) {
+	if fd < 0 {
+		return 0, false
+	}
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%d/fd/%d", tk.tgid, tk.tid, fd))
+	if err != nil {
+		return 0, false
+	}
+	s, ok := strings.CutPrefix(l, "socket:[")
+	if !ok || !strings.HasSuffix(s, "]") {
+		return 0, false
+	}
+	ino, err := strconv.ParseUint(s[:len(s)-1], 10, 64)
+	return ino, err == nil
+}
+
+// unixSocket reports whether inode ino is an AF_UNIX socket of tgid's
+// network namespace: /proc/<tgid>/net/unix lists every one, bound or not.
+func unixSocket(tgid int, ino uint64) bool {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/net/unix", tgid))
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	want := []byte(strconv.FormatUint(ino, 10))
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Scan() // the header
+	for sc.Scan() {
+		// Num RefCount Protocol Flags Type St Inode [Path]
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) >= 7 && bytes.Equal(fields[6], want) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeListen decides listen(fd): see the top of this file.
+func (t *tracer) decodeListen(c *call) *policy.Op {
+	fd := t.regs.Int32Arg(0)
+	op := &policy.Op{Kind: syscalls.KindBind, Syscall: c.name}
+	ino, ok := socketInode(c.tk, fd)
+	if !ok || t.bound[ino] || unixSocket(c.tk.tgid, ino) {
+		// Not a socket (the kernel fails it: EBADF, ENOTSOCK), or one
+		// whose address was checked.
+		c.pass = true
+		return op
+	}
+	op.Family = "unspec"
+	if len(t.bound) >= maxBound {
+		op.Addr = "(tracecell stopped recording bound sockets after " + strconv.Itoa(maxBound) + ")"
+	}
+	return op
+}
+
+// bindStarts notes, for an allowed bind of an inet socket, which socket it
+// binds: the call is then resumed to its syscall-exit stop (resumeCall),
+// where bindDone records the socket if the bind succeeded.
+func (t *tracer) bindStarts(c *call, op *policy.Op) {
+	if c.name != "bind" || op == nil || (op.Family != "inet" && op.Family != "inet6") || !t.trapsListen() {
+		return
+	}
+	if ino, ok := socketInode(c.tk, t.regs.Int32Arg(0)); ok {
+		c.tk.bindIno = ino
+	}
+}
+
+// trapsListen: listen is trapped (the network is not open).
+func (t *tracer) trapsListen() bool { return t.trapNet }
+
+// bindDone ends a bind noted by bindStarts at its syscall-exit stop.
+//
+// Precondition: tk is stopped at the syscall exit of its bind.
+func (t *tracer) bindDone(tk *task) {
+	ino := tk.bindIno
+	if ino == 0 {
+		return
+	}
+	tk.bindIno = 0
+	if t.readRegs(tk.tid) != nil || t.regs.Ret() != 0 {
+		return // gone, or the bind failed: the socket is not bound
+	}
+	if len(t.bound) < maxBound {
+		t.bound[ino] = true
+	}
+}
+
+// resumeToExit resumes tk from the seccomp stop of its allowed call to the
+// call's syscall-exit stop (syscallStop), where bindDone sees its result.
+func (t *tracer) resumeToExit(tk *task) error {
+	if err := unix.PtraceSyscall(tk.tid, 0); err != nil {
+		if err == unix.ESRCH {
+			return nil // killed meanwhile: wait4 reports it
+		}
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SYSCALL) pid %d", tk.tid), err)
+	}
+	return nil
+}
