@@ -277,13 +277,13 @@ type tracer struct {
 	// stops is killed on sight and its call denied.
 	dying atomic.Bool
 
-	mem     memReader
-	regs    *arch.Regs
-	regBuf  []byte
-	ledger  ledger
+	mem    memReader
+	regs   *arch.Regs
+	regBuf []byte
+	ledger ledger
 	// bound holds the inet sockets (by inode) that a bind of the tree's
 	// bound to an allowed address: listen may use them (listen.go).
-	bound map[uint64]bool
+	bound   map[uint64]bool
 	counts  report.Counts
 	denials []report.Event
 	dropped int
