@@ -5,14 +5,18 @@ package report
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
@@ -167,9 +171,69 @@ type Report struct {
 	Error          string   `json:"error,omitempty"`
 }
 
-// WriteFile writes the report atomically (temp file + rename) so a reader
-// never sees half a report, even when tracecell is stopped by a signal.
+// Target is where a report goes: the report file's directory, opened once,
+// and the file's name in it. Open it with OpenTarget before the traced
+// program starts: the report is then written into that directory at exit
+// even if the program, which may write where the report lives, has renamed
+// the directory away and put a symlink to a host directory in its place.
+// Its fd is close-on-exec. A Target is not safe for concurrent use.
+type Target struct {
+	path string // as given, for messages
+	base string // the file's name in dir
+	dir  int    // O_PATH fd of the directory; -1 once closed
+}
+
+// OpenTarget opens path's directory and checks, as a program writing the
+// report there would, that path can be created (an empty file is left
+// there until the report replaces it). The directory must exist.
+func OpenTarget(path string) (*Target, error) {
+	base := filepath.Base(path)
+	if path == "" || strings.HasSuffix(path, "/") || base == "." || base == ".." || base == "/" {
+		return nil, fmt.Errorf("report %q: not a file name (give a FILE, e.g. out/report.json)", path)
+	}
+	dir := filepath.Dir(path)
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("report %s: open directory %s: %w (it must exist)", path, dir, err)
+	}
+	f, err := unix.Openat(fd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("create report %s: %w", path, err)
+	}
+	unix.Close(f)
+	return &Target{path: path, base: base, dir: fd}, nil
+}
+
+// Path is the report's path as given to OpenTarget.
+func (t *Target) Path() string { return t.path }
+
+// Close closes the directory; t cannot be written to afterwards.
+func (t *Target) Close() error {
+	if t.dir < 0 {
+		return nil
+	}
+	err := unix.Close(t.dir)
+	t.dir = -1
+	return err
+}
+
+// WriteFile writes the report to path atomically (see WriteTarget). It
+// resolves path now: use OpenTarget and WriteTarget when a program that
+// may write near path runs in between.
 func (r *Report) WriteFile(path string) error {
+	t, err := OpenTarget(path)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	return r.WriteTarget(t)
+}
+
+// WriteTarget writes the report atomically (temp file + rename, both in t's
+// directory, never following a symlink) so a reader never sees half a
+// report, even when tracecell is stopped by a signal.
+func (r *Report) WriteTarget(t *Target) error {
 	if r.Denials == nil {
 		r.Denials = []Event{}
 	}
@@ -181,22 +245,34 @@ func (r *Report) WriteFile(path string) error {
 		return fmt.Errorf("encode report: %w", err)
 	}
 	b = append(b, '\n')
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tracecell-report-*")
+	if t.dir < 0 {
+		return fmt.Errorf("write report %s: %w", t.path, os.ErrClosed)
+	}
+	var fd int
+	var tmp string
+	for try := 0; ; try++ {
+		tmp = ".tracecell-report-" + strconv.FormatUint(rand.Uint64(), 36)
+		fd, err = unix.Openat(t.dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if !errors.Is(err, unix.EEXIST) || try == 100 {
+			break
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("write report %s: %w", path, err)
+		return fmt.Errorf("write report %s: create temporary file: %w", t.path, err)
 	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write report %s: %w", path, err)
+	f := os.NewFile(uintptr(fd), filepath.Join(filepath.Dir(t.path), tmp))
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		unix.Unlinkat(t.dir, tmp, 0)
+		return fmt.Errorf("write report %s: %w", t.path, err)
 	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write report %s: %w", path, err)
+	if err := f.Close(); err != nil {
+		unix.Unlinkat(t.dir, tmp, 0)
+		return fmt.Errorf("write report %s: %w", t.path, err)
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write report %s: %w", path, err)
+	if err := unix.Renameat(t.dir, tmp, t.dir, t.base); err != nil {
+		unix.Unlinkat(t.dir, tmp, 0)
+		return fmt.Errorf("write report %s: %w", t.path, err)
 	}
 	return nil
 }

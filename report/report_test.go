@@ -62,3 +62,33 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("unwritable path: %v", err)
 	}
 }
+
+// TestWriteTargetDirSwapped: the report goes into the directory OpenTarget
+// opened, even after that directory was renamed and a symlink put in its place.
+func TestWriteTargetDirSwapped(t *testing.T) {
+	root, elsewhere := t.TempDir(), t.TempDir()
+	dir := filepath.Join(root, "out")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := OpenTarget(filepath.Join(dir, "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tg.Close()
+	if err := os.Rename(dir, dir+".moved"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Report{Version: 1}).WriteTarget(tg); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("written through the symlink: %v", ents)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir+".moved", "r.json")); !strings.Contains(string(b), `"version": 1`) {
+		t.Errorf("report in the original directory: %q", b)
+	}
+}

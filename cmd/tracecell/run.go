@@ -298,13 +298,17 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		defer traceFile.Close()
 		trace = report.NewTraceWriter(traceFile)
 	}
-	// Check the report path before running, not after a long run.
+	// Open the report's directory now, before the program runs: not only to
+	// fail before a long run, but because the program may write where the
+	// report lives. Resolved at exit, the path could lead wherever the
+	// program pointed a symlink, and tracecell would create the report there.
+	var repTarget *report.Target
 	if s.Report != "" {
-		f, err := os.OpenFile(s.Report, os.O_WRONLY|os.O_CREATE, 0o644)
+		repTarget, err = report.OpenTarget(s.Report)
 		if err != nil {
 			return &exitError{statusFailed, fmt.Errorf("--report: %w", err)}
 		}
-		f.Close()
+		defer repTarget.Close()
 	}
 
 	var noticeMu sync.Mutex
@@ -409,8 +413,8 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 	}
 	rep.TracerPeakRSSKB = selfMaxRSS()
-	if s.Report != "" {
-		if err := rep.WriteFile(s.Report); err != nil {
+	if repTarget != nil {
+		if err := rep.WriteTarget(repTarget); err != nil {
 			fmt.Fprintf(stderr, "tracecell: %s\n", err)
 			if status == 0 {
 				status = statusFailed

@@ -35,6 +35,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad-policy", []string{"run", "--policy", filepath.Join(dir, "bad.yaml"), "--", "true"}, 125, `unknown key "nett"`},
 		{"not-found", []string{"run", "--write", dir, "--", "tracecell-no-such"}, 127, "not found"},
 		{"bad-log-level", []string{"run", "--write", dir, "--log-level", "loud", "--", "true"}, 125, "--log-level"},
+		{"report-no-dir", []string{"run", "--write", dir, "--report", filepath.Join(dir, "no", "r.json"), "--", "true"}, 125, "open directory " + filepath.Join(dir, "no")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, tc.args...)
@@ -97,5 +98,48 @@ func TestRunCommaInValues(t *testing.T) {
 		if _, err := os.Lstat(p); err == nil {
 			t.Errorf("%s exists: the path was split at its comma", p)
 		}
+	}
+}
+
+// TestRunReportDirSwapped: the report's directory is inside the sandbox, and
+// the program renames it away and puts a symlink to another directory in its
+// place. The report must land in the directory opened before the run (now
+// under its new name), never through the program's symlink: tracecell may
+// run as root, and the symlink may point anywhere on the host.
+func TestRunReportDirSwapped(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no %s: %v", py, err)
+	}
+	sbx := t.TempDir()
+	elsewhere := t.TempDir() // stands for a host directory outside the sandbox
+	if err := os.Mkdir(filepath.Join(sbx, "out"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "import os, sys\n" +
+		"os.rename('out', 'out.moved')\n" +
+		"os.symlink(sys.argv[1], 'out')\n"
+	code, _, stderr := runCLI(t, "run", "--write", sbx, "--cwd", sbx, "--report", filepath.Join(sbx, "out", "r.json"),
+		"--", py, "-c", script, elsewhere)
+	if code != 0 {
+		t.Fatalf("status %d, stderr %q", code, stderr)
+	}
+	if l, err := os.Readlink(filepath.Join(sbx, "out")); err != nil || l != elsewhere {
+		t.Fatalf("the program did not swap the directory: readlink out = %q, %v (stderr %q)", l, err, stderr)
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
+		t.Errorf("tracecell wrote through the program's symlink: %s holds %v", elsewhere, ents)
+	}
+	b, err := os.ReadFile(filepath.Join(sbx, "out.moved", "r.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Exit struct{ Code, Status int } }
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("report in the original directory is not the report (%v): %q", err, b)
+	}
+	ents, _ := os.ReadDir(filepath.Join(sbx, "out.moved"))
+	if len(ents) != 1 {
+		t.Errorf("original directory holds %v, want only r.json", ents)
 	}
 }
