@@ -318,3 +318,37 @@ func TestListen(t *testing.T) {
 		})
 	}
 }
+
+// TestDenyReadParentRename: a deny-read file inside the sandbox cannot be
+// made readable by renaming a directory above it.
+func TestDenyReadParentRename(t *testing.T) {
+	t.Parallel()
+	sbx := realDir(t)
+	mkdir(t, filepath.Join(sbx, "conf"))
+	writeFile(t, filepath.Join(sbx, "conf", ".env"), "SECRET\n", 0o600)
+	script := `import os, sys
+try:
+    os.rename(sys.argv[1] + "/conf", sys.argv[1] + "/c2")
+    print("result: ok")
+except OSError as e:
+    print("result: errno=" + __import__("errno").errorcode[e.errno])
+`
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"--deny-read", filepath.Join(sbx, "conf", ".env")},
+		python, "-c", script, sbx)
+	if res := resultOf(r.stdout); res != "errno=EACCES" {
+		t.Errorf("rename: %q, want errno=EACCES", res)
+	}
+	if _, err := os.Stat(filepath.Join(sbx, "conf", ".env")); err != nil {
+		t.Errorf("the directory moved: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(sbx, "c2")); err == nil {
+		t.Error("c2 exists")
+	}
+	found := false
+	for _, e := range r.report.Denials {
+		found = found || (e.Kind == "rename" && e.Rule == "deny-read" && e.hasResolved(filepath.Join(sbx, "conf")))
+	}
+	if !found {
+		t.Errorf("no deny-read rename denial naming %s/conf:\n%s", sbx, r.report.denialList())
+	}
+}

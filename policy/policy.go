@@ -322,12 +322,18 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		if verb, bad := destroysRoot(kind); bad && res == root {
 			return deny(syscall.EACCES, RuleRootItself, fmt.Sprintf("cannot %s the writable root itself (%s)", verb, root)), ""
 		}
+		if d, ok := p.movesDenyRead(kind, res); ok {
+			return d, ""
+		}
 		return allow(RuleInsideRoot), ""
 	}
 	if kind == syscalls.KindWrite && p.device(res) {
 		return allow(RuleDevice), ""
 	}
 	if s, ok := p.scratchDir(res); ok {
+		if d, ok := p.movesDenyRead(kind, res); ok {
+			return d, ""
+		}
 		switch {
 		case res != s && creates(kind, r, pa):
 			return allow(RuleScratchCreate), res
@@ -339,6 +345,21 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree (scratch dir %s is create-only)", s)), ""
 	}
 	return deny(syscall.EACCES, RuleOutsideRoots, "outside writable roots ("+p.writeText+")"), ""
+}
+
+// movesDenyRead denies a rename of a directory above a deny-read entry:
+// renaming sbx/conf to sbx/c2 would make the denied sbx/conf/.env
+// readable as sbx/c2/.env (and RENAME_EXCHANGE moves the target too).
+func (p *Policy) movesDenyRead(kind syscalls.Kind, res string) (Decision, bool) {
+	if kind != syscalls.KindRename {
+		return Decision{}, false
+	}
+	for _, d := range p.cfg.DenyRead {
+		if d != res && Under(d, res) {
+			return deny(syscall.EACCES, RuleDenyRead, fmt.Sprintf("moves %s, which holds deny-read %s", res, d)), true
+		}
+	}
+	return Decision{}, false
 }
 
 // writeRoot is the outermost writable root res is under. Outermost, so that

@@ -255,6 +255,7 @@ func TestDecideFSReasons(t *testing.T) {
 func TestDecideTwoPaths(t *testing.T) {
 	p := mustNew(t, baseConfig())
 	nested := mustNew(t, Config{WriteRoots: []string{"/srv/sbx", "/srv/sbx/sub"}})
+	deep := mustNew(t, Config{WriteRoots: []string{"/srv/sbx"}, DenyRead: []string{"/srv/sbx/conf/.env"}})
 	R, L := syscalls.KindRename, syscalls.KindLink
 	cases := []struct {
 		name    string
@@ -284,6 +285,10 @@ func TestDecideTwoPaths(t *testing.T) {
 		{"link device", p, L, []Path{ex("/dev/null"), newp("/srv/sbx/null")}, RuleOutsideRoots, nil},
 		{"rename deny-read", p, R, []Path{ex("/srv/sbx/.secret"), newp("/srv/sbx/s")}, RuleDenyRead, nil},
 		{"rename onto deny-read", p, R, []Path{ex("/srv/sbx/s"), ex("/srv/sbx/.secret")}, RuleDenyRead, nil},
+		{"rename a parent of deny-read", deep, R, []Path{dir("/srv/sbx/conf"), newp("/srv/sbx/c2")}, RuleDenyRead, nil},
+		{"exchange with a parent of deny-read", deep, R, []Path{dir("/srv/sbx/empty"), dir("/srv/sbx/conf")}, RuleDenyRead, nil},
+		{"rename a sibling of deny-read", deep, R, []Path{dir("/srv/sbx/confx"), newp("/srv/sbx/c3")}, RuleInsideRoot, nil},
+		{"rename inside the parent", deep, R, []Path{ex("/srv/sbx/conf/a"), newp("/srv/sbx/conf/b")}, RuleInsideRoot, nil},
 		{"rename proc", p, R, []Path{ex("/proc/1/fd/3"), newp("/srv/sbx/x")}, RuleProcWrite, nil},
 		{"explicit roles reversed", p, R, []Path{{Role: "target", Resolved: "/dev/shm/new2"}, {Role: "source", Resolved: "/dev/shm/mine", Exists: true}}, RuleScratchCreate, []string{"/dev/shm/new2"}},
 		{"explicit roles link", p, L, []Path{{Role: "target", Resolved: "/srv/sbx/l"}, {Role: "source", Resolved: "/etc/passwd", Exists: true}}, RuleOutsideRoots, nil},
