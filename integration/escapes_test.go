@@ -365,6 +365,19 @@ func escapeCases() []escapeCase {
 				w.needle = w.program
 				return []string{w.p("touched")}
 			}},
+		{name: "c-memfd-execveat", prog: []string{"c", "memfd-exec"}, kinds: []string{"exec"}, errno: "EACCES",
+			match: func(w *world, e event) bool { return len(e.Paths) > 0 && strings.HasPrefix(e.Paths[0].Resolved, "/memfd:escape") },
+			setup: func(w *world) []string {
+				// Ground truth: the copy of sh ran (its marker is in the
+				// sandbox, where it may write).
+				w.needle = "/memfd:escape"
+				marker := w.s("ran")
+				w.escaped = func(result) (bool, string) {
+					_, err := os.Stat(marker)
+					return err == nil, fmt.Sprintf("marker: %v", err)
+				}
+				return []string{mustReal(w.t, "/bin/sh"), marker}
+			}},
 		{name: "py-os-execv", prog: []string{"py", "os-execv"}, kinds: []string{"exec"}, errno: "EACCES", match: byProgram,
 			setup: func(w *world) []string {
 				w.program = mustReal(w.t, "/usr/bin/touch")

@@ -846,6 +846,14 @@ func (t *tracer) decodeExec(c *call) *policy.Op {
 		return nil
 	}
 	p.Role = "program"
+	if !p.Exists && strings.HasSuffix(p.Resolved, " (deleted)") {
+		// A file with no name any more, reached through its fd
+		// (execveat(fd, "", AT_EMPTY_PATH), /proc/self/fd/N): a memfd
+		// or an unlinked file. The kernel runs it; no --allow-exec can
+		// name it, so it is denied like any other program not allowed,
+		// and reported.
+		return &policy.Op{Kind: syscalls.KindExec, Syscall: c.name, Paths: []policy.Path{p}}
+	}
 	if !p.Exists {
 		// execvp searching PATH: the kernel answers ENOENT, nothing to report.
 		c.fail = syscall.ENOENT

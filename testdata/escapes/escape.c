@@ -438,6 +438,22 @@ int main(int argc, char **argv) {
 		printf("info: userns-changed=%s\n", m);
 		return result(0);
 	}
+	if (!strcmp(c, "memfd-exec")) { // run a copy of a program from a memfd: a file with no name
+		need(argc, 4, "memfd-exec PROGRAM MARKER");
+		int src = open(argv[2], O_RDONLY | O_CLOEXEC);
+		int fd = syscall(SYS_memfd_create, "escape", 0);
+		if (src < 0 || fd < 0)
+			return result(-1);
+		char buf[65536];
+		ssize_t n;
+		while ((n = read(src, buf, sizeof buf)) > 0)
+			if (write(fd, buf, n) != n)
+				return result(-1);
+		char cmd[4200];
+		snprintf(cmd, sizeof cmd, "echo ran > '%s'", argv[3]);
+		char *av[] = {"sh", "-c", cmd, NULL}, *ev[] = {NULL};
+		return result(syscall(SYS_execveat, fd, "", av, ev, AT_EMPTY_PATH));
+	}
 	if (!strcmp(c, "mount")) { // mount a tmpfs over an outside dir
 		need(argc, 3, "mount DIR");
 		return result(mount("tracecell-escape", argv[2], "tmpfs", 0, "size=1m"));
