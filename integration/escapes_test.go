@@ -366,7 +366,9 @@ func escapeCases() []escapeCase {
 				return []string{w.p("touched")}
 			}},
 		{name: "c-memfd-execveat", prog: []string{"c", "memfd-exec"}, kinds: []string{"exec"}, errno: "EACCES",
-			match: func(w *world, e event) bool { return len(e.Paths) > 0 && strings.HasPrefix(e.Paths[0].Resolved, "/memfd:escape") },
+			match: func(w *world, e event) bool {
+				return len(e.Paths) > 0 && strings.HasPrefix(e.Paths[0].Resolved, "/memfd:escape")
+			},
 			setup: func(w *world) []string {
 				// Ground truth: the copy of sh ran (its marker is in the
 				// sandbox, where it may write).
