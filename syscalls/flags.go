@@ -287,9 +287,10 @@ type IoctlSpec struct {
 	Cmd  uint32
 	Name string
 	// Kind: KindChmod for inode attribute changes (check what fd points
-	// to, even read-only), KindForbidden for terminal input injection,
-	// KindSignal for SIGIO owner changes (the pid or -pgid is an int
-	// behind the arg pointer).
+	// to, even read-only), KindForbidden for terminal input injection and
+	// for changes to a whole file system (the report still names what fd
+	// points to), KindSignal for SIGIO owner changes (the pid or -pgid is
+	// an int behind the arg pointer).
 	Kind Kind
 }
 
@@ -297,18 +298,59 @@ type IoctlSpec struct {
 // allowed without a stop. The cmd argument is an unsigned int: the kernel
 // ignores the high half of the register, and so does the filter. Encodings
 // are asm-generic _IOC, identical on x86_64 and aarch64.
+//
+// The file-changing commands listed are those that work on an fd opened
+// read-only, which any file the tree may read gives it. Commands that need
+// the fd (or every fd they name) opened for writing are left out: that
+// open was checked, and write(2) on such an fd is not trapped either —
+// FICLONE, FICLONERANGE, EXT4_IOC_MOVE_EXT, FS_IOC_RESVSP* and
+// FS_IOC_ZERO_RANGE (vfs_fallocate). FIDEDUPERANGE only shares extents
+// whose bytes are equal and leaves contents and times alone. btrfs, XFS
+// and f2fs have dozens of their own commands; only those sharing a
+// generic number are covered here.
+//
+// The *32 commands are the 32-bit ABI's numbers, which native handlers do
+// not accept (fs/ioctl.c and ext4_compat_ioctl translate them for 32-bit
+// callers only, whom the filter kills); they are listed anyway as a
+// second line of defence.
 var Ioctls = []IoctlSpec{
 	// chattr: immutable, append-only, ... work on a read-only fd of a file
 	// the user owns.
-	{0x40086602, "FS_IOC_SETFLAGS", KindChmod},   // _IOW('f', 2, long)
-	{0x40046602, "FS_IOC32_SETFLAGS", KindChmod}, // _IOW('f', 2, int)
-	{0x401c5820, "FS_IOC_FSSETXATTR", KindChmod}, // _IOW('X', 32, struct fsxattr)
-	{0x40087602, "FS_IOC_SETVERSION", KindChmod}, // _IOW('v', 2, long): inode generation
+	{0x40086602, "FS_IOC_SETFLAGS", KindChmod},   // _IOW('f', 2, long), linux/fs.h
+	{0x40046602, "FS_IOC32_SETFLAGS", KindChmod}, // _IOW('f', 2, int), linux/fs.h
+	{0x401c5820, "FS_IOC_FSSETXATTR", KindChmod}, // _IOW('X', 32, struct fsxattr), linux/fs.h
+	// The inode generation (NFS file handles); owner only, read-only fd.
+	{0x40087602, "FS_IOC_SETVERSION", KindChmod},     // _IOW('v', 2, long), linux/fs.h; = EXT4_IOC_SETVERSION_OLD
+	{0x40047602, "FS_IOC32_SETVERSION", KindChmod},   // _IOW('v', 2, int), linux/fs.h
+	{0x40086604, "EXT4_IOC_SETVERSION", KindChmod},   // _IOW('f', 4, long), linux/ext4.h
+	{0x40046604, "EXT4_IOC32_SETVERSION", KindChmod}, // _IOW('f', 4, int), fs/ext4/ext4.h
+	// Rewrites a block-mapped inode as an extent-mapped one (sets the
+	// extents flag); owner only, read-only fd.
+	{0x6609, "EXT4_IOC_MIGRATE", KindChmod}, // _IO('f', 9), linux/ext4.h
 	// fs-verity makes a file permanently read-only; it needs write
 	// permission on the inode but a read-only fd (fs/verity/enable.c).
 	{0x40806685, "FS_IOC_ENABLE_VERITY", KindChmod}, // _IOW('f', 133, struct fsverity_enable_arg)
 	// Sets an encryption policy on an empty directory the user owns.
 	{0x800c6613, "FS_IOC_SET_ENCRYPTION_POLICY", KindChmod}, // _IOR('f', 19, struct fscrypt_policy_v1)
+	// Whole file system: any fd on it will do, read-only or a directory,
+	// so a writable root says nothing about them (it is a subtree of a
+	// file system the host shares). Forbidden; all need CAP_SYS_ADMIN or
+	// CAP_SYS_RESOURCE, which a tree run as root has.
+	{0xc0045877, "FIFREEZE", KindForbidden},          // _IOWR('X', 119, int), linux/fs.h: blocks every write to the fs
+	{0xc0045878, "FITHAW", KindForbidden},            // _IOWR('X', 120, int), linux/fs.h: thaws a host freeze
+	{0x41009432, "FS_IOC_SETFSLABEL", KindForbidden}, // _IOW(0x94, 50, char[256]), linux/fs.h: the fs label (/dev/disk/by-label, fstab LABEL=)
+	// The fs goes read-only/errors out for everyone; the same number is
+	// XFS_IOC_GOINGDOWN (xfs_fs.h) and F2FS_IOC_SHUTDOWN (linux/f2fs.h).
+	{0x8004587d, "EXT4_IOC_SHUTDOWN", KindForbidden},          // _IOR('X', 125, __u32), linux/ext4.h
+	{0x40086607, "EXT4_IOC_GROUP_EXTEND", KindForbidden},      // _IOW('f', 7, unsigned long), linux/ext4.h: online resize
+	{0x40286608, "EXT4_IOC_GROUP_ADD", KindForbidden},         // _IOW('f', 8, struct ext4_new_group_input), linux/ext4.h: online resize
+	{0x40086610, "EXT4_IOC_RESIZE_FS", KindForbidden},         // _IOW('f', 16, __u64), linux/ext4.h: online resize
+	{0x4008662c, "EXT4_IOC_SETFSUUID", KindForbidden},         // _IOW('f', 44, struct fsuuid), linux/ext4.h: the fs UUID (6.2)
+	{0x40e8662e, "EXT4_IOC_SET_TUNE_SB_PARAM", KindForbidden}, // _IOW('f', 46, struct ext4_tune_sb_params), linux/ext4.h: tune2fs settings and features (6.18)
+	// Swaps the fd's blocks with the boot loader inode (#5), which no
+	// path names. The fd must be writable, but the other side is outside
+	// every root.
+	{0x6611, "EXT4_IOC_SWAP_BOOT", KindForbidden}, // _IO('f', 17), linux/ext4.h
 	// TIOCSTI pushes bytes into a terminal's input queue: the shell that
 	// started tracecell would run them after we exit. Restricted only
 	// since 6.2 (dev.tty.legacy_tiocsti). TIOCLINUX's selection paste does

@@ -322,8 +322,9 @@ func buildSpecs() map[string]*Spec {
 		// that FS_IOC_FSSETXATTR sets through an fd.
 		mk("file_setattr", KindChmod, HPath, at(1, 0, atNoFol, "path", true)).flags(4),
 
-		// ioctl: only the commands of Ioctls are trapped (inode flags,
-		// terminal input injection, SIGIO owner).
+		// ioctl: only the commands of Ioctls are trapped (inode flags and
+		// generation, whole-file-system changes, terminal input
+		// injection, SIGIO owner).
 		mk("ioctl", KindChmod, HIoctl).fd(0).flags(1),
 		// fcntl: only F_SETOWN and F_SETOWN_EX are trapped.
 		mk("fcntl", KindSignal, HSetOwn).fd(0).flags(1).pid(2),

@@ -247,33 +247,58 @@ func TestConstantsMatchXSys(t *testing.T) {
 func ioc(dir, typ, nr, size uint32) uint32 { return dir<<30 | size<<16 | typ<<8 | nr }
 
 func TestIoctlEncodings(t *testing.T) {
-	const w, r = 1, 2 // _IOC_WRITE, _IOC_READ
-	want := map[string]uint32{
-		"FS_IOC_SETFLAGS":              ioc(w, 'f', 2, 8),
-		"FS_IOC32_SETFLAGS":            ioc(w, 'f', 2, 4),
-		"FS_IOC_FSSETXATTR":            ioc(w, 'X', 32, 28), // struct fsxattr
-		"FS_IOC_SETVERSION":            ioc(w, 'v', 2, 8),
-		"FS_IOC_ENABLE_VERITY":         ioc(w, 'f', 133, 128), // struct fsverity_enable_arg
-		"FS_IOC_SET_ENCRYPTION_POLICY": ioc(r, 'f', 19, 12),   // struct fscrypt_policy_v1
-		"TIOCSTI":                      0x5412,
-		"TIOCLINUX":                    0x541c,
-		"FIOSETOWN":                    0x8901,
-		"SIOCSPGRP":                    0x8902,
+	const n, w, r, rw = 0, 1, 2, 3 // _IOC_NONE, _IOC_WRITE, _IOC_READ, both
+	type enc struct {
+		cmd  uint32
+		lit  uint32 // the number as red-team notes and strace print it
+		kind Kind
+	}
+	want := map[string]enc{
+		"FS_IOC_SETFLAGS":              {ioc(w, 'f', 2, 8), 0x40086602, KindChmod},
+		"FS_IOC32_SETFLAGS":            {ioc(w, 'f', 2, 4), 0x40046602, KindChmod},
+		"FS_IOC_FSSETXATTR":            {ioc(w, 'X', 32, 28), 0x401c5820, KindChmod}, // struct fsxattr
+		"FS_IOC_SETVERSION":            {ioc(w, 'v', 2, 8), 0x40087602, KindChmod},
+		"FS_IOC32_SETVERSION":          {ioc(w, 'v', 2, 4), 0x40047602, KindChmod},
+		"EXT4_IOC_SETVERSION":          {ioc(w, 'f', 4, 8), 0x40086604, KindChmod},
+		"EXT4_IOC32_SETVERSION":        {ioc(w, 'f', 4, 4), 0x40046604, KindChmod},
+		"EXT4_IOC_MIGRATE":             {ioc(n, 'f', 9, 0), 0x6609, KindChmod},
+		"FS_IOC_ENABLE_VERITY":         {ioc(w, 'f', 133, 128), 0x40806685, KindChmod}, // struct fsverity_enable_arg
+		"FS_IOC_SET_ENCRYPTION_POLICY": {ioc(r, 'f', 19, 12), 0x800c6613, KindChmod},   // struct fscrypt_policy_v1
+		"FIFREEZE":                     {ioc(rw, 'X', 119, 4), 0xc0045877, KindForbidden},
+		"FITHAW":                       {ioc(rw, 'X', 120, 4), 0xc0045878, KindForbidden},
+		"FS_IOC_SETFSLABEL":            {ioc(w, 0x94, 50, 256), 0x41009432, KindForbidden},
+		"EXT4_IOC_SHUTDOWN":            {ioc(r, 'X', 125, 4), 0x8004587d, KindForbidden}, // = XFS_IOC_GOINGDOWN, F2FS_IOC_SHUTDOWN
+		"EXT4_IOC_GROUP_EXTEND":        {ioc(w, 'f', 7, 8), 0x40086607, KindForbidden},
+		"EXT4_IOC_GROUP_ADD":           {ioc(w, 'f', 8, 40), 0x40286608, KindForbidden}, // struct ext4_new_group_input: u32, 3 u64, u32, 2 u16
+		"EXT4_IOC_RESIZE_FS":           {ioc(w, 'f', 16, 8), 0x40086610, KindForbidden},
+		"EXT4_IOC_SETFSUUID":           {ioc(w, 'f', 44, 8), 0x4008662c, KindForbidden},   // struct fsuuid: 2 u32 and a flexible array
+		"EXT4_IOC_SET_TUNE_SB_PARAM":   {ioc(w, 'f', 46, 232), 0x40e8662e, KindForbidden}, // struct ext4_tune_sb_params (228 or 232 bytes, padded to 232)
+		"EXT4_IOC_SWAP_BOOT":           {ioc(n, 'f', 17, 0), 0x6611, KindForbidden},
+		"TIOCSTI":                      {0x5412, 0x5412, KindForbidden},
+		"TIOCLINUX":                    {0x541c, 0x541c, KindForbidden},
+		"FIOSETOWN":                    {0x8901, 0x8901, KindSignal},
+		"SIOCSPGRP":                    {0x8902, 0x8902, KindSignal},
 	}
 	if len(Ioctls) != len(want) {
 		t.Fatalf("%d trapped ioctls, test knows %d", len(Ioctls), len(want))
 	}
+	seen := map[uint32]string{}
 	for _, s := range Ioctls {
 		t.Run(s.Name, func(t *testing.T) {
-			if w, ok := want[s.Name]; !ok || w != s.Cmd {
-				t.Fatalf("%s = %#x, want %#x", s.Name, s.Cmd, w)
+			e, ok := want[s.Name]
+			if !ok || e.cmd != s.Cmd || e.lit != s.Cmd {
+				t.Fatalf("%s = %#x, want %#x (literal %#x)", s.Name, s.Cmd, e.cmd, e.lit)
 			}
+			if s.Kind != e.kind {
+				t.Fatalf("%s kind %v, want %v", s.Name, s.Kind, e.kind)
+			}
+			if prev, dup := seen[s.Cmd]; dup {
+				t.Fatalf("%s and %s share %#x", prev, s.Name, s.Cmd)
+			}
+			seen[s.Cmd] = s.Name
 			got, ok := LookupIoctl(s.Cmd)
 			if !ok || got.Name != s.Name {
 				t.Fatalf("LookupIoctl(%#x) = %v, %v", s.Cmd, got, ok)
-			}
-			if s.Kind != KindChmod && s.Kind != KindForbidden && s.Kind != KindSignal {
-				t.Fatalf("unexpected kind %v", s.Kind)
 			}
 		})
 	}

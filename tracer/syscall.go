@@ -774,7 +774,8 @@ func (t *tracer) decodeFdMeta(c *call, fdArg int, kind syscalls.Kind) *policy.Op
 
 // decodeIoctl checks the ioctl commands the filter traps (syscalls.Ioctls):
 // inode attribute changes on the fd's file (they work on read-only fds),
-// terminal input injection (forbidden), and SIGIO owner changes.
+// terminal input injection and whole-file-system changes (forbidden), and
+// SIGIO owner changes.
 func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	cmd := uint32(t.regs.Arg(1)) // an unsigned int: the kernel ignores the high half
 	is, ok := syscalls.LookupIoctl(cmd)
@@ -785,7 +786,16 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	c.flags = is.Name
 	switch is.Kind {
 	case syscalls.KindForbidden:
-		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name + "(" + is.Name + ")"}
+		op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name + "(" + is.Name + ")"}
+		// Denied whatever the fd is; the report names what it points to
+		// (for FIFREEZE and the like, a file on the file system aimed at)
+		// when that resolves. A bad fd is denied all the same, not failed.
+		fd := t.regs.Int32Arg(0)
+		if p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd); ok {
+			op.Paths = []policy.Path{p}
+		}
+		c.fail, c.failWhy, c.failPath = 0, "", policy.Path{}
+		return op
 	case syscalls.KindSignal:
 		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), 4)
 		if err != nil {

@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -243,6 +244,51 @@ int main(int argc, char **argv) {
 		// not stop the test from cleaning up when the escape succeeds.
 		flags |= FS_NOATIME_FL;
 		return result(ioctl(fd, FS_IOC_SETFLAGS, &flags));
+	}
+	if (!strcmp(c, "fsioctl")) { // file-changing ioctls that work on a read-only fd
+		need(argc, 4, "fsioctl setversion|fssetxattr|fifreeze PATH");
+		const char *op = argv[2];
+		if (!strcmp(op, "setversion")) {
+			// EXT4_IOC_SETVERSION _IOW('f', 4, long): the inode
+			// generation, owner only. Set to what it is (0 when it
+			// cannot be read): the ctime still moves.
+			int fd = open_ro(argv[3]);
+			int gen = 0;
+			if (ioctl(fd, FS_IOC_GETVERSION, &gen) < 0)
+				gen = 0;
+			return result(ioctl(fd, 0x40086604, &gen));
+		}
+		if (!strcmp(op, "fssetxattr")) {
+			// FS_IOC_FSSETXATTR; NOATIME, like setflags, is harmless.
+			int fd = open_ro(argv[3]);
+			struct fsxattr fa;
+			if (ioctl(fd, FS_IOC_FSGETXATTR, &fa) < 0)
+				memset(&fa, 0, sizeof fa);
+			fa.fsx_xflags |= FS_XFLAG_NOATIME;
+			return result(ioctl(fd, FS_IOC_FSSETXATTR, &fa));
+		}
+		if (!strcmp(op, "fifreeze")) {
+			// FIFREEZE through a read-only fd of a directory freezes
+			// its whole file system. Only ever aimed at tmpfs, which
+			// cannot be frozen (EOPNOTSUPP) should the call get through:
+			// refuse anything else, so that no run of this case can
+			// freeze a disk.
+			int fd = open_dir(argv[3]);
+			struct statfs sf;
+			if (fstatfs(fd, &sf) < 0 || sf.f_type != 0x01021994) { // TMPFS_MAGIC
+				fprintf(stderr, "escape: fifreeze: %s is not on tmpfs, refusing\n", argv[3]);
+				exit(3);
+			}
+			int arg = 0;
+			long r = ioctl(fd, FIFREEZE, &arg);
+			int e = errno;
+			if (r == 0)
+				ioctl(fd, FITHAW, &arg);
+			errno = e;
+			return result(r);
+		}
+		fprintf(stderr, "escape: fsioctl: unknown ioctl %s\n", op);
+		return 2;
 	}
 	if (!strcmp(c, "tmpfile")) { // O_TMPFILE in an outside dir, then give it a name
 		need(argc, 4, "tmpfile DIR NAME");
