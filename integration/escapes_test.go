@@ -642,6 +642,9 @@ func escapeCases() []escapeCase {
 			}},
 
 		// ---- /dev/shm: create-only scratch ----
+		// A name the tree created and gave up (or never made) is not its
+		// own when a host process creates it afterwards.
+		shmClaim("unlink"), shmClaim("rename"), shmClaim("fail"),
 		{name: "py-dev-shm-delete-foreign", prog: []string{"py", "remove"}, kinds: []string{"delete"}, errno: "EACCES",
 			skip: func(w *world) string {
 				if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
@@ -660,6 +663,46 @@ func escapeCases() []escapeCase {
 				return []string{w.victim}
 			}},
 	}
+}
+
+// shmClaim: the tree claims a /dev/shm name (mode: created then unlinked,
+// renamed away, or a create it made fail), a host process then creates the
+// file, and the tree tries to overwrite it.
+func shmClaim(mode string) escapeCase {
+	return escapeCase{name: "py-dev-shm-claim-" + mode, prog: []string{"py", "shm-claim"}, kinds: []string{"write"}, errno: "EACCES",
+		skip: func(w *world) string {
+			if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
+				return "no /dev/shm"
+			}
+			return ""
+		},
+		setup: func(w *world) []string {
+			w.victim = fmt.Sprintf("/dev/shm/tracecell-it-%d-%d", os.Getpid(), time.Now().UnixNano())
+			w.t.Cleanup(func() { os.Remove(w.victim) })
+			ready := w.s("ready")
+			stop := make(chan struct{})
+			w.t.Cleanup(func() { close(stop) })
+			go func() { // the host process
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+					if _, err := os.Stat(ready); err == nil {
+						// Whole, at once: the tree writes as soon as the name exists.
+						os.WriteFile(w.victim+".tmp", []byte("hostdata\n"), 0o644)
+						os.Rename(w.victim+".tmp", w.victim)
+						return
+					}
+				}
+			}()
+			w.escaped = func(result) (bool, string) {
+				b, err := os.ReadFile(w.victim)
+				return err == nil && string(b) != "hostdata\n", fmt.Sprintf("host file: %q %v", b, err)
+			}
+			return []string{w.victim, ready, mode}
+		}}
 }
 
 // sleepGone makes escaped report whether the outside sleep was killed.

@@ -155,7 +155,7 @@ func interpreterOf(path string) string {
 // call that a freeze left to finish unfrozen (freeze.go).
 func (t *tracer) syscallStop(tk *task) error {
 	t.setInFlight(tk, false)
-	t.bindDone(tk)
+	t.callDone(tk)
 	if tk.slot != 0 {
 		if err := t.endCopied(tk); err != nil {
 			return err
@@ -281,3 +281,46 @@ func parseStatusInt(b []byte, key string, def int) int {
 }
 
 var errNoTask = errors.New("task is gone")
+
+// scratchStarts updates the ledger for an allowed call. The entries it
+// creates in a scratch directory are the tree's only once the call has made
+// them (callDone): a create the tree lets fail on purpose (EMFILE, ENOSPC)
+// must not leave it owning a name a host process may take later. The
+// entries it deletes or renames away stop being its own at once (should
+// the call fail, the tree only loses a right): a host process may create
+// the name afterwards.
+func (t *tracer) scratchStarts(c *call, op *policy.Op, d policy.Decision) {
+	if op != nil {
+		switch op.Kind {
+		case syscalls.KindDelete:
+			for _, p := range op.Paths {
+				t.ledger.drop(p.Resolved)
+			}
+		case syscalls.KindRename:
+			exchange := c.name == "renameat2" && t.flagsArg(c)&unix.RENAME_EXCHANGE != 0
+			if len(op.Paths) == 2 && !exchange {
+				src := op.Paths[0]
+				if op.Paths[0].Role == "target" {
+					src = op.Paths[1]
+				}
+				t.ledger.drop(src.Resolved)
+			}
+		}
+	}
+	if len(d.Scratch) > 0 {
+		c.tk.pendingScratch = append(c.tk.pendingScratch[:0], d.Scratch...)
+	}
+}
+
+// drop forgets p and everything recorded below it.
+func (l ledger) drop(p string) {
+	if p == "" {
+		return
+	}
+	delete(l, p)
+	for q := range l {
+		if strings.HasPrefix(q, p+"/") {
+			delete(l, q)
+		}
+	}
+}

@@ -103,20 +103,29 @@ func (t *tracer) bindStarts(c *call, op *policy.Op) {
 // trapsListen: listen is trapped (the network is not open).
 func (t *tracer) trapsListen() bool { return t.trapNet }
 
-// bindDone ends a bind noted by bindStarts at its syscall-exit stop.
+// callDone ends, at its syscall-exit stop, a call that was resumed to it
+// (resumeToExit, runFrozen, or a copied call): an inet bind noted by
+// bindStarts records its socket if it bound it, a create in a scratch
+// directory makes the tree own the entry if it made it (scratchStarts).
 //
-// Precondition: tk is stopped at the syscall exit of its bind.
-func (t *tracer) bindDone(tk *task) {
-	ino := tk.bindIno
-	if ino == 0 {
+// Precondition: tk is stopped at the syscall exit of its call.
+func (t *tracer) callDone(tk *task) {
+	ino, scratch := tk.bindIno, tk.pendingScratch
+	if ino == 0 && len(scratch) == 0 {
 		return
 	}
-	tk.bindIno = 0
-	if t.readRegs(tk.tid) != nil || t.regs.Ret() != 0 {
-		return // gone, or the bind failed: the socket is not bound
+	tk.bindIno, tk.pendingScratch = 0, nil
+	if t.readRegs(tk.tid) != nil {
+		return // gone
 	}
-	if len(t.bound) < maxBound {
+	ret := int64(t.regs.Ret())
+	if ino != 0 && ret == 0 && len(t.bound) < maxBound {
 		t.bound[ino] = true
+	}
+	if ret >= 0 { // an fd, or 0
+		for _, p := range scratch {
+			t.ledger[p] = true
+		}
 	}
 }
 

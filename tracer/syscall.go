@@ -178,9 +178,7 @@ func (t *tracer) seccompStop(tk *task) error {
 	}
 	if d.Allow {
 		t.counts.Allowed++
-		for _, p := range d.Scratch {
-			t.ledger[p] = true
-		}
+		t.scratchStarts(c, op, d)
 		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
 			tk.approvedExec = op.Paths[0].Resolved
 			tk.initialExec = op.Initial
@@ -200,9 +198,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
 			tk.approvedExec = op.Paths[0].Resolved
 		}
-		for _, p := range d.Scratch {
-			t.ledger[p] = true
-		}
+		t.scratchStarts(c, op, d)
 		// No freeze in audit mode (needsFreeze), but a decision always
 		// leaves through release: a frozen tree is never left stopped.
 		return t.release(c, fr, true)
@@ -250,7 +246,7 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 		}
 	}
 	if f == nil {
-		if c.tk.bindIno != 0 {
+		if c.tk.bindIno != 0 || len(c.tk.pendingScratch) > 0 {
 			return t.resumeToExit(c.tk)
 		}
 		return t.resume(tid, 0)

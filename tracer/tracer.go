@@ -229,6 +229,10 @@ type task struct {
 	// bindIno is the socket of this task's allowed inet bind in flight,
 	// resumed to its syscall exit (listen.go), 0 when none.
 	bindIno uint64
+	// pendingScratch are the scratch entries this task's allowed call in
+	// flight creates: the tree owns them once the call has succeeded
+	// (callDone).
+	pendingScratch []string
 }
 
 // proc is one traced process (thread group).

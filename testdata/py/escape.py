@@ -306,6 +306,40 @@ def main():
             write_file(args[0])
             os.remove(args[0])
         result(run)
+    elif case == "shm-claim":
+        # Claim a name in /dev/shm without holding an entry there (args[2]:
+        # "unlink" it after creating it, "rename" it away, or "fail" the
+        # create with EMFILE), tell the outside (args[1] appears), wait
+        # until a host process has created args[0], then overwrite it.
+        victim, ready, mode = args
+        if mode in ("unlink", "rename"):
+            write_file(victim)
+            if mode == "unlink":
+                os.remove(victim)
+            else:
+                os.rename(victim, victim + ".moved")
+                os.remove(victim + ".moved")
+        else:
+            soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            lowest = os.open("/dev/null", os.O_RDONLY)  # the fd the create would get
+            os.close(lowest)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (lowest, hard))
+            try:
+                open(victim, "w").close()
+                print("info: the create did not fail")
+            except OSError as e:
+                print("info: create:", errno.errorcode.get(e.errno, e.errno))
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        open(ready, "w").close()
+        for _ in range(500):
+            if os.path.exists(victim):
+                break
+            threading.Event().wait(0.01)
+
+        def run():
+            with open(victim, "w") as f:
+                f.write("TAMPERED\n")
+        result(run)
     else:
         print(f"escape.py: unknown case {case}", file=sys.stderr)
         sys.exit(2)
