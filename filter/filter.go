@@ -174,6 +174,11 @@ func rules(o Options) ([]rule, error) {
 			if !o.TrapAllClones {
 				continue
 			}
+		case "setsockopt":
+			if !o.TrapNet {
+				continue
+			}
+			c = &cond{arg: s.FlagsArg, vals: syscalls.SourceRouteOpts}
 		case "connect", "sendmsg", "sendmmsg", "listen":
 			if !o.TrapNet {
 				continue

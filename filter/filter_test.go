@@ -234,6 +234,11 @@ func TestFilterCases(t *testing.T) {
 			{name: "sendmsg_net_allowed", call: "sendmsg", want: RetAllow},
 			{name: "listen", o: net, call: "listen", want: RetTrace},
 			{name: "listen_net_allowed", call: "listen", want: RetAllow},
+			{name: "setsockopt_ip_options", o: net, call: "setsockopt", args: arg(2, 4), want: RetTrace},
+			{name: "setsockopt_ipv6_rthdr", o: net, call: "setsockopt", args: arg(2, 57), want: RetTrace},
+			{name: "setsockopt_ipv6_2292rthdr", o: net, call: "setsockopt", args: arg(2, 5), want: RetTrace},
+			{name: "setsockopt_reuseaddr", o: net, call: "setsockopt", args: arg(2, 2), want: RetAllow},
+			{name: "setsockopt_ip_options_net_allowed", call: "setsockopt", args: arg(2, 4), want: RetAllow},
 			{name: "sendto_null_dest", o: net, call: "sendto", args: arg(4, 0), want: RetAllow},
 			{name: "sendto_dest", o: net, call: "sendto", args: arg(4, 0x7ffc12345678), want: RetTrace},
 			{name: "sendto_dest_low_word_zero", o: net, call: "sendto", args: arg(4, 0x7ffc00000000), want: RetTrace},
@@ -397,14 +402,15 @@ func TestForbiddenTrapped(t *testing.T) {
 // options that make them unconditional. With all arguments zero they are
 // allowed.
 var conditional = map[string]func(Options) bool{
-	"open":    func(o Options) bool { return o.TrapReadOpens },
-	"openat":  func(o Options) bool { return o.TrapReadOpens },
-	"clone":   func(o Options) bool { return o.TrapAllClones },
-	"sendto":  never,
-	"ioctl":   never,
-	"fcntl":   never,
-	"seccomp": never,
-	"prctl":   never,
+	"open":       func(o Options) bool { return o.TrapReadOpens },
+	"openat":     func(o Options) bool { return o.TrapReadOpens },
+	"clone":      func(o Options) bool { return o.TrapAllClones },
+	"sendto":     never,
+	"ioctl":      never,
+	"fcntl":      never,
+	"seccomp":    never,
+	"prctl":      never,
+	"setsockopt": never,
 	// With PathPage: address 0, length 0 and no flags reach no page.
 	"mmap":             never,
 	"munmap":           never,
@@ -962,8 +968,8 @@ func TestPathPageOff(t *testing.T) {
 	before := map[string][8]int{
 		// +14 after that: one comparison per ioctl command added to
 		// syscalls.Ioctls (EXT4_IOC_SETVERSION, FIFREEZE, ...).
-		"x86_64":  {382, 376, 387, 381, 407, 401, 412, 406}, // +7: prctl(PR_SET_MM); net +4: listen
-		"aarch64": {336, 333, 333, 330, 351, 348, 348, 345}, // +5: prctl(PR_SET_MM); net +2: listen
+		"x86_64":  {382, 376, 387, 381, 416, 410, 421, 415}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt
+		"aarch64": {336, 333, 333, 330, 358, 355, 355, 352}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

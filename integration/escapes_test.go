@@ -537,6 +537,37 @@ func escapeCases() []escapeCase {
 			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(udpListener(w))} }},
 		{name: "py-udp-sendmsg-unspec", prog: []string{"py", "udp-sendmsg-unspec"}, kinds: []string{"connect"}, errno: "EACCES", match: byPort,
 			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(udpListener(w))} }},
+		// Source routing: the kernel sends a datagram for 127.0.0.1 to the
+		// first hop in the options (a packet to 192.0.2.1 left through
+		// eth0 in the red-team run). Nothing on this host sees it, so the
+		// ground truth is the kernel taking the options: setsockopt and
+		// getsockopt agreeing, or the sendmsg succeeding.
+		{name: "py-ip-options-lsrr", prog: []string{"py", "ip-options"}, flags: []string{"--net", "loopback"},
+			kinds: []string{"connect"}, errno: "EACCES", match: bySyscall,
+			bareCannot: func(res string) string {
+				if res != "ok" {
+					return "the kernel here takes no route to the first hop: " + res
+				}
+				return ""
+			},
+			setup: func(w *world) []string {
+				w.sysname, w.needle = "setsockopt", "source routing"
+				w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
+				return []string{"192.0.2.1"}
+			}},
+		{name: "py-ip-retopts-lsrr", prog: []string{"py", "ip-retopts"}, flags: []string{"--net", "loopback"},
+			kinds: []string{"connect"}, errno: "EACCES", match: bySyscall,
+			bareCannot: func(res string) string {
+				if res != "ok" {
+					return "the kernel here takes no route to the first hop: " + res
+				}
+				return ""
+			},
+			setup: func(w *world) []string {
+				w.sysname, w.needle = "sendmsg", "source routing"
+				w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
+				return []string{"192.0.2.1", "9"}
+			}},
 		{name: "py-tcp-listen-unbound", prog: []string{"py", "tcp-listen-unbound"}, kinds: []string{"bind"}, errno: "EACCES", match: bySyscall,
 			setup: func(w *world) []string {
 				// The outside connects to whatever port the program

@@ -539,6 +539,13 @@ func (p *Policy) decideNet(op *Op, l Ledger) Decision {
 		return p.decideUnix(op, l)
 	case "inet", "inet6":
 		return p.decideInet(op, verb)
+	case "source-route":
+		// IP options (LSRR, SSRR) or an IPv6 routing header: the packet
+		// goes to the first hop they name, not to the address checked.
+		if p.cfg.Net == NetAllow {
+			return allow(RuleNetAllow)
+		}
+		return p.netDenied("set "+op.Addr+", which route packets through other hosts (source routing)", RuleNetLoopback)
 	case "netlink":
 		// NETLINK_ROUTE is how glibc's getaddrinfo (AI_ADDRCONFIG) and
 		// if_nameindex learn the local addresses. The peer is the kernel;

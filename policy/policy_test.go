@@ -585,6 +585,7 @@ func TestDecideOtherFamilies(t *testing.T) {
 		{"empty family connect", Op{Kind: C}, same(RuleUnspec), nil},
 		{"unspec bind", Op{Kind: B, Family: "unspec"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
 		{"listen unbound", Op{Kind: B, Syscall: "listen", Family: "unspec"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"source route", Op{Kind: C, Syscall: "setsockopt", Family: "source-route", Addr: "IP options"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
 		{"abstract connect", Op{Kind: C, Family: "unix", Abstract: true, Addr: "@x"}, want{RuleUnixAbstract, RuleUnixAbstract, RuleNetAllow}, nil},
 		{"abstract bind", Op{Kind: B, Family: "unix", Abstract: true, Addr: "@x"}, want{RuleUnixAbstract, RuleUnixAbstract, RuleNetAllow}, nil},
 		{"autobind", Op{Kind: B, Family: "unix"}, same(RuleUnixAutobind), nil},

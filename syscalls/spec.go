@@ -41,6 +41,35 @@ type PathArg struct {
 	EmptyPathOK bool
 }
 
+// Socket options that make the kernel route a packet through hosts other
+// than its destination, by optname (the filter traps these numbers; the
+// tracer checks the level): IP_OPTIONS at IPPROTO_IP (LSRR, SSRR), and
+// IPV6_RTHDR and IPV6_2292RTHDR at IPPROTO_IPV6 (a segment routing header).
+// The same values at other levels (TCP_KEEPIDLE is 4) are passed.
+const (
+	SolIP         = 0  // IPPROTO_IP
+	SolIPv6       = 41 // IPPROTO_IPV6
+	IPOptions     = 4  // IP_OPTIONS; also the cmsg type IP_RETOPTS = 7
+	IPRetopts     = 7  // IP_RETOPTS: IP options for one datagram (a control message)
+	IPv6Rthdr     = 57 // IPV6_RTHDR
+	IPv62292Rthdr = 5  // IPV6_2292RTHDR
+)
+
+// SourceRouteOpts are the optnames the filter traps setsockopt for.
+var SourceRouteOpts = []uint32{IPOptions, IPv6Rthdr, IPv62292Rthdr}
+
+// SourceRoute reports whether a socket option or control message (level,
+// name) sets IP options or an IPv6 routing header.
+func SourceRoute(level, name int32, cmsg bool) bool {
+	switch level {
+	case SolIP:
+		return name == IPOptions || (cmsg && name == IPRetopts)
+	case SolIPv6:
+		return name == IPv6Rthdr || name == IPv62292Rthdr
+	}
+	return false
+}
+
 // Handler says how the tracer decodes a call.
 type Handler uint8
 
@@ -343,6 +372,10 @@ func buildSpecs() map[string]*Spec {
 		// (inet_csk_listen_start → get_port with the address left 0): a
 		// public port without any bind to check.
 		mk("listen", KindBind, HSocket).fd(0),
+		// setsockopt: only the options that set IP options or an IPv6
+		// routing header are trapped (SourceRouteOpts): source routing
+		// sends traffic for 127.0.0.1 to the first hop it names.
+		mk("setsockopt", KindConnect, HSocket).fd(0).flags(2),
 
 		// Signals. tgkill and rt_tgsigqueueinfo: PidArg is the tgid, the
 		// thread id is the next argument.

@@ -1064,8 +1064,16 @@ const (
 
 // decodeSocket handles connect, bind, sendto, sendmsg and sendmmsg.
 func (t *tracer) decodeSocket(c *call) *policy.Op {
-	if c.name == "listen" {
+	switch c.name {
+	case "listen":
 		return t.decodeListen(c)
+	case "setsockopt":
+		level, name := t.regs.Int32Arg(1), t.regs.Int32Arg(2)
+		if !syscalls.SourceRoute(level, name, false) || t.regs.Arg(4) == 0 {
+			c.pass = true // another level's option, or options cleared
+			return nil
+		}
+		return sourceRouteOp(c, level)
 	}
 	tid := c.tk.tid
 	kind := syscalls.KindConnect
@@ -1084,6 +1092,9 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 			c.fail = syscall.EFAULT
 			return nil
 		}
+		if level, ok := t.msgSourceRoute(tid, uintptr(t.regs.Arg(1))); ok {
+			return sourceRouteOp(c, level)
+		}
 		addrs = append(addrs, [2]uint64{name, nlen})
 	case "sendmmsg":
 		vlen := int(uint32(t.regs.Arg(2)))
@@ -1096,6 +1107,9 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 			if err != nil {
 				c.fail = syscall.EFAULT
 				return nil
+			}
+			if level, ok := t.msgSourceRoute(tid, base+uintptr(i*64)); ok {
+				return sourceRouteOp(c, level)
 			}
 			addrs = append(addrs, [2]uint64{name, nlen})
 		}
@@ -1124,6 +1138,54 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 		return &policy.Op{Kind: kind, Syscall: c.name}
 	}
 	return worst
+}
+
+// sourceRouteOp is the check of IP options or an IPv6 routing header set on
+// a socket or sent with a datagram (syscalls.SourceRoute): the kernel then
+// sends the packet to the first hop they name, whatever the destination
+// address the policy saw.
+func sourceRouteOp(c *call, level int32) *policy.Op {
+	op := &policy.Op{Kind: syscalls.KindConnect, Syscall: c.name, Family: "source-route", Addr: "IP options"}
+	if level == syscalls.SolIPv6 {
+		op.Addr = "IPv6 routing header"
+	}
+	return op
+}
+
+// msgSourceRoute reports whether the control messages of the struct msghdr
+// at addr set IP options or an IPv6 routing header (IP_RETOPTS,
+// IPV6_RTHDR), and at which level. Unreadable control data is the kernel's
+// EFAULT, not ours to report.
+func (t *tracer) msgSourceRoute(tid int, addr uintptr) (int32, bool) {
+	b, err := t.mem.readBytes(tid, addr+32, 16) // msg_control, msg_controllen
+	if err != nil {
+		return 0, false
+	}
+	ctl, n := uintptr(binary.LittleEndian.Uint64(b)), binary.LittleEndian.Uint64(b[8:])
+	if ctl == 0 || n < 16 {
+		return 0, false
+	}
+	if n > 64<<10 { // above any optmem_max; the kernel refuses it (ENOBUFS)
+		n = 64 << 10
+	}
+	cm, err := t.mem.readBytes(tid, ctl, int(n))
+	if err != nil {
+		return 0, false
+	}
+	for off := uint64(0); off+16 <= n; {
+		// struct cmsghdr: size_t cmsg_len; int cmsg_level; int cmsg_type
+		clen := binary.LittleEndian.Uint64(cm[off:])
+		level := int32(binary.LittleEndian.Uint32(cm[off+8:]))
+		typ := int32(binary.LittleEndian.Uint32(cm[off+12:]))
+		if clen < 16 || clen > n-off {
+			break // the kernel stops here too (__cmsg_nxthdr, EINVAL)
+		}
+		if syscalls.SourceRoute(level, typ, true) {
+			return level, true
+		}
+		off += (clen + 7) &^ 7
+	}
+	return 0, false
 }
 
 // msgName reads msg_name and msg_namelen of a struct msghdr.

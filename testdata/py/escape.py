@@ -239,6 +239,21 @@ def main():
                     e = ctypes.get_errno()
                     raise OSError(e, os.strerror(e))
         result(run)
+    elif case in ("ip-options", "ip-retopts"):
+        # Loose source routing through args[0]: a datagram for 127.0.0.1
+        # leaves for that first hop instead (setsockopt IP_OPTIONS, or
+        # the IP_RETOPTS control message of one sendmsg).
+        opts = bytes([1, 0x83, 7, 4]) + socket.inet_aton(args[0])
+
+        def run():
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                if case == "ip-options":
+                    s.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, opts)
+                    if s.getsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, 40) != opts:
+                        raise OSError(errno.EINVAL, "options not set")
+                else:
+                    s.sendmsg([PAYLOAD], [(socket.IPPROTO_IP, 7, opts)], 0, ("127.0.0.1", int(args[1])))
+        result(run)
     elif case == "tcp-listen-unbound":
         # listen without bind: the kernel binds every interface. The port
         # goes to args[0] for the outside to connect to.
