@@ -476,6 +476,21 @@ func escapeCases() []escapeCase {
 				w.sysname, w.needle = "shmat", "shmat("
 				return []string{strconv.Itoa(id)}
 			}},
+		{name: "c-mknod-block-device", prog: []string{"c", "mknod-dev"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: byPath,
+			skip: func(w *world) string {
+				if os.Geteuid() != 0 {
+					return "only root may make device nodes: nothing to escape through"
+				}
+				return ""
+			},
+			setup: func(w *world) []string {
+				w.victim = w.s("blk")
+				w.escaped = func(result) (bool, string) {
+					_, err := os.Lstat(w.victim)
+					return err == nil, fmt.Sprintf("device node: %v", err)
+				}
+				return []string{w.victim}
+			}},
 		{name: "c-posix-mq-create", prog: []string{"c", "mq"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
 			setup: func(w *world) []string {
 				name := fmt.Sprintf("tracecell-test-%d-%d", os.Getpid(), time.Now().UnixNano())

@@ -205,6 +205,9 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 		if name == "" {
 			name = "this system call"
 		}
+		if strings.HasPrefix(name, "mknod") {
+			name += " of a device node"
+		}
 		return deny(syscall.EPERM, RuleForbiddenSyscall, name+" is never allowed")
 	default:
 		return deny(syscall.EPERM, RuleUnknownKind, fmt.Sprintf("operation kind %v is not classified", k))

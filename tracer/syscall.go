@@ -751,6 +751,20 @@ func (t *tracer) decodePaths(c *call) *policy.Op {
 		}
 		op.Paths = append(op.Paths, p)
 	}
+	if c.spec.ModeArg >= 0 {
+		switch mode := uint32(t.regs.Arg(c.spec.ModeArg)); mode & unix.S_IFMT {
+		case unix.S_IFCHR, unix.S_IFBLK:
+			// A device node gives whoever opens it the device itself: a
+			// block device node of the host's disk in the sandbox is a
+			// raw write to every file. Only a privileged tree can make
+			// one (CAP_MKNOD); never allowed.
+			c.flags = "S_IFCHR"
+			if mode&unix.S_IFMT == unix.S_IFBLK {
+				c.flags = "S_IFBLK"
+			}
+			op.Kind = syscalls.KindForbidden
+		}
+	}
 	// mkdir/mknod/symlink of an existing entry fail with EEXIST; creating
 	// counts as a create either way.
 	return op

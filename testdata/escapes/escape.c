@@ -29,6 +29,7 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -427,6 +428,10 @@ int main(int argc, char **argv) {
 		memcpy(m, payload, sizeof payload);
 		shmdt(m);
 		return result(0);
+	}
+	if (!strcmp(c, "mknod-dev")) { // a block device node (loop0) in the sandbox: the device itself
+		need(argc, 3, "mknod-dev PATH");
+		return result(mknod(argv[2], S_IFBLK | 0600, makedev(7, 0)));
 	}
 	if (!strcmp(c, "mq")) { // create a POSIX message queue: an entry in the host's mqueue fs
 		need(argc, 3, "mq NAME");
