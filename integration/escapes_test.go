@@ -476,6 +476,20 @@ func escapeCases() []escapeCase {
 				w.sysname, w.needle = "shmat", "shmat("
 				return []string{strconv.Itoa(id)}
 			}},
+		{name: "c-fanotify-init", prog: []string{"c", "fanotify"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
+			// Ground truth: the kernel handing out the listener (with
+			// it, O_RDWR fds of the files it watches).
+			bareCannot: func(res string) string {
+				if res != "ok" {
+					return "fanotify unavailable bare (" + res + ")"
+				}
+				return ""
+			},
+			setup: func(w *world) []string {
+				w.sysname, w.needle = "fanotify_init", "fanotify_init("
+				w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
+				return nil
+			}},
 		{name: "c-mknod-block-device", prog: []string{"c", "mknod-dev"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: byPath,
 			skip: func(w *world) string {
 				if os.Geteuid() != 0 {

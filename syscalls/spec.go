@@ -269,6 +269,9 @@ var forbidden = []string{
 	"open_tree", "open_tree_attr", "mount_setattr",
 	"userfaultfd", "quotactl", "quotactl_fd", "lookup_dcookie", "syslog", "_sysctl",
 	"iopl", "ioperm", "settimeofday", "clock_settime", "sethostname", "setdomainname", "vhangup",
+	// fanotify hands out an fd of every file its marks see, opened with
+	// the listener's flags (O_RDWR included): a write to any host file.
+	"fanotify_init", "fanotify_mark",
 	// System V IPC objects are host-wide and named by guessable keys and
 	// ids: attaching to another program's shared memory segment, semaphore
 	// set or message queue is touching another process, and creating one

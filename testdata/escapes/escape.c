@@ -429,6 +429,9 @@ int main(int argc, char **argv) {
 		shmdt(m);
 		return result(0);
 	}
+	if (!strcmp(c, "fanotify")) { // its events carry O_RDWR fds of any file it watches
+		return result(syscall(SYS_fanotify_init, 0 /* FAN_CLASS_NOTIF */, O_RDWR));
+	}
 	if (!strcmp(c, "mknod-dev")) { // a block device node (loop0) in the sandbox: the device itself
 		need(argc, 3, "mknod-dev PATH");
 		return result(mknod(argv[2], S_IFBLK | 0600, makedev(7, 0)));
