@@ -566,38 +566,9 @@ func escapeCases() []escapeCase {
 			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(udpListener(w))} }},
 		{name: "py-udp-sendmsg-unspec", prog: []string{"py", "udp-sendmsg-unspec"}, kinds: []string{"connect"}, errno: "EACCES", match: byPort,
 			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(udpListener(w))} }},
-		// Source routing: the kernel sends a datagram for 127.0.0.1 to the
-		// first hop in the options (a packet to 192.0.2.1 left through
-		// eth0 in the red-team run). Nothing on this host sees it, so the
-		// ground truth is the kernel taking the options: setsockopt and
-		// getsockopt agreeing, or the sendmsg succeeding.
-		{name: "py-ip-options-lsrr", prog: []string{"py", "ip-options"}, flags: []string{"--net", "loopback"},
-			kinds: []string{"connect"}, errno: "EACCES", match: bySyscall,
-			bareCannot: func(res string) string {
-				if res != "ok" {
-					return "the kernel here takes no route to the first hop: " + res
-				}
-				return ""
-			},
-			setup: func(w *world) []string {
-				w.sysname, w.needle = "setsockopt", "source routing"
-				w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
-				return []string{"192.0.2.1"}
-			}},
-		{name: "py-ip-retopts-lsrr", prog: []string{"py", "ip-retopts"}, flags: []string{"--net", "loopback"},
-			kinds: []string{"connect"}, errno: "EACCES", match: bySyscall,
-			bareCannot: func(res string) string {
-				if res != "ok" {
-					return "the kernel here takes no route to the first hop: " + res
-				}
-				return ""
-			},
-			setup: func(w *world) []string {
-				w.sysname, w.needle = "sendmsg", "source routing"
-				w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
-				return []string{"192.0.2.1", "9"}
-			}},
-		{name: "py-tcp-listen-unbound", prog: []string{"py", "tcp-listen-unbound"}, kinds: []string{"bind"}, errno: "EACCES", match: bySyscall,
+		sourceRouteCase("py-ip-options-lsrr", "ip-options", "setsockopt", "192.0.2.1"),
+		sourceRouteCase("py-ip-retopts-lsrr", "ip-retopts", "sendmsg", "192.0.2.1", "9"),
+		{name: "py-tcp-listen-unbound", prog: []string{"py", "tcp-bind-listen"}, kinds: []string{"bind"}, errno: "EACCES", match: bySyscall,
 			setup: func(w *world) []string {
 				// The outside connects to whatever port the program
 				// listens on: through the loopback address, which an
@@ -639,7 +610,7 @@ func escapeCases() []escapeCase {
 						return false, "the program never listened"
 					}
 				}
-				return []string{portFile}
+				return []string{"-", "0", portFile}
 			}},
 		{name: "py-unix-connect-host-socket", prog: []string{"py", "unix-connect"}, kinds: []string{"connect"}, errno: "EACCES",
 			setup: func(w *world) []string {
@@ -706,12 +677,7 @@ func escapeCases() []escapeCase {
 		// own when a host process creates it afterwards.
 		shmClaim("unlink"), shmClaim("rename"), shmClaim("fail"),
 		{name: "py-dev-shm-delete-foreign", prog: []string{"py", "remove"}, kinds: []string{"delete"}, errno: "EACCES",
-			skip: func(w *world) string {
-				if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
-					return "no /dev/shm"
-				}
-				return ""
-			},
+			skip: noDevShm,
 			setup: func(w *world) []string {
 				w.victim = fmt.Sprintf("/dev/shm/tracecell-it-%d-%d", os.Getpid(), time.Now().UnixNano())
 				writeFile(w.t, w.victim, "not yours\n", 0o644)
@@ -725,17 +691,41 @@ func escapeCases() []escapeCase {
 	}
 }
 
+// sourceRouteCase: IP options or a routing header that send a datagram
+// for 127.0.0.1 to the first hop they name (a packet to 192.0.2.1 left
+// through eth0 in the red-team run). Nothing on this host sees it, so the
+// ground truth is the kernel taking the options: setsockopt and getsockopt
+// agreeing, or the sendmsg succeeding.
+func sourceRouteCase(name, pyCase, sysname string, args ...string) escapeCase {
+	return escapeCase{name: name, prog: []string{"py", pyCase}, flags: []string{"--net", "loopback"},
+		kinds: []string{"connect"}, errno: "EACCES", match: bySyscall,
+		bareCannot: func(res string) string {
+			if res != "ok" {
+				return "the kernel here takes no route to the first hop: " + res
+			}
+			return ""
+		},
+		setup: func(w *world) []string {
+			w.sysname, w.needle = sysname, "source routing"
+			w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
+			return args
+		}}
+}
+
+// noDevShm skips a /dev/shm case where there is none.
+func noDevShm(w *world) string {
+	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
+		return "no /dev/shm"
+	}
+	return ""
+}
+
 // shmClaim: the tree claims a /dev/shm name (mode: created then unlinked,
 // renamed away, or a create it made fail), a host process then creates the
 // file, and the tree tries to overwrite it.
 func shmClaim(mode string) escapeCase {
 	return escapeCase{name: "py-dev-shm-claim-" + mode, prog: []string{"py", "shm-claim"}, kinds: []string{"write"}, errno: "EACCES",
-		skip: func(w *world) string {
-			if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
-				return "no /dev/shm"
-			}
-			return ""
-		},
+		skip: noDevShm,
 		setup: func(w *world) []string {
 			w.victim = fmt.Sprintf("/dev/shm/tracecell-it-%d-%d", os.Getpid(), time.Now().UnixNano())
 			w.t.Cleanup(func() { os.Remove(w.victim) })

@@ -254,28 +254,16 @@ def main():
                 else:
                     s.sendmsg([PAYLOAD], [(socket.IPPROTO_IP, 7, opts)], 0, ("127.0.0.1", int(args[1])))
         result(run)
-    elif case == "tcp-listen-unbound":
-        # listen without bind: the kernel binds every interface. The port
-        # goes to args[0] for the outside to connect to.
-        def run():
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                s.listen(1)
-                with open(args[0] + ".tmp", "w") as f:
-                    f.write(str(s.getsockname()[1]))
-                os.rename(args[0] + ".tmp", args[0])
-                s.settimeout(5)
-                c, _ = s.accept()
-                c.sendall(PAYLOAD)
-                c.close()
-        result(run)
     elif case == "tcp-bind-listen":
         # bind to args[0]:args[1] (a failure is only noted, as a careless
-        # or hostile program would), listen, serve one connection; the
-        # port goes to args[2].
+        # or hostile program would; "-" binds nothing, and listen then
+        # binds every interface), listen, serve one connection; the port
+        # goes to args[2].
         def run():
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 try:
-                    s.bind((args[0], int(args[1])))
+                    if args[0] != "-":
+                        s.bind((args[0], int(args[1])))
                 except OSError as e:
                     print("info: bind:", errno.errorcode.get(e.errno, e.errno))
                 s.listen(1)
