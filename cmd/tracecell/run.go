@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/syncbuf"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/tracer"
@@ -232,22 +233,11 @@ func newLogger(stderr io.Writer, level, format string) (zerolog.Logger, error) {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Str("component", "tracecell").Logger(), nil
 }
 
-// lockedWriter serialises writes: the notices (tracer thread) and os/exec's
-// copy of the command's stderr share one writer when it is not a file.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error {
 	if _, ok := stderr.(*os.File); !ok {
-		stderr = &lockedWriter{w: stderr}
+		// The notices (tracer thread) and os/exec's copy of the
+		// command's stderr share this writer: serialise their writes.
+		stderr = &syncbuf.Writer{W: stderr}
 	}
 	argv := c.Args().Slice()
 	s, err := settingsFrom(c)
