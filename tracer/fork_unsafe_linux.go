@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/internal/caps"
 )
 
 // Runtime hooks around fork, as package syscall uses them. They block
@@ -42,6 +44,7 @@ const (
 	stageCloexec
 	stageRlimit
 	stageChdir
+	stageCaps
 	stageNoNewPrivs
 	stageSeccomp
 	stageProbe
@@ -50,7 +53,7 @@ const (
 
 var stageNames = map[int32]string{
 	stageSetsid: "setsid", stagePdeathsig: "pdeathsig", stageSync: "sync",
-	stageFiles: "files", stageCloexec: "cloexec", stageRlimit: "rlimit", stageChdir: "chdir",
+	stageFiles: "files", stageCloexec: "cloexec", stageRlimit: "rlimit", stageChdir: "chdir", stageCaps: "capabilities",
 	stageNoNewPrivs: "no_new_privs", stageSeccomp: "seccomp", stageProbe: "probe", stageExec: "exec",
 }
 
@@ -73,15 +76,34 @@ type childSpec struct {
 	fprog   unix.SockFprog
 	filter  []unix.SockFilter
 	probeNr uintptr
-	ppid    uintptr // tracecell's pid: the child exits if its parent is already gone
-	errFD   int     // write end of the error pipe (close-on-exec)
-	syncFD  int     // read end of the sync pipe: one byte once the tracer has seized the child
-	syncBuf [1]byte
-	report  [2]int32
+	// Capabilities (caps.Drop): when capDrop is set, the child drops capBset
+	// from its bounding set (after installing capRaise when capDoRaise, to
+	// make CAP_SETPCAP effective) and then installs capData.
+	capDrop    bool
+	capDoRaise bool
+	capBset    []uintptr
+	capHdr     unix.CapUserHeader
+	capRaise   [2]unix.CapUserData
+	capData    [2]unix.CapUserData
+	ppid       uintptr // tracecell's pid: the child exits if its parent is already gone
+	errFD      int     // write end of the error pipe (close-on-exec)
+	syncFD     int     // read end of the sync pipe: one byte once the tracer has seized the child
+	syncBuf    [1]byte
+	report     [2]int32
 }
 
-func newChildSpec(path string, argv, env []string, dir string, files []int, rl []rlimit, prog []bpf.RawInstruction, probeNr int, errFD, syncFD int) (*childSpec, error) {
+func newChildSpec(path string, argv, env []string, dir string, files []int, rl []rlimit, drop caps.Drop, prog []bpf.RawInstruction, probeNr int, errFD, syncFD int) (*childSpec, error) {
 	s := &childSpec{files: files, probeNr: uintptr(probeNr), errFD: errFD, syncFD: syncFD, ppid: uintptr(unix.Getpid())}
+	if drop.Needed() {
+		s.capDrop, s.capDoRaise = true, drop.RaiseSetpcap
+		s.capHdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		s.capRaise, s.capData = drop.Raise, drop.Data()
+		for c := 0; c < 64; c++ {
+			if drop.Bounding.Has(c) {
+				s.capBset = append(s.capBset, uintptr(c))
+			}
+		}
+	}
 	var err error
 	if s.path, err = unix.BytePtrFromString(path); err != nil {
 		return nil, err
@@ -244,6 +266,26 @@ func childMain(s *childSpec) {
 	if s.dir != nil {
 		if _, _, e = unix.RawSyscall(unix.SYS_CHDIR, uintptr(unsafe.Pointer(s.dir)), 0, 0); e != 0 {
 			childFail(s, stageChdir, e)
+		}
+	}
+	// Capabilities (internal/caps): after the rlimits, which may need
+	// CAP_SYS_RESOURCE to be set, and before the exec, which for a root
+	// tree would otherwise give back every capability of the bounding set.
+	// Lowering the permitted and inheritable sets lowers the ambient set
+	// with them (cap_capset, 4.3).
+	if s.capDrop {
+		if s.capDoRaise {
+			if _, _, e = unix.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&s.capHdr)), uintptr(unsafe.Pointer(&s.capRaise[0])), 0); e != 0 {
+				childFail(s, stageCaps, e)
+			}
+		}
+		for _, c := range s.capBset {
+			if _, _, e = unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_CAPBSET_DROP, c, 0, 0, 0, 0); e != 0 {
+				childFail(s, stageCaps, e)
+			}
+		}
+		if _, _, e = unix.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&s.capHdr)), uintptr(unsafe.Pointer(&s.capData[0])), 0); e != 0 {
+			childFail(s, stageCaps, e)
 		}
 	}
 	// No new privileges: required to load a filter without CAP_SYS_ADMIN,

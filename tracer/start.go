@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/net/bpf"
+
+	"github.com/tracecell/tracecell/internal/caps"
 )
 
 // Probe constants: the child makes the probe call twice after the filter is
@@ -32,6 +34,7 @@ type startConfig struct {
 	Env     []string
 	Dir     string
 	Rlimits []rlimit
+	Caps    caps.Drop
 	Filter  []bpf.RawInstruction
 	ProbeNr int
 }
@@ -66,6 +69,8 @@ func startStageMsg(stage string, sc *startConfig) string {
 		return "setrlimit"
 	case "chdir":
 		return sc.Dir
+	case "capabilities":
+		return fmt.Sprintf("dropping the capabilities %s (capset, prctl(PR_CAPBSET_DROP))", sc.Caps.Dropped)
 	case "no_new_privs":
 		return "prctl(PR_SET_NO_NEW_PRIVS)"
 	case "seccomp":

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tracecell/tracecell/arch"
 	"github.com/tracecell/tracecell/filter"
+	"github.com/tracecell/tracecell/internal/caps"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
@@ -80,6 +81,11 @@ type Config struct {
 	NoPathPage bool
 	// MaxDenials caps Result.Denials (0: 10000). Counts stay exact.
 	MaxDenials int
+	// KeepCaps are the capabilities the tree may keep of those tracecell
+	// has (caps.DefaultKeep is what the CLI and the session server use;
+	// the zero value keeps none). Without capabilities (a non-root
+	// tracecell) there is nothing to drop and this does nothing.
+	KeepCaps caps.Set
 }
 
 // Result is what a run produced.
@@ -97,6 +103,9 @@ type Result struct {
 	CPUSystem   time.Duration
 	PeakRSSKB   int64
 	Wall        time.Duration
+	// CapsDropped are the capabilities tracecell had and the tree did not
+	// get (Config.KeepCaps); CapsKept those it kept.
+	CapsDropped, CapsKept caps.Set
 	// Freezes counts the checked calls that ran with the rest of the tree
 	// stopped (freeze.go); 0 for a single-task tree.
 	Freezes int
@@ -157,7 +166,15 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	if !ok {
 		return nil, &StartError{125, errors.New("no mkdirat in the syscall table")}
 	}
-	sc := startConfig{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Filter: prog, ProbeNr: probeNr}
+	cst, err := caps.Current()
+	if err != nil {
+		return nil, &StartError{125, err}
+	}
+	drop := cst.Plan(cfg.KeepCaps)
+	if drop.NoSetpcap {
+		return nil, &StartError{125, fmt.Errorf("cannot drop the capabilities %s from the tree: tracecell runs as root without CAP_SETPCAP, which the bounding set needs; run tracecell as a non-root user, give it CAP_SETPCAP, or keep them all with --keep-cap all", drop.Bounding)}
+	}
+	sc := startConfig{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Filter: prog, ProbeNr: probeNr, Caps: drop}
 	for _, r := range cfg.Rlimits {
 		sc.Rlimits = append(sc.Rlimits, rlimit{Resource: r.Resource, Cur: r.Cur, Max: r.Max})
 	}
@@ -397,7 +414,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	for _, f := range t.cfg.ExtraFiles {
 		files = append(files, int(f.Fd()))
 	}
-	spec, err := newChildSpec(sc.Path, sc.Argv, sc.Env, sc.Dir, files, sc.Rlimits, sc.Filter, sc.ProbeNr, int(errW.Fd()), int(syncR.Fd()))
+	spec, err := newChildSpec(sc.Path, sc.Argv, sc.Env, sc.Dir, files, sc.Rlimits, sc.Caps, sc.Filter, sc.ProbeNr, int(errW.Fd()), int(syncR.Fd()))
 	if err != nil {
 		stdio.abort()
 		errR.Close()
@@ -501,6 +518,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		CPUSystem: time.Duration(children.Stime.Nano()),
 		PeakRSSKB: children.Maxrss,
 		Freezes:   t.freezes, Copies: t.copies, PageMaps: t.pageMaps,
+		CapsDropped: sc.Caps.Dropped, CapsKept: sc.Caps.Kept,
 	}
 	r.Counts.Freezes, r.Counts.Copied = t.freezes, t.copies
 	t.liveMu.Lock()
