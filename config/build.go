@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/internal/caps"
 	"github.com/tracecell/tracecell/policy"
 )
 
@@ -60,6 +61,9 @@ type Plan struct {
 	InitialChain []string
 	// NoFreeze: see Settings.NoFreeze.
 	NoFreeze bool
+	// KeepCaps are the capabilities the tree may keep of tracecell's own:
+	// caps.DefaultKeep plus Settings.KeepCap.
+	KeepCaps caps.Set
 	// Warnings are one-line hints for the operator (a pyenv shim as the
 	// command, say); the CLI prints them unless --quiet.
 	Warnings []string
@@ -213,6 +217,11 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 		}
 		pc.Devices = appendUnique(pc.Devices, d)
 	}
+	kc, err := caps.Parse(s.KeepCap)
+	if err != nil {
+		return nil, usagef("--keep-cap: %v", err)
+	}
+	p.KeepCaps = caps.DefaultKeep | kc
 	scratch := s.Scratch
 	if scratch == nil {
 		scratch = policy.DefaultScratch()

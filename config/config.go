@@ -37,6 +37,9 @@ type Settings struct {
 	Env          map[string]string `yaml:"env" json:"env,omitempty"`
 	KeepEnv      []string          `yaml:"keep_env" json:"keep_env,omitempty"`
 	AllowDevice  []string          `yaml:"allow_device" json:"allow_device,omitempty"`
+	// KeepCap adds capabilities a tree started by a privileged tracecell
+	// keeps beyond caps.DefaultKeep ("net_raw", or "all").
+	KeepCap []string `yaml:"keep_cap" json:"keep_cap,omitempty"`
 	// Scratch is nil for the default (/dev/shm); an empty list for none.
 	Scratch   []string `yaml:"scratch" json:"scratch,omitempty"`
 	Report    string   `yaml:"report" json:"report,omitempty"`

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracecell/tracecell/internal/caps"
 )
 
 func TestParseSize(t *testing.T) {
@@ -140,6 +142,13 @@ func TestBuild(t *testing.T) {
 	if p.NoFreeze || len(p.Warnings) != 0 {
 		t.Errorf("no_freeze %v, warnings %q by default", p.NoFreeze, p.Warnings)
 	}
+	if p.KeepCaps != caps.DefaultKeep {
+		t.Errorf("keep caps %s by default", p.KeepCaps)
+	}
+	if p, err := Build(&Settings{Write: []string{sbx}, KeepCap: []string{"CAP_NET_RAW"}}, []string{"true"}, env); err != nil ||
+		p.KeepCaps != caps.DefaultKeep|1<<caps.NetRaw {
+		t.Errorf("keep_cap net_raw: %v %+v", err, p)
+	}
 	if p, err := Build(&Settings{Write: []string{sbx}, NoFreeze: true}, []string{"true"}, env); err != nil ||
 		!p.NoFreeze || len(p.Warnings) != 1 || !strings.Contains(p.Warnings[0], "no_freeze") {
 		t.Errorf("no_freeze: %v %+v", err, p)
@@ -158,6 +167,7 @@ func TestBuild(t *testing.T) {
 		{"bad-net", Settings{Write: []string{sbx}, Net: "some"}, []string{"true"}, "--net", 0},
 		{"bad-mode", Settings{Write: []string{sbx}, Mode: "strict"}, []string{"true"}, "--mode", 0},
 		{"bad-device", Settings{Write: []string{sbx}, AllowDevice: []string{"/etc/*"}}, []string{"true"}, "--allow-device", 0},
+		{"bad-cap", Settings{Write: []string{sbx}, KeepCap: []string{"net_raw", "net_rawr"}}, []string{"true"}, `--keep-cap: unknown capability "net_rawr"`, 0},
 		{"root-write", Settings{Write: []string{"/"}}, []string{"true"}, "whole file system", 0},
 		{"bad-exec", Settings{Write: []string{sbx}, AllowExec: []string{"tracecell-nope"}}, []string{"true"}, "--allow-exec tracecell-nope", 0},
 		{"bad-cwd", Settings{Write: []string{sbx}, Cwd: "/nonexistent-dir"}, []string{"true"}, "--cwd", 0},

@@ -272,9 +272,13 @@ type reportDoc struct {
 		Copied       int `json:"copied"`
 		KilledAtExit int `json:"killed_at_exit"`
 	} `json:"counts"`
-	Denials     []event  `json:"denials"`
-	ScratchLeft []string `json:"scratch_left"`
-	Error       string   `json:"error"`
+	Denials      []event  `json:"denials"`
+	ScratchLeft  []string `json:"scratch_left"`
+	Error        string   `json:"error"`
+	Capabilities *struct {
+		Kept    []string `json:"kept"`
+		Dropped []string `json:"dropped"`
+	} `json:"capabilities"`
 }
 
 type event struct {

@@ -163,12 +163,22 @@ type Report struct {
 	TracerPeakRSSKB  int64         `json:"tracer_peak_rss_kb"`
 	Counts           Counts        `json:"counts"`
 	// NoFreeze is set when the operator turned the race hardening off.
-	NoFreeze bool    `json:"no_freeze,omitempty"`
-	Denials  []Event `json:"denials"`
+	NoFreeze bool `json:"no_freeze,omitempty"`
+	// Capabilities is set when tracecell had capabilities (ran as root,
+	// say) and the tree was started without some of them.
+	Capabilities *Capabilities `json:"capabilities,omitempty"`
+	Denials      []Event       `json:"denials"`
 	// DenialsDropped counts denials past the report's cap (the counts stay exact).
 	DenialsDropped int      `json:"denials_dropped,omitempty"`
 	ScratchLeft    []string `json:"scratch_left"`
 	Error          string   `json:"error,omitempty"`
+}
+
+// Capabilities are the Linux capabilities the tree kept of tracecell's
+// own and those it was started without (names as "net_admin").
+type Capabilities struct {
+	Kept    []string `json:"kept"`
+	Dropped []string `json:"dropped"`
 }
 
 // Target is where a report goes: the report file's directory, opened once,

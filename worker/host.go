@@ -358,7 +358,7 @@ func (h *host) start() (*Info, error) {
 
 	tcfg := &tracer.Config{
 		Path: plan.Path, Argv: plan.Argv, Env: plan.Env, Dir: plan.Cwd, Policy: pol,
-		MaxProcs: plan.MaxProcs, NoFreeze: plan.NoFreeze, OnEvent: h.onEvent,
+		MaxProcs: plan.MaxProcs, NoFreeze: plan.NoFreeze, KeepCaps: plan.KeepCaps, OnEvent: h.onEvent,
 		Stdin: nil, Stdout: outW, Stderr: errW,
 		ExtraFiles: []*os.File{reqR, respW},
 		Log:        h.log,

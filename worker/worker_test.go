@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/caps"
 	"github.com/tracecell/tracecell/internal/syncbuf"
 )
 
@@ -978,5 +979,31 @@ func TestDenialLogCapped(t *testing.T) {
 	if logged > maxDenials || !strings.Contains(buf.String(), `"denials_not_logged":2000`) {
 		t.Errorf("%d denials logged one by one (cap %d); summary line present: %v", logged, maxDenials,
 			strings.Contains(buf.String(), "denials_not_logged"))
+	}
+}
+
+// TestSessionCapabilities: a session started by a root server gets the same
+// capabilities as a root `tracecell run` tree: the file-access set, and
+// what keep_cap adds.
+func TestSessionCapabilities(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the capabilities of a tree started by root")
+	}
+	own, err := caps.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		keep []string
+		want caps.Set
+	}{
+		{nil, caps.DefaultKeep},
+		{[]string{"net_raw"}, caps.DefaultKeep | 1<<caps.NetRaw},
+	} {
+		p := startProc(t, func(c *HostConfig) { c.Settings.KeepCap = tc.keep })
+		r := run(t, p, "import re\nint(re.search(r'CapBnd:\\s+(\\w+)', open('/proc/self/status').read()).group(1), 16)", 0)
+		if want := fmt.Sprint(uint64(own.Bounding & tc.want)); str(r.Result) != want {
+			t.Errorf("keep %q: CapBnd %s (error %+v), want %s", tc.keep, str(r.Result), r.Error, want)
+		}
 	}
 }

@@ -120,6 +120,7 @@ func runFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "env", Usage: "set `KEY=VALUE` in the command's environment (repeatable)"},
 		&cli.StringSliceFlag{Name: "keep-env", Usage: "pass `NAME` through from tracecell's environment (repeatable)"},
 		&cli.StringSliceFlag{Name: "allow-device", Usage: "device `PATTERN` the tree may write, e.g. '/dev/nvidia*' (repeatable)"},
+		&cli.StringSliceFlag{Name: "keep-cap", Usage: "capability `CAP` a tree started as root keeps besides the default file-access set, e.g. net_raw, or all (repeatable)"},
 		&cli.StringSliceFlag{Name: "scratch", Usage: "create-only `DIR` (repeatable; default /dev/shm)"},
 		&cli.StringFlag{Name: "report", Usage: "write the JSON report to `FILE` at exit"},
 		&cli.StringFlag{Name: "trace", Usage: "write every decision, reads included, as JSON lines to `FILE`"},
@@ -161,6 +162,7 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 	str("mode", &s.Mode)
 	list("keep-env", &s.KeepEnv)
 	list("allow-device", &s.AllowDevice)
+	list("keep-cap", &s.KeepCap)
 	list("scratch", &s.Scratch)
 	str("report", &s.Report)
 	str("trace", &s.Trace)
@@ -341,7 +343,8 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 	tcfg := &tracer.Config{
 		Path: plan.Path, Argv: plan.Argv, Env: plan.Env, Dir: plan.Cwd, Policy: pol,
 		Timeout: plan.Timeout, MaxProcs: plan.MaxProcs, TraceAll: s.Trace != "", InitialChain: plan.InitialChain, NoFreeze: plan.NoFreeze,
-		OnEvent: onEvent, Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: log,
+		KeepCaps: plan.KeepCaps,
+		OnEvent:  onEvent, Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: log,
 	}
 	for _, r := range plan.Rlimits {
 		tcfg.Rlimits = append(tcfg.Rlimits, tracer.Rlimit{Resource: r.Resource, Cur: r.Cur, Max: r.Max})
@@ -373,6 +376,10 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		rep.PeakRSSKB = res.PeakRSSKB
 		rep.Counts = res.Counts
 		rep.NoFreeze = plan.NoFreeze
+		if res.CapsDropped != 0 {
+			rep.Capabilities = &report.Capabilities{Kept: res.CapsKept.Names(), Dropped: res.CapsDropped.Names()}
+			log.Debug().Stringer("kept", res.CapsKept).Stringer("dropped", res.CapsDropped).Msg("capabilities of the tree")
+		}
 		rep.Denials = res.Denials
 		rep.DenialsDropped = res.Dropped
 		rep.ScratchLeft = res.ScratchLeft
