@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -172,7 +173,14 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	}
 	drop := cst.Plan(cfg.KeepCaps)
 	if drop.NoSetpcap {
-		return nil, &StartError{125, fmt.Errorf("cannot drop the capabilities %s from the tree: tracecell runs as root without CAP_SETPCAP, which the bounding set needs; run tracecell as a non-root user, give it CAP_SETPCAP, or keep them all with --keep-cap all", drop.Bounding)}
+		// A container that runs as root with only the capabilities it
+		// added (drop ALL, add SYS_PTRACE) lands here: name the flags that
+		// keep exactly what cannot be dropped.
+		keep := "--keep-cap all"
+		if n := drop.Bounding.Names(); len(n) <= 3 {
+			keep = "--keep-cap " + strings.Join(n, " --keep-cap ")
+		}
+		return nil, &StartError{125, fmt.Errorf("cannot drop the capabilities %s from the tree: tracecell runs as root without CAP_SETPCAP, which changing the bounding set needs; run tracecell as a non-root user, give it CAP_SETPCAP, or let the tree keep them with %s", drop.Bounding, keep)}
 	}
 	sc := startConfig{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Filter: prog, ProbeNr: probeNr, Caps: drop}
 	for _, r := range cfg.Rlimits {
