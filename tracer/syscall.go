@@ -785,7 +785,7 @@ func (t *tracer) decodeFdMeta(c *call, fdArg int, kind syscalls.Kind) *policy.Op
 // decodeIoctl checks the ioctl commands the filter traps (syscalls.Ioctls):
 // inode attribute changes on the fd's file (they work on read-only fds),
 // terminal input injection and whole-file-system changes (forbidden), and
-// SIGIO owner changes.
+// SIGIO owner changes; TIOCGPTN passes.
 func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	cmd := uint32(t.regs.Arg(1)) // an unsigned int: the kernel ignores the high half
 	is, ok := syscalls.LookupIoctl(cmd)
@@ -795,6 +795,9 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	}
 	c.flags = is.Name
 	switch is.Kind {
+	case syscalls.KindNone:
+		c.pass = true
+		return nil
 	case syscalls.KindForbidden:
 		op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name + "(" + is.Name + ")"}
 		// Denied whatever the fd is; the report names what it points to
