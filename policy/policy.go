@@ -60,6 +60,14 @@ func DefaultDevices() []string {
 	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/*"}
 }
 
+// PtySlave reports whether the resolved path res names a pseudo-terminal
+// slave, /dev/pts/N: an entry of the devpts mounted at /dev/pts other than
+// its multiplexer ptmx (a twin of /dev/ptmx, which makes a new pty).
+func PtySlave(res string) bool {
+	name, ok := strings.CutPrefix(res, "/dev/pts/")
+	return ok && name != "" && name != "ptmx" && !strings.Contains(name, "/")
+}
+
 // DefaultScratch are the create-only directories: /dev/shm, which POSIX
 // shared memory and Python's multiprocessing (sem_open, shm_open) need.
 func DefaultScratch() []string { return []string{"/dev/shm"} }
