@@ -43,15 +43,17 @@ package tracer
 //     change its ctime; the tracer denies the first two (the slave is outside
 //     every root), and a tree that utimes its own slave loses it by name
 //     until it asks TIOCGPTN again.
-//   - Since 4.7 ("devpts: Make each mount of devpts an independent
-//     filesystem") devpts_acquire takes the instance of a master opened
-//     through /dev/ptmx from the devpts mounted at "pts" next to it, and of
-//     one opened through a devpts's own ptmx from that mount. /dev/pts/N
-//     names the slave only for the instance at /dev/pts: ptyDone checks
-//     that the master was opened through tracecell's own /dev/ptmx or
-//     /dev/pts/ptmx (mount id and inode, ptmxRefs), not a ptmx of another
-//     instance (a container's, through /proc/<pid>/root) whose index would
-//     name someone else's pty here.
+//   - Since 4.7 every devpts mount is an instance of its own (commit
+//     eedf265aa003, "devpts: Make each mount of devpts an independent
+//     filesystem"), and ptmx_open takes the instance of a master opened
+//     through /dev/ptmx from the devpts mounted at "pts" next to it, of one
+//     opened through a devpts's own ptmx from that mount (devpts_acquire,
+//     devpts_ptmx_path in 4.18). /dev/pts/N names the slave only for the
+//     instance at /dev/pts: ptyDone checks that the master was opened
+//     through tracecell's own /dev/ptmx or /dev/pts/ptmx (mount id and
+//     inode, ptmxRefs), not a ptmx of another instance (a container's,
+//     through /proc/<pid>/root) whose index would name someone else's pty
+//     here.
 //   - TIOCGPTPEER (4.13) opens the slave of a master fd without any path:
 //     nothing to check, the tree holds that master. glibc's openpty uses it
 //     where it can; its grantpt asks TIOCGPTN all the same.
