@@ -63,6 +63,7 @@ type escapeCase struct {
 	flags []string                // extra tracecell flags
 	kinds []string                // acceptable report kinds
 	errno string                  // errno the program and the report must show
+	rule  string                  // the report's rule, when the case needs a particular one
 	out   string                  // regexp for the result line (default "errno=<errno>")
 	match func(w *world, e event) bool
 	// killed: the tree must be killed (status 128+SIGSYS or 128+SIGKILL)
@@ -505,6 +506,11 @@ func escapeCases() []escapeCase {
 				}
 				return []string{w.victim}
 			}},
+		// Another terminal of the user (an ssh session): a pty the test
+		// made and holds, outside the tree. Ground truth: what its master
+		// reads.
+		{name: "py-foreign-pty-write", prog: []string{"py", "pty-write"}, kinds: []string{"write"}, errno: "EACCES", rule: "foreign-pty",
+			setup: func(w *world) []string { w.victim = outsidePty(w); return []string{w.victim} }},
 		{name: "c-posix-mq-create", prog: []string{"c", "mq"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
 			setup: func(w *world) []string {
 				name := fmt.Sprintf("tracecell-test-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -755,6 +761,68 @@ func shmClaim(mode string) escapeCase {
 		}}
 }
 
+// openPty makes a pty in the test process: its master (unlocked), the
+// slave's path, and the slave opened too, so that it never hangs up on the
+// master while a run opens and closes it.
+func openPty(t *testing.T) (master *os.File, name string, slave *os.File) {
+	t.Helper()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no ptys here: %v", err)
+	}
+	master = os.NewFile(uintptr(fd), "/dev/ptmx")
+	t.Cleanup(func() { master.Close() })
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil { // unlockpt
+		t.Fatalf("TIOCSPTLCK: %v", err)
+	}
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN) // ptsname
+	if err != nil {
+		t.Fatalf("TIOCGPTN: %v", err)
+	}
+	name = "/dev/pts/" + strconv.FormatUint(uint64(n), 10)
+	slave, err = os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	return master, name, slave
+}
+
+// ptyOutput reads what has arrived at master m, waiting a little for more
+// (non-blocking reads with a short deadline: a pty master never says EOF
+// while its slave is open).
+func ptyOutput(m *os.File) string {
+	if err := unix.SetNonblock(int(m.Fd()), true); err != nil {
+		return "(cannot read the master: " + err.Error() + ")"
+	}
+	var got []byte
+	deadline := time.Now().Add(300 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		b := make([]byte, 4096)
+		n, err := unix.Read(int(m.Fd()), b)
+		if n > 0 {
+			got = append(got, b[:n]...)
+			continue
+		}
+		if err != nil && err != unix.EAGAIN {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return string(got)
+}
+
+// outsidePty makes a pty outside the tree standing for another session's
+// terminal and returns its slave's path; escaped reads its master.
+func outsidePty(w *world) string {
+	m, name, _ := openPty(w.t)
+	w.escaped = func(result) (bool, string) {
+		got := ptyOutput(m)
+		return strings.Contains(got, "ESCAPED"), fmt.Sprintf("%s shows %q", name, got)
+	}
+	return name
+}
+
 // sleepGone makes escaped report whether the outside sleep was killed.
 // kill(2) returns before the target has died, so give it a moment.
 func sleepGone(w *world, cmd *exec.Cmd) {
@@ -952,14 +1020,14 @@ func checkOutcome(t *testing.T, w *world, c escapeCase, r result) {
 	}
 	found := false
 	for _, e := range rep.Denials {
-		if e.Decision == "deny" && contains(c.kinds, e.Kind) && e.Errno == c.errno && match(w, e) {
+		if e.Decision == "deny" && contains(c.kinds, e.Kind) && e.Errno == c.errno && match(w, e) && (c.rule == "" || e.Rule == c.rule) {
 			found = true
 			break
 		}
 	}
 	if !found {
-		t.Errorf("no denial with kind in %v, errno %s naming %s in the report; denials:\n%s",
-			c.kinds, c.errno, w.describeTarget(), rep.denialList())
+		t.Errorf("no denial with kind in %v, errno %s, rule %q naming %s in the report; denials:\n%s",
+			c.kinds, c.errno, c.rule, w.describeTarget(), rep.denialList())
 	}
 	if rep.Counts.Denied < 1 {
 		t.Errorf("counts.denied = %d, want >= 1", rep.Counts.Denied)

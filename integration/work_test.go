@@ -47,7 +47,7 @@ func clip(s string) string {
 
 // TestSandboxWork: ordinary work inside the sandbox behaves exactly as bare.
 func TestSandboxWork(t *testing.T) {
-	for _, c := range []string{"files", "mkdirs", "tempfile", "sqlite", "zipfile", "devnull", "stdout"} {
+	for _, c := range []string{"files", "mkdirs", "tempfile", "sqlite", "zipfile", "devnull", "stdout", "pty"} {
 		t.Run(c, func(t *testing.T) {
 			t.Parallel()
 			bare, traced := sameAsBare(t, nil, python, pyScript("work.py"), c)

@@ -17,6 +17,7 @@ const (
 	RuleOutsideRoots    = "outside-writable-roots"
 	RuleRootItself      = "writable-root-itself"
 	RuleScratchNotOwned = "scratch-not-owned"
+	RuleForeignPty      = "foreign-pty"
 	RuleProcWrite       = "proc-write"
 	RuleProcRead        = "proc-read"
 	// RulePathPage denies memory calls on tracecell's path page (decided
@@ -41,6 +42,7 @@ const (
 	RuleDevice        = "device"
 	RuleScratchCreate = "scratch-create"
 	RuleScratchOwned  = "scratch-owned"
+	RuleOwnPty        = "own-pty"
 	RuleSpecialObject = "special-object"
 	RuleRead          = "read"
 	RuleInitialExec   = "initial-exec"
@@ -55,9 +57,22 @@ const (
 )
 
 // DefaultDevices are the device files every program may open for writing:
-// the sinks and sources any runtime expects, and the terminal.
+// the sinks and sources any runtime expects, the controlling terminal, and
+// the pty multiplexers (/dev/pts/ptmx is devpts's own twin of /dev/ptmx),
+// which make a new pty. Not /dev/pts/*: the slaves of other ptys are the
+// user's other terminals (another ssh session). Of those the tree may write
+// only its own (Path.OwnPty, rule own-pty); an operator who wants the old
+// behaviour says --allow-device '/dev/pts/*'.
 func DefaultDevices() []string {
-	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/*"}
+	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/ptmx"}
+}
+
+// PtySlave reports whether the resolved path res names a pseudo-terminal
+// slave, /dev/pts/N: an entry of the devpts mounted at /dev/pts other than
+// its multiplexer ptmx (a twin of /dev/ptmx, which makes a new pty).
+func PtySlave(res string) bool {
+	name, ok := strings.CutPrefix(res, "/dev/pts/")
+	return ok && name != "" && name != "ptmx" && !strings.Contains(name, "/")
 }
 
 // DefaultScratch are the create-only directories: /dev/shm, which POSIX
@@ -332,6 +347,12 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 	}
 	if kind == syscalls.KindWrite && p.device(res) {
 		return allow(RuleDevice), ""
+	}
+	if kind == syscalls.KindWrite && PtySlave(res) {
+		if pa.OwnPty {
+			return allow(RuleOwnPty), ""
+		}
+		return deny(syscall.EACCES, RuleForeignPty, "a terminal the traced tree did not create (only its own ptys and tracecell's own terminal are writable)"), ""
 	}
 	if s, ok := p.scratchDir(res); ok {
 		if d, ok := p.movesDenyRead(kind, res); ok {

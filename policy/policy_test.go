@@ -113,9 +113,17 @@ var forms = []form{
 	{name: "procfs lookalike", p: ex("/procfs/x"), def: RuleOutsideRoots},
 	{name: "device null", p: ex("/dev/null"), def: RuleOutsideRoots, by: writeOnly(RuleDevice)},
 	{name: "device urandom", p: ex("/dev/urandom"), def: RuleOutsideRoots, by: writeOnly(RuleDevice)},
-	{name: "device pts", p: ex("/dev/pts/3"), def: RuleOutsideRoots, by: writeOnly(RuleDevice)},
-	{name: "device pts missing", p: newp("/dev/pts/99"), def: RuleOutsideRoots, by: writeOnly(RuleDevice)},
+	// Another session's terminal; the tree's own pty (the tracer's fact);
+	// devpts's multiplexer, a twin of /dev/ptmx.
+	{name: "device pts foreign", p: ex("/dev/pts/3"), def: RuleOutsideRoots, by: writeOnly(RuleForeignPty)},
+	{name: "device pts missing", p: newp("/dev/pts/99"), def: RuleOutsideRoots, by: writeOnly(RuleForeignPty)},
+	{name: "device pts own", p: Path{Resolved: "/dev/pts/4", Exists: true, OwnPty: true}, def: RuleOutsideRoots, by: writeOnly(RuleOwnPty)},
+	{name: "device pts ptmx", p: ex("/dev/pts/ptmx"), def: RuleOutsideRoots, by: writeOnly(RuleDevice)},
 	{name: "device pts nested", p: ex("/dev/pts/3/x"), def: RuleOutsideRoots},
+	{name: "device pts nested own", p: Path{Resolved: "/dev/pts/3/x", Exists: true, OwnPty: true}, def: RuleOutsideRoots},
+	{name: "device pts dir", p: dir("/dev/pts"), def: RuleOutsideRoots},
+	{name: "own pty fact off /dev/pts", p: Path{Resolved: "/etc/hosts", Exists: true, OwnPty: true}, def: RuleOutsideRoots},
+	{name: "device pts lookalike", p: ex("/dev/ptsx/3"), def: RuleOutsideRoots},
 	{name: "device disk", p: ex("/dev/sda"), def: RuleOutsideRoots},
 	{name: "device mem", p: ex("/dev/mem"), def: RuleOutsideRoots},
 	{name: "scratch new", p: newp("/dev/shm/new"), def: RuleScratchNotOwned, by: scratchNew},
@@ -141,7 +149,7 @@ var forms = []form{
 }
 
 var allowRules = map[string]bool{
-	RuleInsideRoot: true, RuleDevice: true, RuleScratchCreate: true, RuleScratchOwned: true,
+	RuleInsideRoot: true, RuleDevice: true, RuleOwnPty: true, RuleScratchCreate: true, RuleScratchOwned: true,
 	RuleSpecialObject: true, RuleRead: true, RuleInitialExec: true, RuleAllowExec: true,
 	RuleNetAllow: true, RuleLoopback: true, RuleNetlink: true, RuleUnspec: true,
 	RuleUnixInRoots: true, RuleUnixAutobind: true, RuleInTree: true,
@@ -785,9 +793,58 @@ func TestDefaults(t *testing.T) {
 		t.Fatal("DefaultDevices shares its slice")
 	}
 	p := mustNew(t, Config{Devices: DefaultDevices()})
-	for _, dev := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/0", "/dev/pts/12"} {
-		if d := p.Decide(&Op{Kind: syscalls.KindWrite, Paths: []Path{ex(dev)}}, nil); !d.Allow {
-			t.Errorf("write to %s denied: %s", dev, d.Reason)
+	for _, dev := range []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/ptmx"} {
+		if d := p.Decide(&Op{Kind: syscalls.KindWrite, Paths: []Path{ex(dev)}}, nil); !d.Allow || d.Rule != RuleDevice {
+			t.Errorf("write to %s: %+v", dev, d)
+		}
+	}
+}
+
+// TestPtys: of the pty slaves only the tree's own (the tracer's fact
+// Path.OwnPty: made by the tree, or tracecell's own terminal) are writable
+// by default; --allow-device '/dev/pts/*' gives back every one, and a
+// narrower pattern only what it matches.
+func TestPtys(t *testing.T) {
+	own := func(p string) Path { return Path{Resolved: p, Exists: true, OwnPty: true} }
+	cases := []struct {
+		name    string
+		devices []string
+		p       Path
+		rule    string
+	}{
+		{"own pty", nil, own("/dev/pts/0"), RuleOwnPty},
+		{"own pty high index", nil, own("/dev/pts/1048575"), RuleOwnPty},
+		{"foreign pty", nil, ex("/dev/pts/0"), RuleForeignPty},
+		{"foreign pty high index", nil, ex("/dev/pts/12"), RuleForeignPty},
+		{"ptmx in /dev/pts", nil, ex("/dev/pts/ptmx"), RuleDevice},
+		{"ptmx in /dev/pts, own fact too", nil, own("/dev/pts/ptmx"), RuleDevice},
+		{"/dev/ptmx", nil, ex("/dev/ptmx"), RuleDevice},
+		{"allow-device pts star, foreign", []string{"/dev/pts/*"}, ex("/dev/pts/7"), RuleDevice},
+		{"allow-device pts star, own", []string{"/dev/pts/*"}, own("/dev/pts/7"), RuleDevice},
+		{"allow-device one pty", []string{"/dev/pts/7"}, ex("/dev/pts/7"), RuleDevice},
+		{"allow-device one pty, another", []string{"/dev/pts/7"}, ex("/dev/pts/8"), RuleForeignPty},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.Devices = append(cfg.Devices, c.devices...)
+			p := mustNew(t, cfg)
+			d := p.Decide(&Op{Kind: syscalls.KindWrite, Syscall: "openat", Paths: []Path{c.p}}, nil)
+			check(t, d, c.rule, syscall.EACCES, nil)
+			if c.rule == RuleForeignPty && !strings.Contains(d.Reason, "did not create") {
+				t.Errorf("reason %q does not say why", d.Reason)
+			}
+		})
+	}
+	// Only opens for writing: the fact gives no chmod, chown, xattr,
+	// delete, rename or link of a slave.
+	p := mustNew(t, baseConfig())
+	for _, k := range fsKinds {
+		if k == syscalls.KindWrite {
+			continue
+		}
+		if d := p.Decide(&Op{Kind: k, Paths: []Path{own("/dev/pts/0"), own("/dev/pts/1")}}, nil); d.Allow {
+			t.Errorf("%v of an own pty allowed: %+v", k, d)
 		}
 	}
 }
@@ -795,11 +852,12 @@ func TestDefaults(t *testing.T) {
 // TestPropertyNoWayOut feeds random operations through random policies and
 // checks with an independent component-wise oracle that no modifying
 // operation is ever allowed on a path outside the writable roots, device
-// patterns (writes only), scratch dirs (fresh entries or owned ones), or the
-// tree's own special objects — and that audit decides exactly as enforce.
+// patterns (writes only), the tree's own ptys (writes only), scratch dirs
+// (fresh entries or owned ones), or the tree's own special objects — and
+// that audit decides exactly as enforce.
 func TestPropertyNoWayOut(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	comps := []string{"srv", "sbx", "sbx2", "sbx.old", "work", "b", "dev", "shm", "null", "pts", "0", "sda",
+	comps := []string{"srv", "sbx", "sbx2", "sbx.old", "work", "b", "dev", "shm", "null", "pts", "0", "ptmx", "sda",
 		"proc", "1", "fd", "mem", "etc", "passwd", ".secret", "mine", "mydir", "x", "..", ".", "", "\xff"}
 	prefixes := []string{"/srv/sbx", "/srv/sbx/.secret", "/work/b", "/dev/shm", "/dev/shm/mydir", "/dev", "/dev/pts", "/proc", "/srv", "/", ""}
 	randPath := func() string {
@@ -846,6 +904,10 @@ func TestPropertyNoWayOut(t *testing.T) {
 			Scratch:    []string{"/dev/shm"},
 			Net:        NetMode(rng.IntN(3)),
 		}
+		allPts := rng.IntN(5) == 0
+		if allPts {
+			cfg.Devices = append(DefaultDevices(), "/dev/pts/*")
+		}
 		enf := mustNew(t, cfg)
 		cfg.Mode = Audit
 		aud := mustNew(t, cfg)
@@ -856,7 +918,7 @@ func TestPropertyNoWayOut(t *testing.T) {
 			np = 2
 		}
 		for j := 0; j < np; j++ {
-			pa := Path{Resolved: randPath(), Exists: rng.IntN(2) == 0}
+			pa := Path{Resolved: randPath(), Exists: rng.IntN(2) == 0, OwnPty: rng.IntN(4) == 0}
 			if rng.IntN(10) == 0 {
 				pa.Special = "pipe:[1]"
 				pa.SpecialInTree = rng.IntN(2) == 0
@@ -897,7 +959,7 @@ func TestPropertyNoWayOut(t *testing.T) {
 			}
 			if kind == syscalls.KindWrite && (res == "/dev/null" || res == "/dev/zero" || res == "/dev/full" ||
 				res == "/dev/random" || res == "/dev/urandom" || res == "/dev/tty" || res == "/dev/ptmx" ||
-				(len(split(res)) == 3 && strictlyUnder(res, "/dev/pts"))) {
+				res == "/dev/pts/ptmx" || ((pa.OwnPty || allPts) && len(split(res)) == 3 && strictlyUnder(res, "/dev/pts"))) {
 				ok = true
 			}
 			if strictlyUnder(res, "/dev/shm") && !ok {

@@ -112,6 +112,12 @@ type Path struct {
 	// of a process outside the traced tree (its environment, command line
 	// and memory hold other programs' secrets).
 	ProcOutside bool `json:"-"`
+	// OwnPty is set by the tracer when Resolved is a pty slave (PtySlave)
+	// that the traced tree may write: one it created itself (recorded at
+	// its TIOCGPTN by index and inode identity), or the terminal of
+	// tracecell's own stdio (by device numbers). Every other pty is another
+	// session's terminal.
+	OwnPty bool `json:"-"`
 }
 
 // Op is one checked operation.

@@ -290,9 +290,17 @@ type IoctlSpec struct {
 	// to, even read-only), KindForbidden for terminal input injection and
 	// for changes to a whole file system (the report still names what fd
 	// points to), KindSignal for SIGIO owner changes (the pid or -pgid is
-	// an int behind the arg pointer).
+	// an int behind the arg pointer). KindNone: never decided nor denied;
+	// the tracer follows the call to its syscall-exit stop and notes its
+	// result there (TIOCGPTN: the tree's own pseudo-terminals,
+	// tracer/pty.go).
 	Kind Kind
 }
+
+// TIOCGPTN on a pty master writes the index N of its slave, /dev/pts/N, to
+// the unsigned int at arg: _IOR('T', 0x30, unsigned int) in
+// asm-generic/ioctls.h, which x86_64 and arm64 both use.
+const TIOCGPTN = 0x80045430
 
 // Ioctls are the ioctl commands the filter traps; every other command is
 // allowed without a stop. The cmd argument is an unsigned int: the kernel
@@ -357,6 +365,11 @@ var Ioctls = []IoctlSpec{
 	// the same on a virtual console.
 	{0x5412, "TIOCSTI", KindForbidden},
 	{0x541c, "TIOCLINUX", KindForbidden},
+	// The index of a pty master's slave: a pty the tree created, whose
+	// slave /dev/pts/N it may then open by name (policy.PtySlave). Always
+	// allowed; where it succeeded the tracer records the slave
+	// (tracer/pty.go). glibc's grantpt, ptsname and openpty make it.
+	{TIOCGPTN, "TIOCGPTN", KindNone},
 	// Socket SIGIO owner, like fcntl(F_SETOWN).
 	{0x8901, "FIOSETOWN", KindSignal},
 	{0x8902, "SIOCSPGRP", KindSignal},

@@ -276,6 +276,7 @@ func TestIoctlEncodings(t *testing.T) {
 		"EXT4_IOC_SWAP_BOOT":           {ioc(n, 'f', 17, 0), 0x6611, KindForbidden},
 		"TIOCSTI":                      {0x5412, 0x5412, KindForbidden},
 		"TIOCLINUX":                    {0x541c, 0x541c, KindForbidden},
+		"TIOCGPTN":                     {ioc(r, 'T', 0x30, 4), 0x80045430, KindNone}, // unsigned int
 		"FIOSETOWN":                    {0x8901, 0x8901, KindSignal},
 		"SIOCSPGRP":                    {0x8902, 0x8902, KindSignal},
 	}

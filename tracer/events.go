@@ -154,8 +154,9 @@ func interpreterOf(path string) string {
 // while the stop order is probed, and the syscall-exit stop of a checked
 // call that a freeze left to finish unfrozen (freeze.go).
 func (t *tracer) syscallStop(tk *task) error {
+	unfrozen := tk.inFlight
 	t.setInFlight(tk, false)
-	t.callDone(tk)
+	t.callDone(tk, unfrozen)
 	if tk.slot != 0 {
 		if err := t.endCopied(tk); err != nil {
 			return err

@@ -436,7 +436,7 @@ func (t *tracer) runFrozen(f *freezer) error {
 		if x == tid {
 			if ws.Stopped() && ws.StopSignal() == unix.SIGTRAP|0x80 {
 				// The call has finished.
-				t.callDone(f.tk)
+				t.callDone(f.tk, false)
 				if err := t.resume(tid, 0); err != nil {
 					return err
 				}

@@ -106,15 +106,17 @@ func (t *tracer) trapsListen() bool { return t.trapNet }
 // callDone ends, at its syscall-exit stop, a call that was resumed to it
 // (resumeToExit, runFrozen, or a copied call): an inet bind noted by
 // bindStarts records its socket if it bound it, a create in a scratch
-// directory makes the tree own the entry if it made it (scratchStarts).
+// directory makes the tree own the entry if it made it (scratchStarts), a
+// TIOCGPTN (ptyStarts) records the pty it named if it succeeded. unfrozen:
+// the call was left to finish while the rest of the tree ran (freeze.go).
 //
 // Precondition: tk is stopped at the syscall exit of its call.
-func (t *tracer) callDone(tk *task) {
-	ino, scratch := tk.bindIno, tk.pendingScratch
-	if ino == 0 && len(scratch) == 0 {
+func (t *tracer) callDone(tk *task, unfrozen bool) {
+	ino, scratch, pty := tk.bindIno, tk.pendingScratch, tk.ptyPending
+	if ino == 0 && len(scratch) == 0 && !pty {
 		return
 	}
-	tk.bindIno, tk.pendingScratch = 0, nil
+	tk.bindIno, tk.pendingScratch, tk.ptyPending = 0, nil, false
 	if t.readRegs(tk.tid) != nil {
 		return // gone
 	}
@@ -126,6 +128,9 @@ func (t *tracer) callDone(tk *task) {
 		for _, p := range scratch {
 			t.ledger[p] = true
 		}
+	}
+	if pty && ret == 0 {
+		t.ptyDone(tk, unfrozen)
 	}
 }
 

@@ -145,11 +145,15 @@ func (t *tracer) copyArg(c *call) (syscalls.PathArg, bool) {
 //     symlink removal frozen (unlink here; rename and rmdir always), the
 //     symlinks and directories a copied walk goes through cannot change
 //     while it is in flight: a freeze waits for copied calls in flight.
+//   - A pty slave, /dev/pts/N (policy.PtySlave): the tree may open it
+//     while it holds the pty's master (pty.go); another thread closing
+//     that master during a copied open would free N for the next pty a host
+//     process makes, which the kernel's walk would then find.
 //
 // unlink looks at its last component without following it: r is the
 // entry itself.
 func uncopyable(c *call, r pathres.Result) bool {
-	return r.ViaProc || (c.spec.Kind == syscalls.KindDelete && r.Mode&fs.ModeSymlink != 0)
+	return r.ViaProc || (c.spec.Kind == syscalls.KindDelete && r.Mode&fs.ModeSymlink != 0) || policy.PtySlave(r.Path)
 }
 
 // ownFilter reports whether tid runs under a seccomp filter the tree

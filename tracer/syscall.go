@@ -72,6 +72,9 @@ func (t *tracer) seccompStop(tk *task) error {
 	if nr == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && tk.tgid == t.rootPid && !t.rootExecDone {
 		return t.probe(tk)
 	}
+	// A call noted for its syscall exit is over by now (ptyDone reads the
+	// memory it named: never for another call).
+	tk.ptyPending = false
 	c := &call{tk: tk, nr: nr, name: t.table.Name(nr)}
 	spec, ok := syscalls.Lookup(c.name)
 	if !ok {
@@ -246,7 +249,7 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 		}
 	}
 	if f == nil {
-		if c.tk.bindIno != 0 || len(c.tk.pendingScratch) > 0 {
+		if c.tk.bindIno != 0 || len(c.tk.pendingScratch) > 0 || c.tk.ptyPending {
 			return t.resumeToExit(c.tk)
 		}
 		return t.resume(tid, 0)
@@ -659,6 +662,9 @@ func (t *tracer) fill(c *call, p policy.Path, r pathres.Result, err error) (poli
 	if pid, ok := procPid(r.Path); ok {
 		p.ProcOutside = !t.pidInTree(pid)
 	}
+	if r.Exists && r.Special == "" && policy.PtySlave(r.Path) {
+		p.OwnPty = t.ptys.owns(r.Path)
+	}
 	return p, true
 }
 
@@ -785,7 +791,7 @@ func (t *tracer) decodeFdMeta(c *call, fdArg int, kind syscalls.Kind) *policy.Op
 // decodeIoctl checks the ioctl commands the filter traps (syscalls.Ioctls):
 // inode attribute changes on the fd's file (they work on read-only fds),
 // terminal input injection and whole-file-system changes (forbidden), and
-// SIGIO owner changes.
+// SIGIO owner changes; TIOCGPTN passes, followed to its end (pty.go).
 func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	cmd := uint32(t.regs.Arg(1)) // an unsigned int: the kernel ignores the high half
 	is, ok := syscalls.LookupIoctl(cmd)
@@ -795,6 +801,10 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	}
 	c.flags = is.Name
 	switch is.Kind {
+	case syscalls.KindNone:
+		t.ptyStarts(c)
+		c.pass = true
+		return nil
 	case syscalls.KindForbidden:
 		op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name + "(" + is.Name + ")"}
 		// Denied whatever the fd is; the report names what it points to

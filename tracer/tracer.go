@@ -258,6 +258,12 @@ type task struct {
 	// flight creates: the tree owns them once the call has succeeded
 	// (callDone).
 	pendingScratch []string
+	// ptyPending: this task's call in flight is a TIOCGPTN on fd ptyFd
+	// writing to ptyArg, resumed to its syscall exit, where the pty it
+	// names is recorded (pty.go).
+	ptyPending bool
+	ptyFd      int32
+	ptyArg     uint64
 }
 
 // proc is one traced process (thread group).
@@ -312,7 +318,9 @@ type tracer struct {
 	ledger ledger
 	// bound holds the inet sockets (by inode) that a bind of the tree's
 	// bound to an allowed address: listen may use them (listen.go).
-	bound   map[uint64]bool
+	bound map[uint64]bool
+	// ptys are the pseudo-terminals the tree may open by name (pty.go).
+	ptys    *ptyLedger
 	counts  report.Counts
 	denials []report.Event
 	dropped int
@@ -373,7 +381,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
 		dirs:  newDirCache(cfg),
 		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
-		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{}, bound: map[uint64]bool{},
+		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{}, bound: map[uint64]bool{}, ptys: newPtyLedger(),
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		trapNet:      cfg.Policy.Config().Net != policy.NetAllow,
 		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
@@ -403,6 +411,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	if err != nil {
 		return nil, &StartError{125, err}
 	}
+	t.ptys.addStdio(stdio.files[:])
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		stdio.abort()

@@ -303,6 +303,16 @@ def main():
                 s.bind(args[0])
         result(run)
 
+    # --- terminals ---
+    elif case == "pty-write":  # another terminal of the user (an ssh session's /dev/pts/N)
+        def run():
+            fd = os.open(args[0], os.O_WRONLY | os.O_NOCTTY)
+            try:
+                os.write(fd, PAYLOAD)
+            finally:
+                os.close(fd)
+        result(run)
+
     # --- /dev/shm scratch ---
     elif case == "shm-create-delete":  # positive: create and delete our own entry
         def run():

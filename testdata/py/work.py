@@ -119,8 +119,82 @@ def stdout():
     print("stderr too", file=sys.stderr)
 
 
+def ptys():
+    """Pseudo-terminals of its own, made every usual way, their slaves opened
+    by name (/dev/pts/N): terminal-driving code (pexpect, a REPL under test)
+    does this. The pty numbers differ from run to run: never printed."""
+    import ctypes
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)  # no find_library: it runs ldconfig
+    libc.ptsname.restype = ctypes.c_char_p
+
+    def roundtrip(master, name, tag):
+        fd = os.open(name, os.O_RDWR | os.O_NOCTTY)  # by name: checked as a write
+        os.write(fd, tag + b"\n")
+        out = os.read(master, 100)
+        os.write(master, b"back " + tag + b"\n")
+        back = os.read(fd, 100)
+        os.close(fd)
+        return out, back
+
+    m, s = os.openpty()  # glibc openpty: posix_openpt, grantpt, unlockpt, TIOCGPTPEER
+    print("os.openpty", roundtrip(m, os.ttyname(s), b"one"))
+    m1, s1 = pty.openpty()
+    print("pty.openpty", roundtrip(m1, os.ttyname(s1), b"two"))
+    # By hand: /dev/ptmx, grantpt, unlockpt, ptsname.
+    m2 = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+    libc.grantpt(m2)
+    libc.unlockpt(m2)
+    print("ptsname", roundtrip(m2, libc.ptsname(m2).decode(), b"three"))
+    # posix_openpt(3), and the index by TIOCGPTN itself.
+    m3 = libc.posix_openpt(os.O_RDWR | os.O_NOCTTY)
+    fcntl.ioctl(m3, 0x40045431, struct.pack("i", 0))  # TIOCSPTLCK: unlockpt
+    n = struct.unpack("I", fcntl.ioctl(m3, 0x80045430, b"\0\0\0\0"))[0]  # TIOCGPTN
+    print("posix_openpt", roundtrip(m3, "/dev/pts/%d" % n, b"four"))
+    # Its own terminal's settings, through the slave opened by name.
+    fd = os.open(os.ttyname(s), os.O_RDWR | os.O_NOCTTY)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+    attrs = termios.tcgetattr(fd)
+    attrs[3] &= ~termios.ECHO
+    termios.tcsetattr(fd, termios.TCSANOW, attrs)
+    print("size", os.get_terminal_size(fd), "echo", bool(termios.tcgetattr(s)[3] & termios.ECHO))
+    os.close(fd)
+    # With another thread alive (the tree is frozen for these calls).
+    stop = threading.Event()
+    th = threading.Thread(target=stop.wait)
+    th.start()
+    m4, s4 = os.openpty()
+    print("threaded", roundtrip(m4, os.ttyname(s4), b"five"))
+    stop.set()
+    th.join()
+    # pty.fork: a child on the slave as its controlling terminal.
+    pid, mf = pty.fork()
+    if pid == 0:
+        fd = os.open(os.ttyname(1), os.O_WRONLY | os.O_NOCTTY)
+        os.write(fd, b"child by name\n")
+        os._exit(0)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(mf, 100)
+        except OSError:  # EIO: the child is gone
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.waitpid(pid, 0)
+    print("pty.fork", out)
+    for fd in (m, s, m1, s1, m2, m3, m4, s4, mf):
+        os.close(fd)
+
+
 CASES = {"files": files, "mkdirs": mkdirs, "tempfile": tmpfiles, "sqlite": sqlite,
-         "zipfile": zips, "devnull": devnull, "stdout": stdout}
+         "zipfile": zips, "devnull": devnull, "stdout": stdout, "pty": ptys}
 
 if __name__ == "__main__":
     CASES[sys.argv[1]]()

@@ -1,0 +1,259 @@
+package tracer
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/policy"
+)
+
+// hostPty makes a pty outside the traced tree (another session's terminal,
+// as far as the tree can tell): its master, unlocked, and the slave's path.
+func hostPty(t *testing.T) (*os.File, string) {
+	t.Helper()
+	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skipf("no ptys here: %v", err)
+	}
+	m := os.NewFile(uintptr(fd), "/dev/ptmx")
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatalf("unlockpt: %v", err)
+	}
+	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+	if err != nil {
+		t.Fatalf("TIOCGPTN: %v", err)
+	}
+	return m, "/dev/pts/" + strconv.FormatUint(uint64(n), 10)
+}
+
+// masterGot reads what arrived at master m within a short while.
+func masterGot(t *testing.T, m *os.File) string {
+	t.Helper()
+	if err := unix.SetNonblock(int(m.Fd()), true); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		b := make([]byte, 256)
+		n, err := unix.Read(int(m.Fd()), b)
+		if n > 0 {
+			got = append(got, b[:n]...)
+			continue
+		}
+		if err != nil && err != unix.EAGAIN {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return string(got)
+}
+
+// ptyScript writes to a pty slave by name: "ok" or "errno N" per try.
+const ptyScript = `
+import fcntl, os, struct, sys, threading
+def w(name, data=b"FROM-THE-TREE\n"):
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_NOCTTY)
+        os.write(fd, data)
+        os.close(fd)
+        return "ok"
+    except OSError as e:
+        return "errno %d" % e.errno
+`
+
+// TestPtyOwnAndForeign: the tree writes the ptys it makes (openpty, and
+// posix_openpt + ptsname through the multiplexer), also with threads (the
+// call and the open run frozen); another pty is denied and reported, and a
+// TIOCGPTN that fails records nothing even with that pty's index in memory.
+func TestPtyOwnAndForeign(t *testing.T) {
+	needPython(t)
+	host, name := hostPty(t)
+	script := ptyScript + `
+foreign = sys.argv[1]
+m, s = os.openpty()
+print("openpty", w(os.ttyname(s)), os.read(m, 100) == b"FROM-THE-TREE\r\n")
+libc = __import__("ctypes").CDLL("libc.so.6", use_errno=True)
+libc.ptsname.restype = __import__("ctypes").c_char_p
+m2 = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+libc.grantpt(m2)
+libc.unlockpt(m2)
+print("ptsname", w(libc.ptsname(m2).decode()))
+# TIOCGPTNs that fail with the foreign index in their buffer: on a slave
+# (ENOTTY), and on the tree's own master into a read-only page (EFAULT).
+fidx = int(foreign.rsplit("/", 1)[1])
+buf = bytearray(struct.pack("I", fidx))
+try:
+    fcntl.ioctl(s, 0x80045430, buf, True)
+    print("tiocgptn on a slave worked")
+except OSError as e:
+    print("tiocgptn on a slave", e.errno)
+import ctypes, mmap
+page = mmap.mmap(-1, mmap.PAGESIZE)
+page[:4] = struct.pack("I", fidx)
+addr = ctypes.addressof(ctypes.c_char.from_buffer(page))
+libc.mprotect(ctypes.c_void_p(addr), mmap.PAGESIZE, mmap.PROT_READ)
+r = libc.ioctl(m2, 0x80045430, ctypes.c_void_p(addr))
+print("tiocgptn into a read-only page", r, ctypes.get_errno())
+print("foreign", w(foreign))
+stop = threading.Event()
+th = threading.Thread(target=stop.wait)
+th.start()
+m3, s3 = os.openpty()
+print("threaded", w(os.ttyname(s3)))
+print("foreign threaded", w(foreign))
+stop.set()
+th.join()
+`
+	o := runTraced(t, t.TempDir(), nil, python, "-S", "-c", script, name)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	want := "openpty ok True\nptsname ok\ntiocgptn on a slave 25\ntiocgptn into a read-only page -1 14\n" +
+		"foreign errno 13\nthreaded ok\nforeign threaded errno 13\n"
+	if o.stdout != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr %s\ndenials %+v", o.stdout, want, o.stderr, o.res.Denials)
+	}
+	if got := masterGot(t, host); got != "" {
+		t.Errorf("the host pty got %q", got)
+	}
+	if len(o.res.Denials) != 2 {
+		t.Fatalf("denials %+v, want the two foreign opens", o.res.Denials)
+	}
+	for _, d := range o.res.Denials {
+		if d.Rule != policy.RuleForeignPty || d.Errno != "EACCES" || len(d.Paths) != 1 || d.Paths[0].Resolved != name {
+			t.Errorf("denial %+v, want foreign-pty EACCES of %s", d, name)
+		}
+	}
+	if o.res.Freezes == 0 {
+		t.Error("no frozen call: the threaded part did not run with two tasks")
+	}
+}
+
+// TestPtyIndexReused: the tree made pty N and closed it; a host process
+// made the next pty, which devpts gave the freed index N. /dev/pts/N is no
+// longer the tree's: same name and device number, another inode.
+func TestPtyIndexReused(t *testing.T) {
+	needPython(t)
+	sbx := t.TempDir()
+	script := ptyScript + `
+m = os.open("/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+fcntl.ioctl(m, 0x40045431, struct.pack("i", 0))  # TIOCSPTLCK: unlock
+n = struct.unpack("I", fcntl.ioctl(m, 0x80045430, b"\0\0\0\0"))[0]
+name = "/dev/pts/%d" % n
+print("own", w(name))
+os.close(m)
+with open("n", "w") as f:
+    f.write(str(n))
+for _ in range(1000):
+    if os.path.exists("go"):
+        break
+    threading.Event().wait(0.01)
+print("reused", w(name))
+`
+	var host *os.File
+	var hostName string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 500; i++ {
+			b, err := os.ReadFile(filepath.Join(sbx, "n"))
+			if err == nil && len(b) > 0 {
+				// A later tick of the coarse clock than the tree's pty.
+				time.Sleep(30 * time.Millisecond)
+				fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+				if err == nil {
+					host = os.NewFile(uintptr(fd), "/dev/ptmx")
+					unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0)
+					n, _ := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
+					hostName = "/dev/pts/" + strconv.FormatUint(uint64(n), 10)
+				}
+				os.WriteFile(filepath.Join(sbx, "go"), nil, 0o644)
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	o := runTraced(t, sbx, nil, python, "-S", "-c", script)
+	<-done
+	if host != nil {
+		defer host.Close()
+	}
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	b, _ := os.ReadFile(filepath.Join(sbx, "n"))
+	if treeName := "/dev/pts/" + string(b); hostName != treeName {
+		t.Skipf("the host pty got %s, not the freed %s (another pty was made meanwhile)", hostName, treeName)
+	}
+	if o.stdout != "own ok\nreused errno 13\n" {
+		t.Fatalf("stdout %q stderr %s denials %+v", o.stdout, o.stderr, o.res.Denials)
+	}
+	if got := masterGot(t, host); got != "" {
+		t.Errorf("the host pty got %q", got)
+	}
+	if len(o.res.Denials) != 1 || o.res.Denials[0].Rule != policy.RuleForeignPty || o.res.Denials[0].Paths[0].Resolved != hostName {
+		t.Errorf("denials %+v", o.res.Denials)
+	}
+}
+
+// TestPtyStdio: the terminal tracecell's own stdio gives the command is
+// writable by name (os.ttyname(1), /dev/stdout); another pty is not.
+func TestPtyStdio(t *testing.T) {
+	needPython(t)
+	term, _ := hostPty(t)
+	slaveName, err := unix.IoctlGetUint32(int(term.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err := os.OpenFile("/dev/pts/"+strconv.FormatUint(uint64(slaveName), 10), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slave.Close()
+	other, otherName := hostPty(t)
+	script := ptyScript + `
+print("tty", w(os.ttyname(1), b"BY-NAME\n"), file=sys.stderr)
+print("stdout", w("/dev/stdout", b"BY-PROC\n"), file=sys.stderr)
+print("other", w(sys.argv[1]), file=sys.stderr)
+`
+	o := runTraced(t, t.TempDir(), func(_ *policy.Config, c *Config) { c.Stdin, c.Stdout = slave, slave },
+		python, "-S", "-c", script, otherName)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.stderr != "tty ok\nstdout ok\nother errno 13\n" {
+		t.Fatalf("stderr %q denials %+v", o.stderr, o.res.Denials)
+	}
+	if got := masterGot(t, term); !strings.Contains(got, "BY-NAME") || !strings.Contains(got, "BY-PROC") {
+		t.Errorf("the terminal got %q", got)
+	}
+	if got := masterGot(t, other); got != "" {
+		t.Errorf("the other pty got %q", got)
+	}
+	if len(o.res.Denials) != 1 || o.res.Denials[0].Rule != policy.RuleForeignPty {
+		t.Errorf("denials %+v", o.res.Denials)
+	}
+}
+
+func TestFdinfoField(t *testing.T) {
+	b := []byte("pos:\t0\nflags:\t02100002\nmnt_id:\t24\nino:\t91\ntty-index:\t7\n")
+	for key, want := range map[string]int{"mnt_id:": 24, "tty-index:": 7, "pos:": 0} {
+		if got, ok := fdinfoField(b, key); !ok || got != want {
+			t.Errorf("%s = %d, %v; want %d", key, got, ok, want)
+		}
+	}
+	if _, ok := fdinfoField(b, "lock:"); ok {
+		t.Error("a missing key was found")
+	}
+	if _, ok := fdinfoField([]byte("tty-index:\tx\n"), "tty-index:"); ok {
+		t.Error("a bad number was taken")
+	}
+}
