@@ -511,6 +511,39 @@ func escapeCases() []escapeCase {
 		// reads.
 		{name: "py-foreign-pty-write", prog: []string{"py", "pty-write"}, kinds: []string{"write"}, errno: "EACCES", rule: "foreign-pty",
 			setup: func(w *world) []string { w.victim = outsidePty(w); return []string{w.victim} }},
+		// The same through a read-only open, which the filter lets through:
+		// a terminal change (TIOCSWINSZ, decided as a write of what the fd
+		// points to). Ground truth: the size its master sees.
+		{name: "py-foreign-pty-winsize", prog: []string{"py", "pty-winsize"}, kinds: []string{"write"}, errno: "EACCES", rule: "foreign-pty",
+			setup: func(w *world) []string {
+				m, name, _ := openPty(w.t)
+				w.victim = name
+				w.escaped = func(result) (bool, string) {
+					ws, err := unix.IoctlGetWinsize(int(m.Fd()), unix.TIOCGWINSZ)
+					if err != nil {
+						return false, "TIOCGWINSZ: " + err.Error()
+					}
+					return ws.Row == 66 || ws.Col == 77, fmt.Sprintf("%s is %dx%d", name, ws.Row, ws.Col)
+				}
+				return []string{name}
+			}},
+		// Its input, where reads are checked (here by --deny-read; the
+		// session server always checks them): someone typing there.
+		{name: "py-foreign-pty-read", prog: []string{"py", "pty-read"}, kinds: []string{"read"}, errno: "EACCES", rule: "foreign-pty",
+			flags: []string{"--deny-read", "/nonexistent-tracecell-test"},
+			setup: func(w *world) []string {
+				m, name, _ := openPty(w.t)
+				if _, err := m.Write([]byte("typed-secret\n")); err != nil {
+					w.t.Fatal(err)
+				}
+				w.victim = name
+				got := w.s("got")
+				w.escaped = func(result) (bool, string) {
+					b, err := os.ReadFile(got)
+					return err == nil, fmt.Sprintf("read from %s: %q", name, b)
+				}
+				return []string{name, got}
+			}},
 		{name: "c-posix-mq-create", prog: []string{"c", "mq"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
 			setup: func(w *world) []string {
 				name := fmt.Sprintf("tracecell-test-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -976,7 +1009,7 @@ func TestEscapes(t *testing.T) {
 			w, args := prepare(t, c)
 			before := snapshot(t, w.host)
 			env := runEnv(t, w.sbx)
-			r := runTraced(t, w.sbx, env, nil, c.argv(args)...)
+			r := runTraced(t, w.sbx, env, c.flags, c.argv(args)...)
 			escaped, detail := groundTruth(w, before, r)
 			if escaped {
 				t.Errorf("ESCAPED: the outside world changed: %s\nstdout:\n%s", strings.Join(detail, "; "), r.stdout)
