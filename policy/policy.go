@@ -516,6 +516,13 @@ func (p *Policy) decideRead(op *Op) Decision {
 		if d, ok := p.denyRead(res); ok {
 			return d
 		}
+		// Another terminal of the user read-only still gives its input
+		// (what someone types in another ssh session) and, with ioctls,
+		// its settings. Checked wherever reads are (the session server,
+		// --read, --deny-read, --trace); default open reads never stop.
+		if PtySlave(res) && !pa.OwnPty && !p.device(res) {
+			return deny(syscall.EACCES, RuleForeignPty, "a terminal the traced tree did not create (its input is another session's; only the tree's own ptys and tracecell's own terminal may be opened)")
+		}
 		if p.cfg.ReadRoots != nil && !p.readable(res) {
 			return deny(syscall.EACCES, RuleReadNotAllowed, "outside readable roots ("+p.readText+")")
 		}

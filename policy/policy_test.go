@@ -834,6 +834,13 @@ func TestPtys(t *testing.T) {
 			if c.rule == RuleForeignPty && !strings.Contains(d.Reason, "did not create") {
 				t.Errorf("reason %q does not say why", d.Reason)
 			}
+			// Read-only opens, where reads are checked: another session's
+			// terminal gives its input.
+			want := RuleRead
+			if c.rule == RuleForeignPty {
+				want = RuleForeignPty
+			}
+			check(t, p.Decide(&Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{c.p}}, nil), want, syscall.EACCES, nil)
 		})
 	}
 	// Only opens for writing: the fact gives no chmod, chown, xattr,

@@ -287,7 +287,8 @@ type IoctlSpec struct {
 	Cmd  uint32
 	Name string
 	// Kind: KindChmod for inode attribute changes (check what fd points
-	// to, even read-only), KindForbidden for terminal input injection and
+	// to, even read-only), KindWrite for terminal changes (decided as a
+	// write of what fd points to), KindForbidden for terminal input injection and
 	// for changes to a whole file system (the report still names what fd
 	// points to), KindSignal for SIGIO owner changes (the pid or -pgid is
 	// an int behind the arg pointer). KindNone: never decided nor denied;
@@ -370,6 +371,51 @@ var Ioctls = []IoctlSpec{
 	// allowed; where it succeeded the tracer records the slave
 	// (tracer/pty.go). glibc's grantpt, ptsname and openpty make it.
 	{TIOCGPTN, "TIOCGPTN", KindNone},
+	// Terminal changes that work on an fd opened read-only (tty_ioctl
+	// checks no file mode): settings (termios; TCSETS2 and friends take a
+	// struct termios2, 44 bytes on both ABIs), the window size (SIGWINCH
+	// to its foreground process group), flushing its input, stopping its
+	// output, exclusive mode, becoming its controlling process, line
+	// discipline, modem and serial lines, breaks. Decided as a write of
+	// what the fd points to: the tree's own ptys, tracecell's terminal and
+	// the default devices (/dev/tty, a master through /dev/ptmx) pass,
+	// another terminal of the user (a read-only open, which the filter lets
+	// through, of another ssh session's /dev/pts/N) is foreign-pty. TCSBRK
+	// with a nonzero argument is tcdrain, a wait: trapped all the same.
+	// Numbers from asm-generic/ioctls.h, which x86_64 and arm64 share.
+	{0x5402, "TCSETS", KindWrite},
+	{0x5403, "TCSETSW", KindWrite},
+	{0x5404, "TCSETSF", KindWrite},
+	{0x5406, "TCSETA", KindWrite},
+	{0x5407, "TCSETAW", KindWrite},
+	{0x5408, "TCSETAF", KindWrite},
+	{0x402c542b, "TCSETS2", KindWrite},  // _IOW('T', 0x2B, struct termios2)
+	{0x402c542c, "TCSETSW2", KindWrite}, // _IOW('T', 0x2C, struct termios2)
+	{0x402c542d, "TCSETSF2", KindWrite}, // _IOW('T', 0x2D, struct termios2)
+	{0x5433, "TCSETX", KindWrite},       // termiox, removed in 5.12
+	{0x5434, "TCSETXF", KindWrite},
+	{0x5435, "TCSETXW", KindWrite},
+	{0x5409, "TCSBRK", KindWrite},
+	{0x5425, "TCSBRKP", KindWrite},
+	{0x5427, "TIOCSBRK", KindWrite},
+	{0x5428, "TIOCCBRK", KindWrite},
+	{0x540a, "TCXONC", KindWrite},
+	{0x540b, "TCFLSH", KindWrite},
+	{0x540c, "TIOCEXCL", KindWrite},
+	{0x540d, "TIOCNXCL", KindWrite},
+	{0x540e, "TIOCSCTTY", KindWrite},
+	{0x5410, "TIOCSPGRP", KindWrite},
+	{0x5414, "TIOCSWINSZ", KindWrite},
+	{0x5416, "TIOCMBIS", KindWrite},
+	{0x5417, "TIOCMBIC", KindWrite},
+	{0x5418, "TIOCMSET", KindWrite},
+	{0x541a, "TIOCSSOFTCAR", KindWrite},
+	{0x541d, "TIOCCONS", KindWrite}, // console output to this tty; CAP_SYS_ADMIN
+	{0x541f, "TIOCSSERIAL", KindWrite},
+	{0x5423, "TIOCSETD", KindWrite},
+	{0x542f, "TIOCSRS485", KindWrite},
+	{0x5437, "TIOCVHANGUP", KindWrite},    // CAP_SYS_ADMIN
+	{0x5457, "TIOCSLCKTRMIOS", KindWrite}, // CAP_SYS_ADMIN
 	// Socket SIGIO owner, like fcntl(F_SETOWN).
 	{0x8901, "FIOSETOWN", KindSignal},
 	{0x8902, "SIOCSPGRP", KindSignal},

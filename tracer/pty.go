@@ -109,9 +109,13 @@ type ptmxRef struct {
 
 // ptyLedger knows the ptys the tree may open by name.
 type ptyLedger struct {
-	stdio []devID          // tracecell's own terminals, given to the command
-	own   map[uint32]ptyID // the tree's own, by index
-	refs  []ptmxRef        // /dev/ptmx and /dev/pts/ptmx
+	stdio []devID // tracecell's own terminals, given to the command
+	// ttys are all the character devices among the command's stdio (a
+	// virtual console or serial line too, not only ptys): terminal
+	// changes (TCSETS, TIOCSWINSZ, ...) on them pass without a decision.
+	ttys []devID
+	own  map[uint32]ptyID // the tree's own, by index
+	refs []ptmxRef        // /dev/ptmx and /dev/pts/ptmx
 }
 
 func newPtyLedger() *ptyLedger {
@@ -122,17 +126,24 @@ func newPtyLedger() *ptyLedger {
 // (Documentation/admin-guide/devices.txt: 136-143).
 func ptySlaveMajor(major uint32) bool { return major >= 136 && major <= 143 }
 
-// addStdio records the files among the command's stdio that are pty slaves.
+// addStdio records the files among the command's stdio that are pty
+// slaves, and every character device among them.
 func (l *ptyLedger) addStdio(files []*os.File) {
 	for _, f := range files {
 		if f == nil {
 			continue
 		}
 		var st unix.Stat_t
-		if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR || !ptySlaveMajor(unix.Major(st.Rdev)) {
+		if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
 			continue
 		}
 		id := devID{st.Dev, st.Rdev}
+		if !l.stdioTTY(id) {
+			l.ttys = append(l.ttys, id)
+		}
+		if !ptySlaveMajor(unix.Major(st.Rdev)) {
+			continue
+		}
 		known := false
 		for _, s := range l.stdio {
 			known = known || s == id
@@ -141,6 +152,16 @@ func (l *ptyLedger) addStdio(files []*os.File) {
 			l.stdio = append(l.stdio, id)
 		}
 	}
+}
+
+// stdioTTY reports whether id is a character device of the command's stdio.
+func (l *ptyLedger) stdioTTY(id devID) bool {
+	for _, s := range l.ttys {
+		if s == id {
+			return true
+		}
+	}
+	return false
 }
 
 // ptmxRefs looks at /dev/ptmx and /dev/pts/ptmx (following a symlink, as

@@ -816,6 +816,18 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 		}
 		c.fail, c.failWhy, c.failPath = 0, "", policy.Path{}
 		return op
+	case syscalls.KindWrite:
+		// A terminal change: on tracecell's own terminal (any kind, the
+		// command's stdio) it passes; elsewhere it is decided as a write of
+		// what fd points to (pty.go). fstat through /proc/<tid>/fd/N
+		// follows the fd, whatever path it was opened by.
+		var st unix.Stat_t
+		fd := t.regs.Int32Arg(0)
+		if fd >= 0 && unix.Stat("/proc/"+strconv.Itoa(c.tk.tid)+"/fd/"+strconv.Itoa(int(fd)), &st) == nil &&
+			st.Mode&unix.S_IFMT == unix.S_IFCHR && t.ptys.stdioTTY(devID{st.Dev, st.Rdev}) {
+			c.pass = true
+			return nil
+		}
 	case syscalls.KindSignal:
 		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), 4)
 		if err != nil {

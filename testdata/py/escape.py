@@ -304,6 +304,29 @@ def main():
         result(run)
 
     # --- terminals ---
+    elif case == "pty-winsize":  # the same terminal opened read-only, resized (SIGWINCH there)
+        def run():
+            import fcntl
+            import struct
+            import termios
+            fd = os.open(args[0], os.O_RDONLY | os.O_NOCTTY)
+            try:
+                fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 66, 77, 0, 0))
+            finally:
+                os.close(fd)
+        result(run)
+
+    elif case == "pty-read":  # its input: what someone types in that session
+        def run():
+            fd = os.open(args[0], os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK)
+            try:
+                got = os.read(fd, 100)
+                if got:
+                    write_file(args[1]).write(repr(got))
+            finally:
+                os.close(fd)
+        result(run)
+
     elif case == "pty-write":  # another terminal of the user (an ssh session's /dev/pts/N)
         def run():
             fd = os.open(args[0], os.O_WRONLY | os.O_NOCTTY)
