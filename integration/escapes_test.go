@@ -18,6 +18,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/internal/ptytest"
 )
 
 // world is one case's outside world: a sandbox (the only writable root) and
@@ -799,21 +801,8 @@ func shmClaim(mode string) escapeCase {
 // master while a run opens and closes it.
 func openPty(t *testing.T) (master *os.File, name string, slave *os.File) {
 	t.Helper()
-	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skipf("no ptys here: %v", err)
-	}
-	master = os.NewFile(uintptr(fd), "/dev/ptmx")
-	t.Cleanup(func() { master.Close() })
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil { // unlockpt
-		t.Fatalf("TIOCSPTLCK: %v", err)
-	}
-	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN) // ptsname
-	if err != nil {
-		t.Fatalf("TIOCGPTN: %v", err)
-	}
-	name = "/dev/pts/" + strconv.FormatUint(uint64(n), 10)
-	slave, err = os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
+	master, name = ptytest.Open(t)
+	slave, err := os.OpenFile(name, os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
 		t.Fatalf("open %s: %v", name, err)
 	}
@@ -821,28 +810,13 @@ func openPty(t *testing.T) (master *os.File, name string, slave *os.File) {
 	return master, name, slave
 }
 
-// ptyOutput reads what has arrived at master m, waiting a little for more
-// (non-blocking reads with a short deadline: a pty master never says EOF
-// while its slave is open).
+// ptyOutput reads what has arrived at master m, waiting a little for more.
 func ptyOutput(m *os.File) string {
-	if err := unix.SetNonblock(int(m.Fd()), true); err != nil {
+	got, err := ptytest.Output(m, 300*time.Millisecond)
+	if err != nil {
 		return "(cannot read the master: " + err.Error() + ")"
 	}
-	var got []byte
-	deadline := time.Now().Add(300 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		b := make([]byte, 4096)
-		n, err := unix.Read(int(m.Fd()), b)
-		if n > 0 {
-			got = append(got, b[:n]...)
-			continue
-		}
-		if err != nil && err != unix.EAGAIN {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return string(got)
+	return got
 }
 
 // outsidePty makes a pty outside the tree standing for another session's

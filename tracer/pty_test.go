@@ -10,50 +10,22 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/internal/ptytest"
 	"github.com/tracecell/tracecell/policy"
 )
 
 // hostPty makes a pty outside the traced tree (another session's terminal,
 // as far as the tree can tell): its master, unlocked, and the slave's path.
-func hostPty(t *testing.T) (*os.File, string) {
-	t.Helper()
-	fd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skipf("no ptys here: %v", err)
-	}
-	m := os.NewFile(uintptr(fd), "/dev/ptmx")
-	t.Cleanup(func() { m.Close() })
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatalf("unlockpt: %v", err)
-	}
-	n, err := unix.IoctlGetUint32(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatalf("TIOCGPTN: %v", err)
-	}
-	return m, "/dev/pts/" + strconv.FormatUint(uint64(n), 10)
-}
+func hostPty(t *testing.T) (*os.File, string) { return ptytest.Open(t) }
 
 // masterGot reads what arrived at master m within a short while.
 func masterGot(t *testing.T, m *os.File) string {
 	t.Helper()
-	if err := unix.SetNonblock(int(m.Fd()), true); err != nil {
+	got, err := ptytest.Output(m, 200*time.Millisecond)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var got []byte
-	deadline := time.Now().Add(200 * time.Millisecond)
-	for time.Now().Before(deadline) {
-		b := make([]byte, 256)
-		n, err := unix.Read(int(m.Fd()), b)
-		if n > 0 {
-			got = append(got, b[:n]...)
-			continue
-		}
-		if err != nil && err != unix.EAGAIN {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return string(got)
+	return got
 }
 
 // ptyScript writes to a pty slave by name: "ok" or "errno N" per try.
