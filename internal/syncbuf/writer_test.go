@@ -1,7 +1,6 @@
 package syncbuf
 
 import (
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,17 +24,7 @@ func (o *overlapDetector) Write(p []byte) (int, error) {
 // underlying writer (they do without Writer: the detector sees it).
 func TestWriterSerialises(t *testing.T) {
 	run := func(w interface{ Write([]byte) (int, error) }) {
-		var wg sync.WaitGroup
-		for i := 0; i < 8; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := 0; j < 200; j++ {
-					w.Write([]byte("line\n"))
-				}
-			}()
-		}
-		wg.Wait()
+		inParallel(8, 200, func() { w.Write([]byte("line\n")) })
 	}
 	bare := &overlapDetector{}
 	run(bare)
