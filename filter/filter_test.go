@@ -257,7 +257,11 @@ func TestFilterCases(t *testing.T) {
 			{name: "fcntl_setfd", call: "fcntl", args: arg(1, 2), want: RetAllow},
 			{name: "fcntl_setown", call: "fcntl", args: arg(1, syscalls.FcntlSetOwn), want: RetTrace},
 			{name: "fcntl_setdeleg", call: "fcntl", args: arg(1, syscalls.FcntlSetDeleg), want: RetTrace},
-			{name: "fcntl_setlease_allowed", call: "fcntl", args: arg(1, 1024), want: RetAllow},
+			{name: "fcntl_setlease", call: "fcntl", args: arg(1, syscalls.FcntlSetLease), want: RetTrace},
+			{name: "fcntl_setlease_hi_garbage", call: "fcntl", args: arg(1, 7<<32|syscalls.FcntlSetLease), want: RetTrace},
+			{name: "fcntl_getlease", call: "fcntl", args: arg(1, 1025), want: RetAllow},
+			{name: "fcntl_setlk", call: "fcntl", args: arg(1, 6), want: RetAllow}, // F_SETLK: sqlite's read locks
+			{name: "fcntl_lease_cmd_in_fd_arg", call: "fcntl", args: arg(0, syscalls.FcntlSetLease), want: RetAllow},
 			{name: "fcntl_setown_ex_hi_garbage", call: "fcntl", args: arg(1, 0xdead<<32|syscalls.FcntlSetOwnEx), want: RetTrace},
 			{name: "seccomp_filter", call: "seccomp", args: [6]uint64{1, 1}, want: RetAllow}, // SET_MODE_FILTER, TSYNC
 			{name: "seccomp_new_listener", call: "seccomp", args: [6]uint64{1, syscalls.SeccompFilterFlagNewListener}, want: RetTrace},
@@ -982,8 +986,8 @@ func TestPathPageOff(t *testing.T) {
 		// Then fanotify_init and fanotify_mark (x86_64 +8, aarch64 +4).
 		// Then +1: TIOCGPTN (the tree's own ptys). Then +33 (x86_64 +34 with
 		// net: one more long jump): the terminal changes (TCSETS, ...).
-		"x86_64":  {424, 418, 429, 423, 459, 453, 464, 458}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt
-		"aarch64": {374, 371, 371, 368, 396, 393, 393, 390}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt
+		"x86_64":  {425, 419, 430, 424, 460, 454, 465, 459}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE
+		"aarch64": {375, 372, 372, 369, 397, 394, 394, 391}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

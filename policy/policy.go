@@ -205,7 +205,7 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 		return deny(syscall.EPERM, RuleUnknownKind, "no operation")
 	}
 	switch k := op.Kind; {
-	case k.ModifiesFS():
+	case k.ChecksAsWrite():
 		return p.decideFS(op, l)
 	case k == syscalls.KindRead:
 		return p.decideRead(op)

@@ -52,6 +52,8 @@ func mustNew(t testing.TB, c Config) *Policy {
 var fsKinds = []syscalls.Kind{
 	syscalls.KindWrite, syscalls.KindCreate, syscalls.KindDelete, syscalls.KindRename,
 	syscalls.KindLink, syscalls.KindChmod, syscalls.KindChown, syscalls.KindXattr,
+	// A lease changes nothing but is decided like a write (ChecksAsWrite).
+	syscalls.KindLease,
 }
 
 var modes = []Mode{Enforce, Audit}
@@ -82,7 +84,7 @@ func special(pid int, obj string, inTree bool) Path {
 	return Path{Resolved: fmt.Sprintf("/proc/%d/fd/1", pid), Exists: true, Special: obj, SpecialInTree: inTree}
 }
 
-var rootItself = map[string]string{"write": RuleInsideRoot, "create": RuleInsideRoot, "link": RuleInsideRoot}
+var rootItself = map[string]string{"write": RuleInsideRoot, "create": RuleInsideRoot, "link": RuleInsideRoot, "lease": RuleInsideRoot}
 var writeOnly = func(rule string) map[string]string { return map[string]string{"write": rule} }
 var scratchNew = map[string]string{"create": RuleScratchCreate, "rename/target": RuleScratchCreate, "link/target": RuleScratchCreate}
 

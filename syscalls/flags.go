@@ -266,7 +266,28 @@ const (
 	// the freeze (tracer/freeze.go). Denied as a forbidden call; older
 	// kernels answer EINVAL anyway.
 	FcntlSetDeleg = 1040
+	// F_SETLEASE (F_LINUX_SPECIFIC_BASE+0, 2.4): a read or write lease makes
+	// every other process's open of the file for writing (a write lease:
+	// any open) wait up to /proc/sys/fs/lease-break-time (45 s) for the
+	// holder to let go, and it works on a read-only fd of any file the
+	// caller owns. Checked as a lease on what the fd points to (KindLease);
+	// F_UNLCK, which drops one, passes.
+	FcntlSetLease = 1024
+	FcntlUnlck    = 2 // F_UNLCK: the lease type that releases
 )
+
+// FormatLeaseType names an F_SETLEASE lease type.
+func FormatLeaseType(typ uint32) string {
+	switch typ {
+	case 0:
+		return "F_RDLCK"
+	case 1:
+		return "F_WRLCK"
+	case FcntlUnlck:
+		return "F_UNLCK"
+	}
+	return strconv.FormatUint(uint64(typ), 10)
+}
 
 // SeccompFilterFlagNewListener is SECCOMP_FILTER_FLAG_NEW_LISTENER (5.0):
 // the only seccomp(2) use the filter traps (see the forbidden list).

@@ -25,6 +25,7 @@ const (
 	KindForbidden             // a syscall that is never allowed (ptrace, mount, bpf, ...)
 	KindChdir                 // chdir, fchdir: always allowed; trapped so that the tracer knows the cwd
 	KindMemory                // mmap, munmap, mprotect, ... on tracecell's path page (tracer: pathpage.go)
+	KindLease                 // fcntl(F_SETLEASE): a lease holds back other processes' opens of the file for writing
 	kindCount
 )
 
@@ -47,6 +48,7 @@ var kindNames = [kindCount]string{
 	KindForbidden: "forbidden-syscall",
 	KindChdir:     "chdir",
 	KindMemory:    "memory",
+	KindLease:     "lease",
 }
 
 // String returns the report name of the kind.
@@ -70,6 +72,12 @@ func (k *Kind) UnmarshalText(b []byte) error {
 	}
 	return fmt.Errorf("unknown operation kind %q", b)
 }
+
+// ChecksAsWrite reports whether the kind is decided like a change of its
+// paths: only inside the writable roots (and the tree's own scratch
+// entries). A lease changes nothing, but it lets its holder hold back the
+// writers of the file, so it is allowed only where the tree may write.
+func (k Kind) ChecksAsWrite() bool { return k.ModifiesFS() || k == KindLease }
 
 // ModifiesFS reports whether the kind changes the file system.
 func (k Kind) ModifiesFS() bool {

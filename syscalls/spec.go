@@ -85,13 +85,17 @@ const (
 	HClone                    // clone, fork, vfork
 	HForbidden                // never allowed
 	HProcMem                  // process_vm_readv, process_vm_writev
-	// HSetOwn is fcntl(F_SETOWN / F_SETOWN_EX): it names the process that
-	// gets SIGIO, or any signal chosen with F_SETSIG, when the fd becomes
-	// ready; sigio_perm() lets a task reach every process of its user. The
-	// target is PidArg for F_SETOWN (an int: a pid, or -pgid) and a struct
-	// f_owner_ex {int type; int pid} behind PidArg for F_SETOWN_EX. The
-	// filter traps fcntl only for these two commands.
-	HSetOwn
+	// HFcntl is fcntl with one of the commands the filter traps:
+	//   - F_SETOWN / F_SETOWN_EX name the process that gets SIGIO, or any
+	//     signal chosen with F_SETSIG, when the fd becomes ready;
+	//     sigio_perm() lets a task reach every process of its user. The
+	//     target is PidArg for F_SETOWN (an int: a pid, or -pgid) and a
+	//     struct f_owner_ex {int type; int pid} behind PidArg for
+	//     F_SETOWN_EX.
+	//   - F_SETLEASE takes a lease on the fd's file: a lease on what the fd
+	//     points to (KindLease), decided like a write of it.
+	//   - F_SETDELEG is forbidden (see FcntlSetDeleg).
+	HFcntl
 	// HChdir is chdir and fchdir: never denied, trapped so that the tracer
 	// may remember each task's cwd between checks and forget it when it
 	// changes (tracer: base).
@@ -104,7 +108,7 @@ const (
 	handlerCount
 )
 
-var handlerNames = [handlerCount]string{"path", "open", "exec", "socket", "signal", "process", "fd-meta", "ioctl", "clone", "forbidden", "process-mem", "set-own", "chdir", "memory"}
+var handlerNames = [handlerCount]string{"path", "open", "exec", "socket", "signal", "process", "fd-meta", "ioctl", "clone", "forbidden", "process-mem", "fcntl", "chdir", "memory"}
 
 // The path page: an address range that the tracer maps read-only into a
 // traced process (after its first checked call with more than one task in
@@ -163,7 +167,7 @@ type Spec struct {
 	// FlagsArg is the flags argument, -1 when none. Its meaning depends on
 	// the handler: open flags (HOpen), AT_* flags (HPath, HExec),
 	// RENAME_* flags (renameat2), clone flags (clone), the ioctl or fcntl
-	// command (HIoctl, HSetOwn), seccomp(2) flags.
+	// command (HIoctl, HFcntl), seccomp(2) flags.
 	FlagsArg int
 	FdArg    int // fd the call acts on (HFdMeta, HIoctl, HSocket, pidfd_send_signal), -1 when none
 	PidArg   int // pid (or thread id / who) argument, -1 when none
@@ -358,8 +362,9 @@ func buildSpecs() map[string]*Spec {
 		// generation, whole-file-system changes, terminal input
 		// injection, SIGIO owner).
 		mk("ioctl", KindChmod, HIoctl).fd(0).flags(1),
-		// fcntl: only F_SETOWN and F_SETOWN_EX are trapped.
-		mk("fcntl", KindSignal, HSetOwn).fd(0).flags(1).pid(2),
+		// fcntl: only F_SETOWN, F_SETOWN_EX, F_SETLEASE and F_SETDELEG are
+		// trapped (HFcntl).
+		mk("fcntl", KindSignal, HFcntl).fd(0).flags(1).pid(2),
 
 		// Programs.
 		mk("execve", KindExec, HExec, p(0, always, "program")),

@@ -211,6 +211,7 @@ func TestConstantsMatchXSys(t *testing.T) {
 		{"CLONE_NEWPID", CloneNewPID}, {"CLONE_NEWNET", CloneNewNet}, {"CLONE_THREAD", CloneThread},
 		{"CLONE_VFORK", CloneVfork}, {"CLONE_VM", CloneVM}, {"CLONE_PIDFD", ClonePidfd},
 		{"F_SETOWN", FcntlSetOwn}, {"F_SETOWN_EX", FcntlSetOwnEx},
+		{"F_SETLEASE", FcntlSetLease}, {"F_UNLCK", FcntlUnlck},
 		{"SECCOMP_FILTER_FLAG_NEW_LISTENER", SeccompFilterFlagNewListener},
 		{"PR_SET_MM", PrSetMM},
 		{"MAP_FIXED", MapFixed}, {"MREMAP_FIXED", MremapFixed},
@@ -404,7 +405,7 @@ func TestSpecs(t *testing.T) {
 				if len(s.Paths) == 0 {
 					t.Errorf("%v handler without paths", s.Handler)
 				}
-			case HFdMeta, HIoctl, HSocket, HSetOwn:
+			case HFdMeta, HIoctl, HSocket, HFcntl:
 				if s.FdArg < 0 {
 					t.Errorf("%v handler without FdArg", s.Handler)
 				}

@@ -141,7 +141,7 @@ func freezes(h syscalls.Handler, name string, openFlags uint64, readsChecked boo
 	switch h {
 	case syscalls.HOpen:
 		return readsChecked || syscalls.OpenWrites(openFlags) || name == "creat"
-	case syscalls.HPath, syscalls.HFdMeta, syscalls.HIoctl, syscalls.HSocket, syscalls.HSetOwn:
+	case syscalls.HPath, syscalls.HFdMeta, syscalls.HIoctl, syscalls.HSocket, syscalls.HFcntl:
 		return true
 	case syscalls.HChdir:
 		// Never denied, but the tracer forgets the cwds it remembers
@@ -176,9 +176,15 @@ func (t *tracer) needsFreeze(c *call) bool {
 		if _, ok := syscalls.LookupIoctl(uint32(t.regs.Arg(1))); !ok {
 			return false // passed on the command number alone
 		}
-	case syscalls.HSetOwn:
-		if uint32(t.regs.Arg(1)) != syscalls.FcntlSetOwnEx {
-			return false // F_SETOWN: the pid is in a register
+	case syscalls.HFcntl:
+		switch uint32(t.regs.Arg(1)) {
+		case syscalls.FcntlSetOwnEx: // f_owner_ex in memory
+		case syscalls.FcntlSetLease: // the fd table
+			if uint32(t.regs.Arg(2)) == syscalls.FcntlUnlck {
+				return false // passed on the registers alone
+			}
+		default:
+			return false // F_SETOWN: the pid is in a register; F_SETDELEG: never allowed
 		}
 	}
 	return freezes(c.spec.Handler, c.name, flags, t.readsChecked)

@@ -35,7 +35,7 @@ func TestFreezes(t *testing.T) {
 		{"fchmod: the fd table", syscalls.HFdMeta, "fchmod", 0, false, true},
 		{"ioctl", syscalls.HIoctl, "ioctl", 0, false, true},
 		{"sendmsg: msghdr in memory", syscalls.HSocket, "sendmsg", 0, false, true},
-		{"F_SETOWN_EX: f_owner_ex in memory", syscalls.HSetOwn, "fcntl", 0, false, true},
+		{"F_SETOWN_EX: f_owner_ex in memory", syscalls.HFcntl, "fcntl", 0, false, true},
 		{"pidfd_send_signal: the fd table", syscalls.HSignal, "pidfd_send_signal", 0, false, true},
 		{"chdir: remembered cwds are forgotten first", syscalls.HChdir, "chdir", 0, false, true},
 		{"kill: registers only", syscalls.HSignal, "kill", 0, false, false},

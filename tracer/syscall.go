@@ -380,8 +380,8 @@ func (t *tracer) decode(c *call) *policy.Op {
 		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
 	case syscalls.HClone:
 		return t.decodeClone(c)
-	case syscalls.HSetOwn:
-		return t.decodeSetOwn(c)
+	case syscalls.HFcntl:
+		return t.decodeFcntl(c)
 	case syscalls.HChdir:
 		return t.decodeChdir(c)
 	case syscalls.HMem:
@@ -849,8 +849,10 @@ func (t *tracer) ownerOp(c *call, pid int) *policy.Op {
 	return &policy.Op{Kind: syscalls.KindSignal, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
 }
 
-// decodeSetOwn handles fcntl(F_SETOWN) and fcntl(F_SETOWN_EX).
-func (t *tracer) decodeSetOwn(c *call) *policy.Op {
+// decodeFcntl handles the fcntl commands the filter traps: F_SETOWN and
+// F_SETOWN_EX (a SIGIO owner), F_SETLEASE (a lease on the fd's file) and
+// F_SETDELEG (forbidden).
+func (t *tracer) decodeFcntl(c *call) *policy.Op {
 	switch uint32(t.regs.Arg(1)) {
 	case syscalls.FcntlSetOwn:
 		c.flags = "F_SETOWN"
@@ -867,6 +869,14 @@ func (t *tracer) decodeSetOwn(c *call) *policy.Op {
 			pid = -pid
 		}
 		return t.ownerOp(c, pid)
+	case syscalls.FcntlSetLease:
+		typ := uint32(t.regs.Arg(2)) // an int lease type: F_RDLCK, F_WRLCK, F_UNLCK
+		if typ == syscalls.FcntlUnlck {
+			c.pass = true // gives a lease up
+			return nil
+		}
+		c.flags = "F_SETLEASE(" + syscalls.FormatLeaseType(typ) + ")"
+		return t.decodeFdMeta(c, 0, syscalls.KindLease)
 	case syscalls.FcntlSetDeleg:
 		c.flags = "F_SETDELEG"
 		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +15,12 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
+	"github.com/tracecell/tracecell/syscalls"
 )
 
 // The command is forked from the tracer thread (fork_unsafe_linux.go): no
@@ -442,7 +445,7 @@ func TestUnresolvableAndFailedCalls(t *testing.T) {
 }
 
 // fcntl(F_SETDELEG) (Linux 6.19) is denied and reported as a forbidden
-// call on every kernel; F_SETLEASE and other commands pass untouched.
+// call on every kernel; other commands pass untouched.
 func TestFcntlSetDelegDenied(t *testing.T) {
 	needPython(t)
 	script := `
@@ -465,6 +468,64 @@ print("getfl", fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE)
 	if len(o.res.Denials) != 1 || o.res.Denials[0].Kind.String() != "forbidden-syscall" ||
 		o.res.Denials[0].Flags != "F_SETDELEG" || o.res.Denials[0].Errno != "EPERM" {
 		t.Fatalf("denials %+v", o.res.Denials)
+	}
+}
+
+// fcntl(F_SETLEASE): a lease on a file of the sandbox is taken and given
+// up as bare; one on a host file, through a read-only fd, is denied as a
+// lease of what the fd points to (the holder would hold back the file's
+// writers). With a second thread alive, so the allowed lease runs frozen.
+func TestFcntlSetLease(t *testing.T) {
+	needPython(t)
+	if b, err := os.ReadFile("/proc/sys/fs/leases-enable"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		t.Skip("leases are disabled on this machine (fs.leases-enable = 0)")
+	}
+	sbx, host := t.TempDir(), t.TempDir()
+	hostFile := filepath.Join(host, "data.csv")
+	if err := os.WriteFile(hostFile, []byte("a,b\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostFile, _ = filepath.EvalSymlinks(hostFile)
+	script := `
+import fcntl, os, sys, threading
+F_SETLEASE, F_GETLEASE = 1024, 1025
+stop = threading.Event()
+threading.Thread(target=stop.wait).start()
+def lease(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.fcntl(fd, F_SETLEASE, fcntl.F_RDLCK)
+        held = fcntl.fcntl(fd, F_GETLEASE)
+        fcntl.fcntl(fd, F_SETLEASE, fcntl.F_UNLCK)
+        return "held %d released %d" % (held, fcntl.fcntl(fd, F_GETLEASE))
+    except OSError as e:
+        return "errno %d" % e.errno
+    finally:
+        os.close(fd)
+with open("mine.csv", "w") as f:
+    f.write("x\n")
+print("sbx", lease("mine.csv"))
+print("host", lease(sys.argv[1]))
+stop.set()
+`
+	o := runTraced(t, sbx, nil, python, "-c", script, hostFile)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	want := fmt.Sprintf("sbx held %d released %d\nhost errno %d\n", unix.F_RDLCK, unix.F_UNLCK, unix.EACCES)
+	if o.stdout != want {
+		t.Fatalf("stdout %q, want %q; stderr %q", o.stdout, want, o.stderr)
+	}
+	if len(o.res.Denials) != 1 {
+		t.Fatalf("denials %+v, want one", o.res.Denials)
+	}
+	d := o.res.Denials[0]
+	if d.Kind != syscalls.KindLease || d.Syscall != "fcntl" || d.Flags != "F_SETLEASE(F_RDLCK)" || d.Errno != "EACCES" ||
+		d.Rule != policy.RuleOutsideRoots || len(d.Paths) != 1 || d.Paths[0].Resolved != hostFile {
+		t.Fatalf("denial %+v", d)
+	}
+	if o.res.Counts.Freezes == 0 {
+		t.Errorf("no freeze: the allowed lease ran with the other thread running")
 	}
 }
 
