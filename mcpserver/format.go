@@ -299,6 +299,8 @@ func blockedLine(e *report.Event, c Context) string {
 		syscalls.KindChown: "chown of", syscalls.KindXattr: "set attributes of", syscalls.KindRead: "read of",
 	}
 	switch {
+	case e.Kind == syscalls.KindLease:
+		return prefix + "lease on " + paths() + " blocked: a lease (fcntl F_SETLEASE) holds back other programs that open the file for writing, so it is allowed only on files in the sandbox; read the file without one, or copy it into the sandbox first" + suffix
 	case e.Kind.ModifiesFS():
 		what := verb[e.Kind] + " " + paths() + " blocked"
 		switch e.Rule {

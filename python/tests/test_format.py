@@ -87,6 +87,10 @@ CASES = [
     ("unknown rule: no policy detail",
      ev("xattr", "setxattr", "some-new-rule", "matches secret rule /etc/policy-detail", [p(SBX + "/f.txt", True)]),
      "set attributes of f.txt blocked: not allowed here"),
+    ("lease on a host file",
+     ev("lease", "fcntl", "outside-writable-roots", OUT, [p("fd 3", True, resolved="/home/u/data.csv")], flags="F_SETLEASE(F_RDLCK)"),
+     "a lease on /home/u/data.csv blocked: a lease (fcntl F_SETLEASE) holds back other programs that open the file for writing, "
+     "so it is allowed only on files in the sandbox; read the file without one, or call copy_to_sandbox and use the copy"),
 ]
 
 

@@ -96,6 +96,10 @@ def describe_denial(d: Denial, sandbox: Optional[str] = None) -> str:
         return "%s %s %s: network access is off; work with files and data already on this machine" % (verb, target, blocked)
     if d.kind == "read" or d.rule in ("deny-read", "read-not-allowed"):
         return "read %s %s: this path is private; do not try to read it" % (first or "a file", blocked)
+    if d.kind == "lease":
+        return ("a lease on %s %s: a lease (fcntl F_SETLEASE) holds back other programs that open the file for writing, "
+                "so it is allowed only on files in the sandbox; read the file without one, or call copy_to_sandbox and use the copy"
+                % (first or "a file", blocked))
     if d.kind in _FS_VERBS:
         if d.kind in ("rename", "link") and len(paths) > 1:
             phrase = "%s %s to %s" % (d.kind, first, _shown(paths[1], sandbox))

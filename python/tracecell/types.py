@@ -65,7 +65,7 @@ class Denial:
     decision: str
     """``deny``, ``audit`` or ``allow``."""
     kind: str
-    """What the operation does: write, create, delete, rename, link, chmod, chown, xattr, exec, connect, bind, read, ..."""
+    """What the operation does: write, create, delete, rename, link, chmod, chown, xattr, lease, exec, connect, bind, read, ..."""
     syscall: str
     program: str
     paths: List[DenialPath]
