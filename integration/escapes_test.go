@@ -546,6 +546,17 @@ func escapeCases() []escapeCase {
 				}
 				return []string{name, got}
 			}},
+		// A lease on a host file (the user's own, or any as root) through a
+		// read-only open: every host open of it for writing would wait up
+		// to lease-break-time. Ground truth: the kernel's lock table while
+		// the program holds it.
+		{name: "py-lease-host-file", prog: []string{"py", "lease"}, kinds: []string{"lease"}, errno: "EACCES", rule: "outside-writable-roots", match: byPath,
+			skip: leasesSkip,
+			setup: func(w *world) []string {
+				w.victim = w.p("f")
+				w.escaped = watchLease(w, w.victim)
+				return []string{w.victim}
+			}},
 		{name: "c-posix-mq-create", prog: []string{"c", "mq"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
 			setup: func(w *world) []string {
 				name := fmt.Sprintf("tracecell-test-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -828,6 +839,57 @@ func outsidePty(w *world) string {
 		return strings.Contains(got, "ESCAPED"), fmt.Sprintf("%s shows %q", name, got)
 	}
 	return name
+}
+
+// leasesSkip skips the lease cases where the kernel has leases off.
+func leasesSkip(w *world) string {
+	if b, err := os.ReadFile("/proc/sys/fs/leases-enable"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return "leases are disabled on this machine (fs.leases-enable = 0)"
+	}
+	return ""
+}
+
+// watchLease polls /proc/locks from now until the returned ground truth is
+// asked, for a LEASE on path's inode: "1: LEASE  ACTIVE  READ  4242
+// 08:01:1234 0 EOF" (fs/locks.c, lock_get_status: device as %02x:%02x).
+func watchLease(w *world, path string) func(result) (bool, string) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		w.t.Fatal(err)
+	}
+	id := fmt.Sprintf(" %02x:%02x:%d ", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	stop, done := make(chan struct{}), make(chan string, 1)
+	go func() {
+		seen := ""
+		for seen == "" {
+			b, _ := os.ReadFile("/proc/locks")
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.Contains(l, "LEASE") && strings.Contains(l+" ", id) {
+					seen = l
+				}
+			}
+			select {
+			case <-stop:
+				done <- seen
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		done <- seen
+	}()
+	var once sync.Once
+	var seen string
+	get := func() string {
+		once.Do(func() { close(stop); seen = <-done })
+		return seen
+	}
+	w.t.Cleanup(func() { get() })
+	return func(result) (bool, string) {
+		if l := get(); l != "" {
+			return true, "/proc/locks: " + strings.TrimSpace(l)
+		}
+		return false, ""
+	}
 }
 
 // sleepGone makes escaped report whether the outside sleep was killed.

@@ -304,6 +304,16 @@ def main():
         result(run)
 
     # --- terminals ---
+    elif case == "lease":  # a read lease on a host file through a read-only fd: its writers wait
+        def run():
+            import fcntl
+            import time
+            fd = os.open(args[0], os.O_RDONLY)
+            fcntl.fcntl(fd, 1024, fcntl.F_RDLCK)  # F_SETLEASE
+            time.sleep(1.5)  # held: a host open for writing waits up to lease-break-time
+            os.close(fd)
+        result(run)
+
     elif case == "pty-winsize":  # the same terminal opened read-only, resized (SIGWINCH there)
         def run():
             import fcntl
