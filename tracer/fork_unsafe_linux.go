@@ -39,6 +39,7 @@ func runtimeAfterForkInChild()
 const (
 	stageSetsid = iota + 1
 	stagePdeathsig
+	stageDumpable
 	stageSync
 	stageFiles
 	stageCloexec
@@ -52,7 +53,7 @@ const (
 )
 
 var stageNames = map[int32]string{
-	stageSetsid: "setsid", stagePdeathsig: "pdeathsig", stageSync: "sync",
+	stageSetsid: "setsid", stagePdeathsig: "pdeathsig", stageDumpable: "dumpable", stageSync: "sync",
 	stageFiles: "files", stageCloexec: "cloexec", stageRlimit: "rlimit", stageChdir: "chdir", stageCaps: "capabilities",
 	stageNoNewPrivs: "no_new_privs", stageSeccomp: "seccomp", stageProbe: "probe", stageExec: "exec",
 }
@@ -87,13 +88,14 @@ type childSpec struct {
 	capData    [2]unix.CapUserData
 	ppid       uintptr // tracecell's pid: the child exits if its parent is already gone
 	errFD      int     // write end of the error pipe (close-on-exec)
+	readyFD    int     // write end of the ready pipe: one byte once the child may be seized
 	syncFD     int     // read end of the sync pipe: one byte once the tracer has seized the child
 	syncBuf    [1]byte
 	report     [2]int32
 }
 
-func newChildSpec(path string, argv, env []string, dir string, files []int, rl []rlimit, drop caps.Drop, prog []bpf.RawInstruction, probeNr int, errFD, syncFD int) (*childSpec, error) {
-	s := &childSpec{files: files, probeNr: uintptr(probeNr), errFD: errFD, syncFD: syncFD, ppid: uintptr(unix.Getpid())}
+func newChildSpec(path string, argv, env []string, dir string, files []int, rl []rlimit, drop caps.Drop, prog []bpf.RawInstruction, probeNr int, errFD, readyFD, syncFD int) (*childSpec, error) {
+	s := &childSpec{files: files, probeNr: uintptr(probeNr), errFD: errFD, readyFD: readyFD, syncFD: syncFD, ppid: uintptr(unix.Getpid())}
 	if drop.Needed() {
 		s.capDrop, s.capDoRaise = true, drop.RaiseSetpcap
 		s.capHdr = unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
@@ -191,6 +193,21 @@ func childMain(s *childSpec) {
 	}
 	if ppid, _, _ := unix.RawSyscall(unix.SYS_GETPPID, 0, 0, 0); ppid != s.ppid {
 		childFail(s, stagePdeathsig, unix.ESRCH)
+	}
+	// Traceable again: tracecell is not dumpable (hideProc), and fork
+	// copies that to the child, whose PTRACE_SEIZE would then need
+	// CAP_SYS_PTRACE (__ptrace_may_access). The exec sets the command's
+	// own dumpability anyway. Then tell the tracer it may seize us.
+	if _, _, e = unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_DUMPABLE, 1, 0, 0, 0, 0); e != 0 {
+		childFail(s, stageDumpable, e)
+	}
+	for {
+		if _, _, e = unix.RawSyscall(unix.SYS_WRITE, uintptr(s.readyFD), uintptr(unsafe.Pointer(&s.syncBuf[0])), 1); e != unix.EINTR {
+			break
+		}
+	}
+	if e != 0 {
+		childFail(s, stageDumpable, e)
 	}
 	// Wait until the tracer has attached with PTRACE_SEIZE and its options
 	// (not PTRACE_TRACEME: only a seized tracee can be stopped with

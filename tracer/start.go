@@ -81,6 +81,8 @@ func startStageMsg(stage string, sc *startConfig) string {
 		return sc.Path
 	case "sync":
 		return "waiting for the tracer to attach (PTRACE_SEIZE)"
+	case "dumpable":
+		return "prctl(PR_SET_DUMPABLE) or telling the tracer it may attach"
 	case "pdeathsig":
 		return "prctl(PR_SET_PDEATHSIG) or the tracer is gone"
 	}

@@ -151,6 +151,9 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	if err := checkPtraceAllowed(); err != nil {
 		return nil, &StartError{125, err}
 	}
+	if err := HideProc(); err != nil {
+		return nil, &StartError{125, err}
+	}
 	pc := cfg.Policy.Config()
 	fopts := filter.Options{
 		Table:         syscalls.Native(),
@@ -417,7 +420,17 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		stdio.abort()
 		return nil, &StartError{125, fmt.Errorf("start error pipe: %w", err)}
 	}
-	// The child waits on syncR until it is seized (fork_unsafe_linux.go).
+	// The child says on readyW that it may be seized, then waits on syncR
+	// until it is (fork_unsafe_linux.go).
+	readyR, readyW, err := os.Pipe()
+	if err != nil {
+		stdio.abort()
+		errR.Close()
+		errW.Close()
+		return nil, &StartError{125, fmt.Errorf("start ready pipe: %w", err)}
+	}
+	defer readyR.Close()
+	defer readyW.Close()
 	syncR, syncW, err := os.Pipe()
 	if err != nil {
 		stdio.abort()
@@ -431,7 +444,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	for _, f := range t.cfg.ExtraFiles {
 		files = append(files, int(f.Fd()))
 	}
-	spec, err := newChildSpec(sc.Path, sc.Argv, sc.Env, sc.Dir, files, sc.Rlimits, sc.Caps, sc.Filter, sc.ProbeNr, int(errW.Fd()), int(syncR.Fd()))
+	spec, err := newChildSpec(sc.Path, sc.Argv, sc.Env, sc.Dir, files, sc.Rlimits, sc.Caps, sc.Filter, sc.ProbeNr, int(errW.Fd()), int(readyW.Fd()), int(syncR.Fd()))
 	if err != nil {
 		stdio.abort()
 		errR.Close()
@@ -446,11 +459,27 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	pid, err := forkTraced(spec)
 	syscall.ForkLock.Unlock()
 	errW.Close()
+	readyW.Close()
 	stdio.started()
 	if err != nil {
 		errR.Close()
 		stdio.abort()
 		return nil, &StartError{125, os.NewSyscallError("clone", err)}
+	}
+	// A blocking read on the tracer thread: parking the locked goroutine
+	// in the poller would cost a hand-off between threads.
+	var ready [1]byte
+	if n, _ := readFull(int(readyR.Fd()), ready[:]); n != 1 {
+		// The child ended before it could be seized: its report is on
+		// the error pipe.
+		se := readStartError(errR, sc)
+		var ws unix.WaitStatus
+		unix.Wait4(pid, &ws, unix.WALL, nil)
+		stdio.abort()
+		if se == nil {
+			se = &startError{Stage: "dumpable", Msg: "the child ended before it could be traced"}
+		}
+		return nil, startFailure(se, sc.Path)
 	}
 	if err := seizeChild(pid, syncW); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
@@ -461,23 +490,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		return nil, &StartError{125, err}
 	}
 	startErrs := make(chan *startError, 1)
-	go func() {
-		// Close-on-exec closes the write end at a successful exec: EOF.
-		var b [8]byte
-		n, _ := io.ReadFull(errR, b[:])
-		errR.Close()
-		if n < len(b) {
-			startErrs <- nil
-			return
-		}
-		stage := int32(binary.NativeEndian.Uint32(b[0:4]))
-		errno := int(int32(binary.NativeEndian.Uint32(b[4:8])))
-		name := stageNames[stage]
-		if name == "" {
-			name = fmt.Sprintf("stage %d", stage)
-		}
-		startErrs <- &startError{Stage: name, Errno: errno, Msg: startStageMsg(name, sc)}
-	}()
+	go func() { startErrs <- readStartError(errR, sc) }()
 
 	t.rootPid = pid
 	t.addTask(t.rootPid, t.rootPid)
@@ -552,6 +565,44 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	}
 	r.ScratchLeft = t.ledger.left()
 	return r, nil
+}
+
+// readFull reads len(b) bytes from a blocking fd, retrying on EINTR.
+func readFull(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Read(fd, b[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, err
+		}
+		if m == 0 {
+			return n, io.EOF
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// readStartError reads the child's failure report from the error pipe and
+// closes it: nil when the pipe closed without one (close-on-exec closes the
+// write end at a successful exec).
+func readStartError(errR *os.File, sc *startConfig) *startError {
+	var b [8]byte
+	n, _ := io.ReadFull(errR, b[:])
+	errR.Close()
+	if n < len(b) {
+		return nil
+	}
+	stage := int32(binary.NativeEndian.Uint32(b[0:4]))
+	errno := int(int32(binary.NativeEndian.Uint32(b[4:8])))
+	name := stageNames[stage]
+	if name == "" {
+		name = fmt.Sprintf("stage %d", stage)
+	}
+	return &startError{Stage: name, Errno: errno, Msg: startStageMsg(name, sc)}
 }
 
 // seizeChild attaches to the forked child with PTRACE_SEIZE and the trace

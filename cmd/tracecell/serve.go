@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracecell/tracecell/config"
 	"github.com/tracecell/tracecell/server"
+	"github.com/tracecell/tracecell/tracer"
 )
 
 // serveCommand is `tracecell serve`: the session server (package server).
@@ -195,7 +196,13 @@ func unusedByServer(s *config.Settings) []string {
 }
 
 // runServer serves until SIGINT, SIGTERM or SIGHUP, then shuts down cleanly.
+// The server is not dumpable, like every tracer it starts (tracer.HideProc):
+// its environment, memory and fds (other sessions' pipes) are no code's to
+// read through /proc, even past the read check every session has.
 func runServer(o server.Options) error {
+	if err := tracer.HideProc(); err != nil {
+		return &exitError{statusFailed, err}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	if err := server.Run(ctx, o); err != nil {
