@@ -1,6 +1,7 @@
 # tracecell — see README.md.
 #   make demo    build, then run the bundled agent-style script under tracecell
-#   make test    every test: unit, filter VM, integration (native, on the 4.18 surface, as nobody)
+#   make test    every test: unit, filter VM, integration (native, on the 4.18 surface), and as root
+#                the integration, server and worker suites again as nobody
 #   make bench   speed against the bare program and strace; sessions against jupyter_client
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -14,7 +15,7 @@ SURFACE  := bin/surface418
 ITEST    := bin/integration.test
 PY       ?= /usr/bin/python3
 
-.PHONY: all deps venv build build-arm64 demo test test-arm64 unit integration integration-418 integration-user itest python-test bench clean
+.PHONY: all deps venv build build-arm64 demo test test-arm64 unit integration integration-418 test-nobody itest python-test bench clean
 
 all: build
 
@@ -57,17 +58,22 @@ itest: deps
 integration-418: build itest $(SURFACE)
 	cd integration && TRACECELL_BIN=$(CURDIR)/$(BIN) TRACECELL_SURFACE418=1 ../$(SURFACE) ../$(ITEST) -test.count=1
 
-# The same suite once more as an unprivileged user (nobody) when make test runs
-# as root, as CI does: most operators run tracecell as an ordinary user.
-integration-user: build itest
-	scripts/integration-user.sh $(ITEST) $(BIN)
+# The integration, server and worker suites once more as an unprivileged user
+# (nobody) when make test runs as root, as CI does: most operators run
+# tracecell as an ordinary user.
+test-nobody: build itest
+	$(GO) test -c -o bin/server.test ./server/
+	$(GO) test -c -o bin/worker.test ./worker/
+	TRACECELL_BIN=$(BIN) scripts/as-nobody.sh integration $(ITEST)
+	scripts/as-nobody.sh server bin/server.test
+	scripts/as-nobody.sh worker bin/worker.test
 
 # The Python package's tests and the MCP server's tests with the real PyPI clients,
 # against the binary just built.
 python-test: build venv
 	cd python && TRACECELL_BIN=$(CURDIR)/$(BIN) ../bin/venv/bin/python -m unittest discover -s tests -t . -v
 
-test: unit build-arm64 integration integration-418 integration-user python-test
+test: unit build-arm64 integration integration-418 test-nobody python-test
 	@echo "make test: all suites passed"
 
 # Every package's tests (integration included, and again on the 4.18 surface) on

@@ -20,7 +20,7 @@ import (
 // Ground truth: the secret is nowhere in the sandbox afterwards.
 //
 // It fails on a dumpable tracecell only when run as an ordinary user (make
-// integration-user runs it as nobody): a root tree already gets EACCES
+// test-nobody runs it as nobody): a root tree already gets EACCES
 // there, since it holds fewer capabilities than tracecell and lacks
 // CAP_SYS_PTRACE (cap_ptrace_access_check). As nobody on a kernel without
 // Yama, the earlier build gave the tree tracecell's environ, maps, 132 KiB
