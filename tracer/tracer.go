@@ -422,24 +422,20 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	}
 	// The child says on readyW that it may be seized, then waits on syncR
 	// until it is (fork_unsafe_linux.go).
-	readyR, readyW, err := os.Pipe()
-	if err != nil {
-		stdio.abort()
-		errR.Close()
-		errW.Close()
-		return nil, &StartError{125, fmt.Errorf("start ready pipe: %w", err)}
+	var pipes [2][2]*os.File // ready, sync: read and write ends
+	for i, name := range []string{"ready", "sync"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			stdio.abort()
+			errR.Close()
+			errW.Close()
+			return nil, &StartError{125, fmt.Errorf("start %s pipe: %w", name, err)}
+		}
+		defer r.Close()
+		defer w.Close()
+		pipes[i] = [2]*os.File{r, w}
 	}
-	defer readyR.Close()
-	defer readyW.Close()
-	syncR, syncW, err := os.Pipe()
-	if err != nil {
-		stdio.abort()
-		errR.Close()
-		errW.Close()
-		return nil, &StartError{125, fmt.Errorf("start sync pipe: %w", err)}
-	}
-	defer syncR.Close()
-	defer syncW.Close()
+	readyR, readyW, syncR, syncW := pipes[0][0], pipes[0][1], pipes[1][0], pipes[1][1]
 	files := stdio.fds()
 	for _, f := range t.cfg.ExtraFiles {
 		files = append(files, int(f.Fd()))
