@@ -253,6 +253,7 @@ func TestFilterCases(t *testing.T) {
 			{name: "ioctl_setflags", call: "ioctl", args: arg(1, fsIocSetfl), want: RetTrace},
 			{name: "ioctl_cmd_in_fd_arg", call: "ioctl", args: arg(0, tiocsti), want: RetAllow},
 			{name: "ioctl_fifreeze_in_fd_arg", call: "ioctl", args: arg(0, 0xc0045877), want: RetAllow},
+			{name: "ioctl_userfaultfd_new", call: "ioctl", args: arg(1, 0xaa00), want: RetTrace},
 			{name: "fcntl_getfl", call: "fcntl", args: arg(1, 3), want: RetAllow},
 			{name: "fcntl_setfd", call: "fcntl", args: arg(1, 2), want: RetAllow},
 			{name: "fcntl_setown", call: "fcntl", args: arg(1, syscalls.FcntlSetOwn), want: RetTrace},
@@ -986,8 +987,8 @@ func TestPathPageOff(t *testing.T) {
 		// Then fanotify_init and fanotify_mark (x86_64 +8, aarch64 +4).
 		// Then +1: TIOCGPTN (the tree's own ptys). Then +33 (x86_64 +34 with
 		// net: one more long jump): the terminal changes (TCSETS, ...).
-		"x86_64":  {425, 419, 430, 424, 460, 454, 465, 459}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE
-		"aarch64": {375, 372, 372, 369, 397, 394, 394, 391}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE
+		"x86_64":  {426, 420, 431, 425, 461, 455, 466, 460}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW
+		"aarch64": {376, 373, 373, 370, 398, 395, 395, 392}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

@@ -557,6 +557,24 @@ func escapeCases() []escapeCase {
 				w.escaped = watchLease(w, w.victim)
 				return []string{w.victim}
 			}},
+		// A userfaultfd from /dev/userfaultfd, which root (or a host that
+		// opens the device to users) can read-open: the userfaultfd call
+		// itself is forbidden. Ground truth: the kernel's fd table of the
+		// program while it runs.
+		{name: "py-userfaultfd-dev", prog: []string{"py", "uffd-dev"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM",
+			skip: func(w *world) string {
+				if f, err := os.Open("/dev/userfaultfd"); err != nil {
+					return "cannot open /dev/userfaultfd here (Linux 6.1+, root by default): " + err.Error()
+				} else {
+					f.Close()
+				}
+				return ""
+			},
+			setup: func(w *world) []string {
+				w.victim, w.needle = "/dev/userfaultfd", "ioctl(USERFAULTFD_IOC_NEW)"
+				w.escaped = watchFds(w, w.host, "anon_inode:[userfaultfd]")
+				return []string{w.host}
+			}},
 		{name: "c-posix-mq-create", prog: []string{"c", "mq"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
 			setup: func(w *world) []string {
 				name := fmt.Sprintf("tracecell-test-%d-%d", os.Getpid(), time.Now().UnixNano())
@@ -858,16 +876,25 @@ func watchLease(w *world, path string) func(result) (bool, string) {
 		w.t.Fatal(err)
 	}
 	id := fmt.Sprintf(" %02x:%02x:%d ", unix.Major(st.Dev), unix.Minor(st.Dev), st.Ino)
+	return watch(w, func() string {
+		b, _ := os.ReadFile("/proc/locks")
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "LEASE") && strings.Contains(l+" ", id) {
+				return "/proc/locks: " + strings.TrimSpace(l)
+			}
+		}
+		return ""
+	})
+}
+
+// watch runs look every 5 ms from now until the returned ground truth is
+// asked (or the test ends), and reports the first thing it saw.
+func watch(w *world, look func() string) func(result) (bool, string) {
 	stop, done := make(chan struct{}), make(chan string, 1)
 	go func() {
 		seen := ""
 		for seen == "" {
-			b, _ := os.ReadFile("/proc/locks")
-			for _, l := range strings.Split(string(b), "\n") {
-				if strings.Contains(l, "LEASE") && strings.Contains(l+" ", id) {
-					seen = l
-				}
-			}
+			seen = look()
 			select {
 			case <-stop:
 				done <- seen
@@ -886,10 +913,32 @@ func watchLease(w *world, path string) func(result) (bool, string) {
 	w.t.Cleanup(func() { get() })
 	return func(result) (bool, string) {
 		if l := get(); l != "" {
-			return true, "/proc/locks: " + strings.TrimSpace(l)
+			return true, l
 		}
 		return false, ""
 	}
+}
+
+// watchFds polls, from now until the returned ground truth is asked, the
+// fds of every process whose command line holds marker, for a link that
+// contains what (an anon inode's name such as "anon_inode:[userfaultfd]").
+func watchFds(w *world, marker, what string) func(result) (bool, string) {
+	return watch(w, func() string {
+		procs, _ := filepath.Glob("/proc/[0-9]*")
+		for _, p := range procs {
+			cl, err := os.ReadFile(p + "/cmdline")
+			if err != nil || !strings.Contains(string(cl), marker) {
+				continue
+			}
+			fds, _ := filepath.Glob(p + "/fd/*")
+			for _, fd := range fds {
+				if l, err := os.Readlink(fd); err == nil && strings.Contains(l, what) {
+					return fd + " -> " + l
+				}
+			}
+		}
+		return ""
+	})
 }
 
 // sleepGone makes escaped report whether the outside sleep was killed.

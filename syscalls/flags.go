@@ -381,6 +381,12 @@ var Ioctls = []IoctlSpec{
 	// path names. The fd must be writable, but the other side is outside
 	// every root.
 	{0x6611, "EXT4_IOC_SWAP_BOOT", KindForbidden}, // _IO('f', 17), linux/ext4.h
+	// /dev/userfaultfd (6.1) hands out a userfaultfd without the
+	// userfaultfd call, which is forbidden (spec.go: a fault handler of
+	// the tree's own could stall the tracer's reads of its memory). The
+	// device is root's, mode 0600, by default: this matters to a root
+	// tree, or where a host opens it to users.
+	{0xaa00, "USERFAULTFD_IOC_NEW", KindForbidden}, // _IO(0xAA, 0x00), linux/userfaultfd.h
 	// TIOCSTI pushes bytes into a terminal's input queue: the shell that
 	// started tracecell would run them after we exit. Restricted only
 	// since 6.2 (dev.tty.legacy_tiocsti). TIOCLINUX's selection paste does

@@ -275,6 +275,7 @@ func TestIoctlEncodings(t *testing.T) {
 		"EXT4_IOC_SETFSUUID":           {ioc(w, 'f', 44, 8), 0x4008662c, KindForbidden},   // struct fsuuid: 2 u32 and a flexible array
 		"EXT4_IOC_SET_TUNE_SB_PARAM":   {ioc(w, 'f', 46, 232), 0x40e8662e, KindForbidden}, // struct ext4_tune_sb_params (228 or 232 bytes, padded to 232)
 		"EXT4_IOC_SWAP_BOOT":           {ioc(n, 'f', 17, 0), 0x6611, KindForbidden},
+		"USERFAULTFD_IOC_NEW":          {ioc(n, 0xAA, 0, 0), 0xaa00, KindForbidden},
 		"TIOCSTI":                      {0x5412, 0x5412, KindForbidden},
 		"TIOCLINUX":                    {0x541c, 0x541c, KindForbidden},
 		"TIOCGPTN":                     {ioc(r, 'T', 0x30, 4), 0x80045430, KindNone}, // unsigned int

@@ -304,6 +304,17 @@ def main():
         result(run)
 
     # --- terminals ---
+    elif case == "uffd-dev":  # a userfaultfd from /dev/userfaultfd (6.1), opened read-only
+        def run():
+            import fcntl
+            import time
+            dev = os.open("/dev/userfaultfd", os.O_RDONLY | os.O_CLOEXEC)
+            uffd = fcntl.ioctl(dev, 0xaa00, 0)  # USERFAULTFD_IOC_NEW
+            time.sleep(1.5)  # held: the test looks for it in /proc (args[0] marks this process)
+            os.close(uffd)
+            os.close(dev)
+        result(run)
+
     elif case == "lease":  # a read lease on a host file through a read-only fd: its writers wait
         def run():
             import fcntl
