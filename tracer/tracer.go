@@ -189,6 +189,13 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	for _, r := range cfg.Rlimits {
 		sc.Rlimits = append(sc.Rlimits, rlimit{Resource: r.Resource, Cur: r.Cur, Max: r.Max})
 	}
+	// No core files, whatever the caller asked: the kernel writes one in
+	// the crashing task's cwd, which the tree may move anywhere (chdir is
+	// never denied), through no call the tracer sees. The hard limit too:
+	// without CAP_SYS_RESOURCE (dropped for a root tree) it cannot be
+	// raised again. A core_pattern pipe (systemd-coredump) still gets
+	// the dump: the host's own handler, writing where the host says.
+	sc.Rlimits = append(sc.Rlimits, rlimit{Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0})
 	t := newTracer(cfg, probeNr)
 	res := make(chan *Result, 1)
 	errc := make(chan error, 1)
