@@ -58,15 +58,17 @@ itest: deps
 integration-418: build itest $(SURFACE)
 	cd integration && TRACECELL_BIN=$(CURDIR)/$(BIN) TRACECELL_SURFACE418=1 ../$(SURFACE) ../$(ITEST) -test.count=1
 
-# The integration, server and worker suites once more as an unprivileged user
+# The integration, server, worker and hideproc tests once more as an unprivileged user
 # (nobody) when make test runs as root, as CI does: most operators run
 # tracecell as an ordinary user.
 test-nobody: build itest
 	$(GO) test -c -o bin/server.test ./server/
 	$(GO) test -c -o bin/worker.test ./worker/
+	$(GO) test -c -o bin/hideproc.test ./internal/hideproc/
 	TRACECELL_BIN=$(BIN) scripts/as-nobody.sh integration $(ITEST)
 	scripts/as-nobody.sh server bin/server.test
 	scripts/as-nobody.sh worker bin/worker.test
+	scripts/as-nobody.sh internal/hideproc bin/hideproc.test
 
 # The Python package's tests and the MCP server's tests with the real PyPI clients,
 # against the binary just built.

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # as-nobody.sh PACKAGE TEST_BINARY [TEST FLAGS...]
 #
-# Runs a compiled Go test binary of PACKAGE (integration, server, worker)
-# once more as an unprivileged user when `make test` runs as root (as CI
-# does): most operators run tracecell as an ordinary user, where the kernel,
-# not root's capabilities, answers many of the calls the suites make, the
-# capability drop has nothing to drop, and a tracer's own /proc is open to
-# its tree unless tracecell closes it. As a non-root user `make test` already
+# Runs a compiled Go test binary of PACKAGE (a directory of the repository:
+# integration, server, worker, internal/hideproc) once more as an
+# unprivileged user when `make test` runs as root (as CI does): most
+# operators run tracecell as an ordinary user, where the kernel, not root's
+# capabilities, answers many of the calls the suites make, the capability
+# drop has nothing to drop, and a tracer's own /proc is open to its tree
+# unless tracecell closes it. As a non-root user `make test` already
 # is that run: nothing to do.
 #
 # The user is nobody (65534) through setpriv(1) (util-linux): no account is
@@ -22,6 +23,7 @@ if [[ $# -lt 2 ]]; then
 fi
 pkg=$1 test_bin=$2
 shift 2
+name=$(basename "$pkg")
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -44,7 +46,7 @@ chmod 755 "$work"
 mkdir -p "$work/repo/$pkg" "$work/tmp"
 cp -r "$repo/testdata" "$repo/api" "$work/repo/"
 cp "$repo/$pkg"/*.go "$work/repo/$pkg/" # some tests read their package's sources
-cp "$test_bin" "$work/repo/$pkg/$pkg.test"
+cp "$test_bin" "$work/repo/$pkg/$name.test"
 tc=()
 if [[ -n ${TRACECELL_BIN:-} ]]; then
 	cp "$TRACECELL_BIN" "$work/tracecell"
@@ -60,4 +62,4 @@ cd "$work/repo/$pkg"
 setpriv --reuid="$uid" --regid="$uid" --clear-groups --inh-caps=-all \
 	env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$work/tmp" TMPDIR="$work/tmp" LANG=C.UTF-8 \
 	"${tc[@]}" ${TRACECELL_PYTHON:+TRACECELL_PYTHON="$TRACECELL_PYTHON"} \
-	"./$pkg.test" -test.count=1 "$@"
+	"./$name.test" -test.count=1 "$@"

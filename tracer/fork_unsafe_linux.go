@@ -227,6 +227,16 @@ func childMain(s *childSpec) {
 		}
 		break
 	}
+	// Seized: not dumpable again until the exec, which gives the command
+	// its own dumpability and memory. Until then this process holds a
+	// copy of tracecell's memory, its environment included, and a /proc
+	// file opened while it was dumpable reads it until the exec: the
+	// window is the seize round trip alone. An attached tracer needs no
+	// dumpability (ptrace_check_attach), and the tracer reads nothing of
+	// this process before the exec event but its registers.
+	if _, _, e = unix.RawSyscall6(unix.SYS_PRCTL, unix.PR_SET_DUMPABLE, 0, 0, 0, 0, 0); e != 0 {
+		childFail(s, stageDumpable, e)
+	}
 
 	// Files: files[i] becomes fd i. First move every source that a lower
 	// target would overwrite (and the error pipe) above all targets.

@@ -24,8 +24,11 @@ import (
 // or strace to tracecell needs root. The process reads its own /proc/self
 // entries as before (proc_fd_permission and __ptrace_may_access let a
 // thread group in). A child forked from it inherits the setting; the
-// command's start makes itself dumpable again before the tracer seizes it
-// (fork_unsafe_linux.go), and the exec sets the command's own.
+// command's start makes itself dumpable for the seize alone and not
+// dumpable again once seized (fork_unsafe_linux.go), and the exec sets
+// the command's own. cmd/tracecell calls the same prctl earlier still, in
+// internal/hideproc's package initializer; this call is for the library's
+// other users (tests) and costs nothing twice.
 func HideProc() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return os.NewSyscallError("prctl(PR_SET_DUMPABLE, 0)", err)

@@ -529,6 +529,12 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 	var given []byte
 	if addr == 0 && pa.EmptyPathOK {
 		given = nil
+	} else if c.spec.Handler == syscalls.HExec && c.tk.tid == t.rootPid && !t.rootExecDone {
+		// The command's start: before its exec the root runs only
+		// tracecell's own start code (fork_unsafe_linux.go), whose one
+		// execve names Config.Path. That process is not dumpable then,
+		// so an unprivileged tracer could not read its memory anyway.
+		given = []byte(t.cfg.Path)
 	} else {
 		s, err := t.mem.readString(c.tk.tid, addr)
 		if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/tracecell/tracecell/config"
 	"github.com/tracecell/tracecell/report"
 )
 
@@ -111,6 +112,7 @@ func Start(ctx context.Context, cfg HostConfig, log zerolog.Logger) (*Proc, erro
 	}
 	cmd := exec.Command(self, HostArg)
 	cmd.Args[0] = "tracecell-worker-host"
+	cmd.Env = hostEnviron(os.Environ(), cfg.Settings.KeepEnv)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true}
 	p := &Proc{
@@ -581,4 +583,30 @@ func (p *Proc) Close() error {
 		}
 	})
 	return p.closeErr
+}
+
+// goRuntimeEnv are the Go runtime's own variables, which a worker-host (a Go
+// program) honours like the server.
+var goRuntimeEnv = []string{"GODEBUG", "GOTRACEBACK", "GOMAXPROCS", "GOGC", "GOMEMLIMIT"}
+
+// hostEnviron is a worker-host's environment: what config.Build may pass on
+// to the worker (config.KeptEnv, every LC_*, the session's --keep-env
+// names), TMPDIR (the host's own temporary files: worker.py) and the Go
+// runtime's variables. Nothing else of the server's environment (API keys,
+// tokens) reaches the host, whose /proc is open to the user's other
+// programs for its first milliseconds, before tracer.HideProc runs.
+func hostEnviron(environ, keep []string) []string {
+	names := map[string]bool{"TMPDIR": true}
+	for _, group := range [][]string{config.KeptEnv, keep, goRuntimeEnv} {
+		for _, k := range group {
+			names[k] = true
+		}
+	}
+	var env []string
+	for _, kv := range environ {
+		if k, _, ok := strings.Cut(kv, "="); ok && (names[k] || strings.HasPrefix(k, "LC_")) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

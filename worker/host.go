@@ -73,6 +73,12 @@ var markerLen = len(markerPrefix) + tokenLen + 1
 
 func init() {
 	if len(os.Args) > 1 && os.Args[1] == HostArg {
+		// Not dumpable before anything else: the host holds the session's
+		// configuration, and its /proc is no other program's to read.
+		if err := tracer.HideProc(); err != nil {
+			fmt.Fprintf(os.Stderr, "tracecell worker-host %d: %v\n", os.Getpid(), err)
+			os.Exit(125)
+		}
 		os.Exit(hostMain())
 	}
 }

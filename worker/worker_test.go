@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1005,5 +1006,42 @@ func TestSessionCapabilities(t *testing.T) {
 		if want := fmt.Sprint(uint64(own.Bounding & tc.want)); str(r.Result) != want {
 			t.Errorf("keep %q: CapBnd %s (error %+v), want %s", tc.keep, str(r.Result), r.Error, want)
 		}
+	}
+}
+
+// The worker-host gets only what it passes on (the kept variables, LC_*,
+// the session's --keep-env names), TMPDIR and the Go runtime's variables:
+// none of the server's other variables reach the host, let alone the
+// worker. The host's /proc is closed to the user's programs (not dumpable):
+// as an ordinary user the test cannot read it either; as root it checks
+// the host's environment itself.
+func TestHostEnvironment(t *testing.T) {
+	t.Setenv("TC_TEST_KEPT", "kept-value")
+	t.Setenv("TC_TEST_SECRET", "secret-value")
+	t.Setenv("LC_TC_TEST", "lc-value")
+	p := startProc(t, func(c *HostConfig) { c.Settings.KeepEnv = []string{"TC_TEST_KEPT"} })
+	r := run(t, p, "import os\n[os.environ.get(k) for k in ('TC_TEST_KEPT', 'TC_TEST_SECRET', 'LC_TC_TEST')]", 0)
+	if want := "['kept-value', None, 'lc-value']"; str(r.Result) != want {
+		t.Errorf("worker sees %s, want %s (stderr %q)", str(r.Result), want, r.Stderr)
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.Info().HostPid))
+	switch {
+	case os.Geteuid() != 0:
+		if !errors.Is(err, os.ErrPermission) {
+			t.Errorf("the host's environ as uid %d: %v, want permission denied (the host is not dumpable)", os.Geteuid(), err)
+		}
+	case err != nil:
+		t.Fatal(err)
+	case bytes.Contains(b, []byte("TC_TEST_SECRET")) || !bytes.Contains(b, []byte("TC_TEST_KEPT=kept-value")):
+		t.Errorf("the host's environment: %q", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+	}
+}
+
+func TestHostEnviron(t *testing.T) {
+	in := []string{"PATH=/bin", "HOME=/root", "OPENAI_API_KEY=sk-x", "LC_ALL=C", "TMPDIR=/var/tmp", "GODEBUG=x=1", "KEEP=1", "BAD"}
+	got := hostEnviron(in, []string{"KEEP"})
+	want := []string{"PATH=/bin", "LC_ALL=C", "TMPDIR=/var/tmp", "GODEBUG=x=1", "KEEP=1"}
+	if !slices.Equal(got, want) {
+		t.Errorf("hostEnviron = %q, want %q", got, want)
 	}
 }
