@@ -926,8 +926,6 @@ func (t *tracer) decodeExec(c *call) *policy.Op {
 	return &policy.Op{Kind: syscalls.KindExec, Syscall: c.name, Paths: []policy.Path{p}, Initial: initial}
 }
 
-// pidInTree reports whether every process pid (as kill(2) reads it) reaches
-// is in the traced tree.
 // procPid is the pid of a /proc/<pid>/... path (resolved: /proc/self has
 // become the caller's tgid).
 func procPid(res string) (int, bool) {
@@ -942,6 +940,8 @@ func procPid(res string) (int, bool) {
 	return pid, err == nil && pid > 0
 }
 
+// pidInTree reports whether every process pid (as kill(2) reads it) reaches
+// is in the traced tree.
 func (t *tracer) pidInTree(pid int) bool {
 	switch {
 	case pid == 0:
@@ -951,21 +951,105 @@ func (t *tracer) pidInTree(pid int) bool {
 	case pid == -1:
 		return false // every process the user may signal
 	case pid < -1:
-		return t.ever[-pid] // a process group named after a tree process
+		return t.pgrpInTree(-pid)
 	}
 	if t.tasks[pid] != nil || t.procs[pid] != nil {
 		return true
 	}
 	// An exited tree process its parent has not reaped yet (a zombie):
 	// signalling it does nothing, and multiprocessing does exactly that
-	// when it terminates a pool. The parent must be in the tree.
+	// when it terminates a pool. The parent must be in the tree: a child
+	// of a tree process is one (traced from its fork), whatever pid it
+	// has; t.ever only spares a read for pids the tree never had.
 	if t.ever[pid] {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil &&
-			bytes.Contains(b, []byte("\nState:\tZ")) && t.procs[parseStatusInt(b, "PPid:", -1)] != nil {
+		if st, ok := readProcStat(pid); ok && st.state == 'Z' && t.procs[st.ppid] != nil {
 			return true
 		}
 	}
 	return false
+}
+
+// pgrpInTree reports whether process group g is the tree's: a live process
+// of the tree is a member of it now, or its leader is a zombie of the tree.
+// That a tree process once had the pid g says nothing: the pid may since
+// have been given to a host process that leads a group of its own.
+//
+// A member makes the whole group the tree's: a process joins only a group
+// of its own session (setpgid(2)), and every session a tree process is in
+// was made by a tree process (the root's setsid at start, or a later one
+// of the tree's), so every member is a process of the tree. The kernel
+// does not give the number g to another process while it is the pgid of
+// any process, zombies included, so the answer holds until the tree itself
+// empties the group.
+//
+// Only the tree's own processes are looked at (getpgid(2) of each, leader
+// first), never every process of the machine. A tracked process keeps its
+// pid until the tracer has waited for it (a traced zombie cannot be reaped
+// before), so getpgid names the right process.
+func (t *tracer) pgrpInTree(g int) bool {
+	if g <= 0 {
+		return false
+	}
+	if t.procs[g] != nil {
+		if pg, err := unix.Getpgid(g); err == nil && pg == g {
+			return true // the leader, alive
+		}
+	}
+	for tgid := range t.procs {
+		if pg, err := unix.Getpgid(tgid); err == nil && pg == g {
+			return true // a member; the leader may be gone
+		}
+	}
+	// Every member has exited. A leader that is a zombie of the tree (its
+	// parent in the tree) keeps the group, in the tree's session: kill(2)
+	// reaches only zombies, as Python's os.killpg of a child it started
+	// with start_new_session and has not waited for yet does.
+	if st, ok := readProcStat(g); ok && st.state == 'Z' && st.pgrp == g && t.procs[st.ppid] != nil {
+		return true
+	}
+	return false
+}
+
+// procStat holds the fields of /proc/<pid>/stat the tracer uses.
+type procStat struct {
+	pid   int
+	state byte
+	ppid  int
+	pgrp  int
+}
+
+// readProcStat reads /proc/<pid>/stat (fields 1, 3, 4 and 5).
+func readProcStat(pid int) (procStat, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseProcStat(b)
+}
+
+// parseProcStat parses the text of a /proc/<pid>/stat. The command name
+// (field 2) is in parentheses and may hold spaces and parentheses itself:
+// the fields after it start after the last ')'.
+func parseProcStat(b []byte) (procStat, bool) {
+	var st procStat
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 1 || end < open {
+		return st, false
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
+	if err != nil {
+		return st, false
+	}
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 3 || len(f[0]) != 1 {
+		return st, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	if err1 != nil || err2 != nil {
+		return st, false
+	}
+	return procStat{pid: pid, state: f[0][0], ppid: ppid, pgrp: pgrp}, true
 }
 
 // pidGone reports whether no process or thread pid exists: the kernel
@@ -1064,7 +1148,7 @@ func (t *tracer) processOp(c *call) *policy.Op {
 		case process:
 			op.TargetPid, op.TargetInTree = who, who == 0 || t.pidInTree(who)
 		case group:
-			op.TargetPid, op.TargetInTree = -who, who == 0 || t.ever[who]
+			op.TargetPid, op.TargetInTree = -who, who == 0 || t.pgrpInTree(who)
 		default:
 			op.TargetPid, op.TargetInTree = -1, false // every process of a user
 		}
