@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // startGroup starts argv as the leader of a new session and process group
@@ -227,5 +230,70 @@ print("zombie ok")
 	want := "own True\nleader True\nmember ok\nzombie ok\n"
 	if o.stdout != want || len(o.res.Denials) != 0 {
 		t.Fatalf("stdout %q, want %q\nstderr %s\ndenials %+v", o.stdout, want, o.stderr, o.res.Denials)
+	}
+}
+
+// needPidfdSendSignal skips when the kernel has no pidfd_send_signal (5.1).
+func needPidfdSendSignal(t *testing.T) {
+	t.Helper()
+	if _, _, e := unix.Syscall6(unix.SYS_PIDFD_SEND_SIGNAL, ^uintptr(0), 0, 0, 0, 0, 0); e == unix.ENOSYS {
+		t.Skip("the kernel has no pidfd_send_signal")
+	}
+}
+
+// TestPidfdProcDir: the kernel takes an fd of a /proc/<pid> directory as
+// the pidfd of pidfd_send_signal. It is decided like any other target:
+// allowed for the tree's own process, denied and reported outside; an fd
+// the kernel refuses (a /proc/<pid>/task/<tid> directory, another
+// directory, an O_PATH fd) fails as it would, with nothing to report.
+func TestPidfdProcDir(t *testing.T) {
+	needPython(t)
+	needPidfdSendSignal(t)
+	// Not a child of this process: the tracer's wait4(-1) would reap it.
+	out, err := exec.Command("/bin/sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(host, syscall.SIGKILL) })
+	script := `
+import ctypes, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+def pss(fd, sig):
+    return 0 if libc.syscall(424, fd, sig, None, 0) == 0 else ctypes.get_errno()
+host = int(sys.argv[1])
+d = os.O_RDONLY | os.O_DIRECTORY
+print("outside", pss(os.open("/proc/%d" % host, d), signal.SIGTERM))
+print("opath", pss(os.open("/proc/%d" % host, os.O_PATH), signal.SIGTERM))
+pid = os.fork()
+if pid == 0:
+    time.sleep(30)
+    os._exit(0)
+fd = os.open("/proc/%d" % pid, d)
+print("child", pss(fd, signal.SIGTERM))
+_, st = os.waitpid(pid, 0)
+print("child signalled", os.WIFSIGNALED(st) and os.WTERMSIG(st) == signal.SIGTERM)
+print("gone", pss(fd, signal.SIGTERM))
+print("task", pss(os.open("/proc/self/task/%d" % os.getpid(), d), signal.SIGTERM))
+print("dir", pss(os.open(".", d), signal.SIGTERM))
+`
+	o := runTraced(t, t.TempDir(), nil, python, "-c", script, strconv.Itoa(host))
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	want := fmt.Sprintf("outside %d\nopath %d\nchild 0\nchild signalled True\ngone %d\ntask %d\ndir %d\n",
+		unix.EPERM, unix.EBADF, unix.ESRCH, unix.EBADF, unix.EBADF)
+	if o.stdout != want {
+		t.Errorf("stdout:\n%s\nwant:\n%s\nstderr %s", o.stdout, want, o.stderr)
+	}
+	if len(o.res.Denials) != 1 || o.res.Denials[0].Syscall != "pidfd_send_signal" ||
+		o.res.Denials[0].TargetPid == nil || *o.res.Denials[0].TargetPid != host {
+		t.Errorf("denials %+v, want one of pidfd_send_signal naming pid %d", o.res.Denials, host)
+	}
+	if st, ok := readProcStat(host); !ok || st.state == 'Z' {
+		t.Errorf("the outside process %d was killed", host)
 	}
 }

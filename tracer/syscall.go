@@ -1086,9 +1086,18 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 		pid, sig = int(t.regs.Int32Arg(0)), int(t.regs.Int32Arg(1))
 	case "pidfd_send_signal":
 		sig = int(t.regs.Int32Arg(1))
-		p, ok := t.pidfdPid(c.tk.tid, t.regs.Int32Arg(0))
-		if !ok {
-			c.fail = syscall.EBADF
+		p, errno, why := pidfdPid(c.tk.tid, t.regs.Int32Arg(0))
+		if errno != 0 {
+			c.fail = errno
+			if why != "" {
+				// Fail closed, reported: the fd names a process
+				// tracecell cannot put a pid on.
+				c.failWhy = why
+				c.failPath = policy.Path{Given: fmt.Sprintf("fd %d", t.regs.Int32Arg(0))}
+				if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, t.regs.Int32Arg(0))); err == nil {
+					c.failPath.Resolved = l
+				}
+			}
 			return nil
 		}
 		pid = p
@@ -1114,14 +1123,101 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 	return op
 }
 
-// pidfdPid reads the pid behind a pidfd from /proc/<tid>/fdinfo (5.x).
-func (t *tracer) pidfdPid(tid int, fd int32) (int, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", tid, fd))
+// pidfdPid finds the process that fd of task tid names as the target of
+// pidfd_send_signal: a pidfd (its fdinfo has a Pid: line), or a /proc/<pid>
+// directory, which the kernel takes as a pidfd too (5.1+).
+//
+// A non-zero errno fails the call: EBADF is what the kernel answers for an
+// fd that is neither (nothing to report), ESRCH for a process that is gone
+// (nothing happens); with why set, the fd names a process tracecell cannot
+// put a pid on, and the call is denied, reported.
+//
+// A task cannot change its fd table under this: pidfd_send_signal runs with
+// the tree frozen (freezes). The process named is bound to the fd: should it
+// exit and its pid be reused, the kernel fails the call with ESRCH.
+func pidfdPid(tid int, fd int32) (pid int, errno syscall.Errno, why string) {
+	info, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", tid, fd))
 	if err != nil {
+		return 0, syscall.EBADF, "" // not open
+	}
+	switch v := parseStatusInt(info, "Pid:", -2); {
+	case v > 0:
+		return v, 0, ""
+	case v == -1:
+		return 0, syscall.ESRCH, "" // the process has exited and been reaped (5.19+)
+	case v == 0:
+		return 0, syscall.EACCES, "the pidfd names a process outside tracecell's pid namespace, so the call is denied to be safe"
+	}
+	return procDirPid(tid, fd, info)
+}
+
+// procDirPid is pidfdPid for an fd that is not a pidfd: the pid of a
+// /proc/<pid> directory of the proc file system tracecell's /proc is. Text
+// alone is not trusted: the fd's file must be on that proc file system (its
+// type and device), be a directory, be named /proc/<pid> (not
+// /proc/<pid>/task/<tid>, which the kernel refuses, nor another numbered
+// directory of /proc), and its own stat file, read through the fd, must name
+// the same pid. That read also fails once the process is gone.
+func procDirPid(tid int, fd int32, info []byte) (int, syscall.Errno, string) {
+	if flags, err := strconv.ParseUint(strings.TrimSpace(statusField(info, "flags:")), 8, 64); err != nil ||
+		flags&unix.O_PATH != 0 {
+		return 0, syscall.EBADF, "" // the kernel takes no O_PATH fd
+	}
+	link := fmt.Sprintf("/proc/%d/fd/%d", tid, fd)
+	var fs unix.Statfs_t
+	if err := unix.Statfs(link, &fs); err != nil || fs.Type != unix.PROC_SUPER_MAGIC {
+		return 0, syscall.EBADF, "" // not of /proc: not a pidfd to the kernel
+	}
+	var st, proc unix.Stat_t
+	if err := unix.Stat(link, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return 0, syscall.EBADF, ""
+	}
+	name, err := os.Readlink(link)
+	if err != nil {
+		return 0, syscall.EBADF, ""
+	}
+	if n, ok := strings.CutSuffix(name, " (deleted)"); ok {
+		if _, ok := procDirName(n); ok {
+			return 0, syscall.ESRCH, "" // the process is gone
+		}
+	}
+	pid, ok := procDirName(name)
+	if !ok {
+		return 0, syscall.EBADF, "" // another directory of /proc
+	}
+	why := fmt.Sprintf("tracecell could not tell which process the fd of %s names, so the call is denied to be safe", name)
+	if err := unix.Stat("/proc", &proc); err != nil || proc.Dev != st.Dev {
+		// Another proc file system: its pids may be another namespace's.
+		return 0, syscall.EACCES, why
+	}
+	b, err := os.ReadFile(link + "/stat")
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
+		return 0, syscall.ESRCH, "" // the process is gone
+	}
+	if ps, ok := parseProcStat(b); err != nil || !ok || ps.pid != pid {
+		return 0, syscall.EACCES, why
+	}
+	return pid, 0, ""
+}
+
+// procDirName parses a path /proc/<pid>.
+func procDirName(p string) (int, bool) {
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok || rest == "" || strings.Trim(rest, "0123456789") != "" || rest[0] == '0' {
 		return 0, false
 	}
-	v := parseStatusInt(b, "Pid:", -2)
-	return v, v != -2
+	pid, err := strconv.Atoi(rest)
+	return pid, err == nil && pid > 0
+}
+
+// statusField returns the rest of the line of b that starts with key.
+func statusField(b []byte, key string) string {
+	for _, line := range bytes.Split(b, []byte{'\n'}) {
+		if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
+			return string(rest)
+		}
+	}
+	return ""
 }
 
 func (t *tracer) decodeProcess(c *call) *policy.Op {
