@@ -313,7 +313,7 @@ type tracer struct {
 	rootPid int
 	tasks   map[int]*task
 	procs   map[int]*proc
-	ever    map[int]bool // every tgid that was ever in the tree (for -pgid signals)
+	ever    map[int]bool // every tgid that was ever in the tree: never proof that a pid is the tree's now (pidInTree)
 
 	// live is the set of tids, shared with the killer goroutine.
 	liveMu sync.Mutex
