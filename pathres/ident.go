@@ -3,9 +3,9 @@ package pathres
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -22,18 +22,17 @@ import (
 // (nd_jump_link) and walks what follows through that namespace's mounts.
 //
 // So the text is trusted only when it leads, in tracecell's namespace, to
-// the very object: the same inode on the same mount (statx STATX_MNT_ID,
-// Linux 5.8; mount ids are unique across namespaces, and an `unshare -m`
-// copy of a mount is a new mount with a new id even though its inodes are
-// the same). Once the walk stands on a mount of tracecell's namespace, every
+// the very object: the same inode on the same mount (statx STATX_MNT_ID
+// since Linux 5.8, the fdinfo of an O_PATH fd before; mount ids are unique
+// across namespaces, and an `unshare -m` copy of a mount is a new mount with
+// a new id even though its inodes are the same). Once the walk stands on a mount of tracecell's namespace, every
 // mount below or above it, and every absolute symlink (the tree's root is
 // tracecell's, chroot is denied), is tracecell's too.
 
 // ID is what a path leads to: the mount it is reached through and the inode.
 type ID struct {
-	// Mnt is the mount id (statx STATX_MNT_ID, the id of
-	// /proc/<pid>/mountinfo); 0 when the kernel does not report it
-	// (before 5.8).
+	// Mnt is the mount id (statx STATX_MNT_ID, or fdinfo's mnt_id: the
+	// id of /proc/<pid>/mountinfo).
 	Mnt      uint64
 	Dev, Ino uint64
 	Mode     fs.FileMode // type and permission bits, as Result.Mode
@@ -42,13 +41,13 @@ type ID struct {
 // IsDir reports whether the object is a directory.
 func (id ID) IsDir() bool { return id.Mode.IsDir() }
 
-// same reports whether a and b are the same inode on the same mount. Without
-// mount ids (an old kernel) only the inode can be compared.
+// same reports whether a and b are the same inode on the same mount.
 func (id ID) same(b ID) bool {
 	return id.Dev == b.Dev && id.Ino == b.Ino && id.Mnt == b.Mnt
 }
 
-// noMntID makes StatID leave Mnt 0, as before Linux 5.8 (for tests).
+// noMntID makes StatID ignore statx's mount id, as on a kernel before 5.8
+// (for tests).
 var noMntID bool
 
 // noStatx is set once statx(2) answered ENOSYS (a kernel before 4.11, or a
@@ -56,39 +55,81 @@ var noMntID bool
 var noStatx bool
 
 // StatID is statx(2) of p for its mount and inode, following a last symlink
-// (and so a /proc magic link, to its object) when follow is set.
+// (and so a /proc magic link, to its object) when follow is set. Where statx
+// does not report the mount (before Linux 5.8) it is read from the
+// "mnt_id:" line of the fdinfo of an O_PATH fd of p (Linux 3.15).
 func StatID(p string, follow bool) (ID, error) {
 	flags := 0
 	if !follow {
 		flags = unix.AT_SYMLINK_NOFOLLOW
 	}
+	var id ID
+	haveMnt := false
 	if !noStatx {
 		var stx unix.Statx_t
-		for {
-			err := unix.Statx(unix.AT_FDCWD, p, flags,
+		err := unix.Statx(unix.AT_FDCWD, p, flags,
+			unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_INO|unix.STATX_MNT_ID, &stx)
+		for err == syscall.EINTR { // a FUSE file system can be interrupted
+			err = unix.Statx(unix.AT_FDCWD, p, flags,
 				unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_INO|unix.STATX_MNT_ID, &stx)
-			if err == syscall.EINTR {
-				continue
-			}
-			if err == syscall.ENOSYS {
-				noStatx = true
-				break
-			}
-			if err != nil {
-				return ID{}, err
-			}
-			id := ID{Dev: unix.Mkdev(stx.Dev_major, stx.Dev_minor), Ino: stx.Ino, Mode: fileMode(uint32(stx.Mode))}
+		}
+		switch {
+		case err == syscall.ENOSYS:
+			noStatx = true
+		case err != nil:
+			return ID{}, err
+		default:
+			id = ID{Dev: unix.Mkdev(stx.Dev_major, stx.Dev_minor), Ino: stx.Ino, Mode: fileMode(uint32(stx.Mode))}
 			if stx.Mask&unix.STATX_MNT_ID != 0 && !noMntID {
-				id.Mnt = stx.Mnt_id
+				id.Mnt, haveMnt = stx.Mnt_id, true
 			}
-			return id, nil
 		}
 	}
-	fi, err := lstat(p, follow)
-	if err != nil {
-		return ID{}, err
+	if noStatx {
+		fi, err := lstat(p, follow)
+		if err != nil {
+			return ID{}, err
+		}
+		id = ID{Dev: fi.dev, Ino: fi.ino, Mode: fi.mode}
 	}
-	return ID{Dev: fi.dev, Ino: fi.ino, Mode: fi.mode}, nil
+	if !haveMnt {
+		m, err := fdinfoMountID(p, follow)
+		if err != nil {
+			return ID{}, err
+		}
+		id.Mnt = m
+	}
+	return id, nil
+}
+
+// fdinfoMountID is the mount id of what p leads to, from the fdinfo of an
+// O_PATH fd of it (an O_PATH open of a /proc magic link lands on its object,
+// on its mount).
+func fdinfoMountID(p string, follow bool) (uint64, error) {
+	flags := unix.O_PATH | unix.O_CLOEXEC
+	if !follow {
+		flags |= unix.O_NOFOLLOW
+	}
+	fd, err := unix.Open(p, flags, 0)
+	for err == syscall.EINTR {
+		fd, err = unix.Open(p, flags, 0)
+	}
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, fmt.Errorf("mount of %s: %v", p, err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "mnt_id:"); ok {
+			if m, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64); err == nil {
+				return m, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("mount of %s: no mnt_id in its fdinfo", p)
 }
 
 // LinkError is a /proc magic link whose text does not name, in tracecell's
@@ -109,11 +150,6 @@ func (e *LinkError) Error() string {
 // true)): lstat of text must find the same inode on the same mount. It
 // returns what text names. The error is a *LinkError when it does not, or the
 // errno of a failed lstat.
-//
-// Without mount ids (Linux before 5.8) the inode is compared, and the
-// process whose entry link is must be in tracecell's mount namespace; an fd
-// or cwd the tree itself holds into another namespace is then caught only
-// when its inode differs (see README, Known gaps).
 func CheckLink(link, text string, obj ID) (ID, error) {
 	named, err := StatID(text, false)
 	if err != nil {
@@ -125,11 +161,6 @@ func CheckLink(link, text string, obj ID) (ID, error) {
 			why = "is the same inode on another mount: the object is in another mount namespace (or that name is mounted over)"
 		}
 		return ID{}, &LinkError{link, text, why}
-	}
-	if obj.Mnt == 0 {
-		if err := sameMountNS(link); err != nil {
-			return ID{}, &LinkError{link, text, err.Error()}
-		}
 	}
 	return named, nil
 }
@@ -146,39 +177,6 @@ func checkDeleted(link, text, name string, obj ID) error {
 		return &LinkError{link, text, fmt.Sprintf("names an unlinked file in %s, which cannot be looked up (%v)", dir, err)}
 	case d.Dev != obj.Dev || d.Mnt != obj.Mnt:
 		return &LinkError{link, text, fmt.Sprintf("names an unlinked file that is not on the mount of %s: it is in another mount namespace", dir)}
-	}
-	if obj.Mnt == 0 {
-		if err := sameMountNS(link); err != nil {
-			return &LinkError{link, text, err.Error()}
-		}
-	}
-	return nil
-}
-
-var ownNS struct {
-	once sync.Once
-	id   ID
-	err  error
-}
-
-// sameMountNS fails unless the process whose /proc entry link is under is in
-// tracecell's mount namespace.
-func sameMountNS(link string) error {
-	rest, _ := strings.CutPrefix(link, "/proc/")
-	pid, _, _ := strings.Cut(rest, "/")
-	if _, err := strconv.Atoi(pid); err != nil {
-		return fmt.Errorf("is not under /proc/<pid>")
-	}
-	ownNS.once.Do(func() { ownNS.id, ownNS.err = StatID("/proc/self/ns/mnt", true) })
-	if ownNS.err != nil {
-		return fmt.Errorf("cannot be checked: tracecell's own mount namespace is unknown (%v)", ownNS.err)
-	}
-	ns, err := StatID("/proc/"+pid+"/ns/mnt", true)
-	if err != nil {
-		return fmt.Errorf("cannot be checked: the mount namespace of process %s is unknown (%v)", pid, err)
-	}
-	if !ns.same(ownNS.id) {
-		return fmt.Errorf("names a path in the mount namespace of process %s, not tracecell's", pid)
 	}
 	return nil
 }

@@ -75,6 +75,9 @@ func TestOtherMountNamespace(t *testing.T) {
 	sub, err := unix.Open(vroot+root+"/mnt/sub", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	mustOK(t, err)
 	defer unix.Close(sub)
+	vrootFd, err := unix.Open(vroot, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	mustOK(t, err)
+	defer unix.Close(vrootFd)
 	file, err := unix.Open(vroot+root+"/mnt/file", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	mustOK(t, err)
 	defer unix.Close(file)
@@ -102,6 +105,8 @@ func TestOtherMountNamespace(t *testing.T) {
 		{"task cwd then a name", "/", fmt.Sprintf("/proc/%d/task/%d/cwd/new", v, v), false},
 		{"own fd of a directory there, then a name", "/", fd(sub) + "/new", false},
 		{"own fd of a directory there, then dotdot", "/", fd(sub) + "/../file", false},
+		// The same inode as tracecell's "/", on the other namespace's mount.
+		{"own fd of the root there, then a name", "/", fd(vrootFd) + "/dev/shm/x", false},
 		{"own fd of a file there", "/", fd(file), true},
 		{"own fd of a deleted file there", "/", fd(gone), true},
 		{"fd of a directory there via /dev/fd", "/", "/dev/fd/" + strconv.Itoa(sub) + "/x", false},
@@ -114,8 +119,8 @@ func TestOtherMountNamespace(t *testing.T) {
 			}{
 				{nil, false},
 				{NewDirCache(64), false},
-				// As on a kernel without mount ids: the inode and
-				// the owner's namespace catch these.
+				// As on a kernel whose statx has no mount id
+				// (before 5.8): the mount comes from fdinfo.
 				{nil, true},
 			} {
 				noMntID = m.noMntID
@@ -144,48 +149,97 @@ func TestOtherMountNamespace(t *testing.T) {
 
 	// CheckLink, as the tracer uses it for a cwd or dirfd.
 	t.Run("CheckLink", func(t *testing.T) {
-		for _, link := range []string{fd(sub), fmt.Sprintf("/proc/%d/cwd", v), vroot} {
-			text, err := os.Readlink(link)
-			mustOK(t, err)
-			obj, err := StatID(link, true)
-			mustOK(t, err)
-			var le *LinkError
-			if _, err := CheckLink(link, text, obj); !errors.As(err, &le) {
-				t.Errorf("CheckLink(%s, %q) = %v; want a *LinkError", link, text, err)
-			}
-		}
-		// This namespace's own links pass.
-		own, err := unix.Open(root+"/mnt/sub", unix.O_PATH|unix.O_CLOEXEC, 0)
-		mustOK(t, err)
-		defer unix.Close(own)
-		for _, link := range []string{fd(own), "/proc/self/cwd", "/proc/self/root"} {
-			text, err := os.Readlink(link)
-			mustOK(t, err)
-			obj, err := StatID(link, true)
-			mustOK(t, err)
-			if _, err := CheckLink(link, text, obj); err != nil {
-				t.Errorf("CheckLink(%s, %q) = %v", link, text, err)
-			}
+		defer func() { noMntID = false }()
+		for _, noMntID = range []bool{false, true} {
+			checkLinks(t, v, fd(sub), root)
 		}
 	})
 
 	// The same walks within tracecell's namespace still resolve.
 	t.Run("own namespace", func(t *testing.T) {
-		own, err := unix.Open(root+"/mnt/sub", unix.O_PATH|unix.O_CLOEXEC, 0)
-		mustOK(t, err)
-		defer unix.Close(own)
-		for _, c := range []struct{ p, want string }{
-			{"/proc/self/root" + root + "/mnt/file", root + "/mnt/file"},
-			{fd(own) + "/new", root + "/mnt/sub/new"},
-			{fd(own) + "/../file", root + "/mnt/file"},
-		} {
-			r, err := Resolve(self, "/", []byte(c.p), false)
-			if err != nil || r.Path != c.want {
-				t.Errorf("Resolve(%q) = %+v, %v; want %s", c.p, r, err, c.want)
-			}
+		defer func() { noMntID = false }()
+		for _, noMntID = range []bool{false, true} {
+			ownWalks(t, self, root)
 		}
 	})
 	if b, err := os.ReadFile(root + "/mnt/file"); err != nil || string(b) != "host\n" {
 		t.Errorf("host file: %q, %v", b, err)
+	}
+}
+
+// checkLinks: CheckLink fails the links of the other namespace's objects
+// (sub is a link of a directory there) and passes this namespace's own.
+func checkLinks(t *testing.T, v int, sub, root string) {
+	t.Helper()
+	own, err := unix.Open(root+"/mnt/sub", unix.O_PATH|unix.O_CLOEXEC, 0)
+	mustOK(t, err)
+	defer unix.Close(own)
+	for _, c := range []struct {
+		link    string
+		foreign bool
+	}{
+		{sub, true},
+		{fmt.Sprintf("/proc/%d/cwd", v), true},
+		{fmt.Sprintf("/proc/%d/root", v), true},
+		{"/proc/self/fd/" + strconv.Itoa(own), false},
+		{"/proc/self/cwd", false},
+		{"/proc/self/root", false},
+	} {
+		text, err := os.Readlink(c.link)
+		mustOK(t, err)
+		obj, err := StatID(c.link, true)
+		mustOK(t, err)
+		_, err = CheckLink(c.link, text, obj)
+		var le *LinkError
+		if c.foreign != errors.As(err, &le) || !c.foreign && err != nil {
+			t.Errorf("CheckLink(%s, %q) (no statx mount ids: %v) = %v; want a *LinkError: %v", c.link, text, noMntID, err, c.foreign)
+		}
+	}
+}
+
+// ownWalks: walks through magic links within tracecell's namespace resolve.
+func ownWalks(t *testing.T, self Task, root string) {
+	t.Helper()
+	own, err := unix.Open(root+"/mnt/sub", unix.O_PATH|unix.O_CLOEXEC, 0)
+	mustOK(t, err)
+	defer unix.Close(own)
+	fd := "/proc/self/fd/" + strconv.Itoa(own)
+	for _, c := range []struct{ p, want string }{
+		{"/proc/self/root" + root + "/mnt/file", root + "/mnt/file"},
+		{fd + "/new", root + "/mnt/sub/new"},
+		{fd + "/../file", root + "/mnt/file"},
+	} {
+		r, err := Resolve(self, "/", []byte(c.p), false)
+		if err != nil || r.Path != c.want {
+			t.Errorf("Resolve(%q) (no statx mount ids: %v) = %+v, %v; want %s", c.p, noMntID, r, err, c.want)
+		}
+	}
+}
+
+// TestStatIDMount: the mount id from fdinfo (kernels before 5.8) is the one
+// statx reports, through magic links too.
+func TestStatIDMount(t *testing.T) {
+	var stx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, "/", 0, unix.STATX_MNT_ID, &stx); err != nil || stx.Mask&unix.STATX_MNT_ID == 0 {
+		t.Skip("statx reports no mount id on this kernel")
+	}
+	dir := realTempDir(t)
+	mustOK(t, os.Symlink("/proc", dir+"/l"))
+	for _, c := range []struct {
+		p      string
+		follow bool
+	}{
+		{"/", true}, {"/proc/self/root", true}, {"/proc/self/cwd", true}, {"/proc/self", false},
+		{"/proc/self/status", false}, {dir, false}, {dir + "/l", false}, {dir + "/l", true}, {"/dev/null", true},
+	} {
+		t.Run(fmt.Sprintf("%s follow=%v", c.p, c.follow), func(t *testing.T) {
+			a, err := StatID(c.p, c.follow)
+			mustOK(t, err)
+			m, err := fdinfoMountID(c.p, c.follow)
+			mustOK(t, err)
+			if a.Mnt == 0 || a.Mnt != m {
+				t.Fatalf("statx mount %d, fdinfo mount %d", a.Mnt, m)
+			}
+		})
 	}
 }
