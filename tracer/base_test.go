@@ -128,3 +128,33 @@ func BenchmarkReadBase(b *testing.B) {
 		}
 	}
 }
+
+// TestExeUnverified: the exec check decides on /proc/<pid>/exe's text only
+// when it names the loaded file in tracecell's mount namespace.
+func TestExeUnverified(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(dir+"/mnt", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	type tcase struct {
+		name, link string
+		verified   bool
+	}
+	cases := []tcase{{"own", "/proc/self/exe", true}}
+	if v, ok := otherMountNS(t, dir+"/mnt"); ok {
+		// sleep(1), loaded through the other namespace's copy of "/".
+		cases = append(cases, tcase{"in another mount namespace", fmt.Sprintf("/proc/%d/exe", v), false})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			exe, err := os.Readlink(c.link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			why := exeUnverified(c.link, exe)
+			if (why == "") != c.verified {
+				t.Fatalf("exeUnverified(%s, %q) = %q; want verified %v", c.link, exe, why, c.verified)
+			}
+		})
+	}
+}
