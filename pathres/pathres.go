@@ -13,7 +13,11 @@
 // (reading those links in tracecell would name tracecell), and the /proc
 // "magic links" (fd/N, cwd, root, exe, map_files/*, ns/*) are not paths at all
 // in the kernel but jumps to an object (nd_jump_link): their readlink text is
-// either that object's path or a name such as "pipe:[123]".
+// either that object's path or a name such as "pipe:[123]". That path is
+// one of the namespace of the mount the object is on, which need not be
+// tracecell's (a process in `unshare -m`, or an fd or cwd the tree got
+// through one): the walk goes on from it only after checking that it leads,
+// in tracecell's namespace, to the same inode on the same mount (ident.go).
 //
 // The result is a check-time snapshot. Anything that changes between the
 // check and the kernel's own walk (a symlink swapped by another thread) is the
@@ -101,7 +105,10 @@ type Result struct {
 // ENAMETOOLONG for a path of PathMax bytes or more, ELOOP after MaxSymlinks
 // expansions, ENOTDIR for a relative path whose base is not a directory
 // path (a dirfd naming a pipe), EINVAL when /proc/self is met but t has no
-// pid. Other errors are unexpected failures of lstat or readlink.
+// pid. A /proc magic link whose text does not name its object in
+// tracecell's mount namespace fails the walk with a *LinkError (wrapping no
+// errno: the caller cannot know what the kernel will do and must deny).
+// Other errors are unexpected failures of lstat or readlink.
 func Resolve(t Task, base string, p []byte, follow bool) (Result, error) {
 	return ResolveCached(t, base, p, follow, nil)
 }
