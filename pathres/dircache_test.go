@@ -1,6 +1,7 @@
 package pathres
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
@@ -130,9 +131,17 @@ func BenchmarkResolveCached(b *testing.B) {
 		b.Fatal(err)
 	}
 	self := Task{Tgid: os.Getpid()}
+	// A directory fd: the walk through its /proc magic link (an *at call
+	// given "/proc/self/fd/N/new.csv", or a dirfd's own path).
+	dir, err := os.Open(root + "/out/run")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dir.Close()
 	for _, bc := range []struct{ name, base, p string }{
 		{"absolute", "/", root + "/out/run/new.csv"},
 		{"relative", root + "/out/run", "new.csv"},
+		{"procfd", "/", fmt.Sprintf("/proc/self/fd/%d/new.csv", dir.Fd())},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := NewDirCache(64)

@@ -13,7 +13,11 @@
 // (reading those links in tracecell would name tracecell), and the /proc
 // "magic links" (fd/N, cwd, root, exe, map_files/*, ns/*) are not paths at all
 // in the kernel but jumps to an object (nd_jump_link): their readlink text is
-// either that object's path or a name such as "pipe:[123]".
+// either that object's path or a name such as "pipe:[123]". That path is
+// one of the namespace of the mount the object is on, which need not be
+// tracecell's (a process in `unshare -m`, or an fd or cwd the tree got
+// through one): the walk goes on from it only after checking that it leads,
+// in tracecell's namespace, to the same inode on the same mount (ident.go).
 //
 // The result is a check-time snapshot. Anything that changes between the
 // check and the kernel's own walk (a symlink swapped by another thread) is the
@@ -101,7 +105,10 @@ type Result struct {
 // ENAMETOOLONG for a path of PathMax bytes or more, ELOOP after MaxSymlinks
 // expansions, ENOTDIR for a relative path whose base is not a directory
 // path (a dirfd naming a pipe), EINVAL when /proc/self is met but t has no
-// pid. Other errors are unexpected failures of lstat or readlink.
+// pid. A /proc magic link whose text does not name its object in
+// tracecell's mount namespace fails the walk with a *LinkError (wrapping no
+// errno: the caller cannot know what the kernel will do and must deny).
+// Other errors are unexpected failures of lstat or readlink.
 func Resolve(t Task, base string, p []byte, follow bool) (Result, error) {
 	return ResolveCached(t, base, p, follow, nil)
 }
@@ -227,6 +234,28 @@ func (w *walker) run(cur, rest string) (Result, error) {
 			continue
 		}
 
+		if pid, ok := magicLink(cur, name); ok && expand {
+			// Always a symlink when it exists (readlink says if not).
+			if err := w.count(); err != nil {
+				return Result{}, err
+			}
+			if isLast {
+				w.follow = true
+			}
+			r, obj, done, err := w.magic(next, rest, pid)
+			if err != nil || done {
+				return r, err
+			}
+			// At the object, by its name in tracecell's namespace
+			// (a path without symlinks: checked by CheckLink).
+			cur = r.Path
+			if strings.Trim(rest, "/") == "" {
+				last = &info{mode: obj.Mode, dev: obj.Dev, ino: obj.Ino}
+			}
+			jumped = true
+			continue
+		}
+
 		fi, err := lstat(next, false)
 		if err != nil {
 			return w.stop(next, rest, err)
@@ -237,15 +266,6 @@ func (w *walker) run(cur, rest string) (Result, error) {
 			}
 			if isLast {
 				w.follow = true
-			}
-			if pid, ok := magicLink(cur, name); ok {
-				r, nrest, done, err := w.magic(next, rest, pid)
-				if err != nil || done {
-					return r, err
-				}
-				cur, rest = "/", nrest
-				jumped = true
-				continue
 			}
 			body, err := os.Readlink(next)
 			if err != nil {
@@ -315,38 +335,88 @@ func (w *walker) procSelf(name string) (string, error) {
 	return strconv.Itoa(w.t.Tgid) + "/task/" + strconv.Itoa(tid), nil
 }
 
-// magic follows the /proc magic link at next. It either finishes the walk
-// (done) or returns the rest of the walk restarted from "/".
-func (w *walker) magic(next, rest string, pid int) (r Result, nrest string, done bool, err error) {
+// magic follows the /proc magic link at next, of process pid. It either
+// finishes the walk (done, with r) or returns the object the link leads to,
+// r.Path being its name in tracecell's mount namespace, from which the walk
+// goes on down rest as the kernel's does after nd_jump_link: the object
+// itself is not followed again even when it is a symlink (an O_PATH fd of
+// one), and a name after it needs a directory.
+//
+// The link's text is trusted only when it names the object in tracecell's
+// mount namespace (CheckLink); otherwise the walk fails with a *LinkError,
+// which callers treat as unresolvable.
+func (w *walker) magic(next, rest string, pid int) (r Result, obj ID, done bool, err error) {
 	target, err := os.Readlink(next)
 	if err != nil {
 		r, err = w.stop(next, rest, err)
-		return r, "", true, err
+		return r, ID{}, true, err
 	}
+	more := strings.Trim(rest, "/") != ""
 	switch {
 	case !strings.HasPrefix(target, "/"):
 		// A pipe, socket, anon inode, namespace...: not in the file system.
-		if strings.Trim(rest, "/") != "" {
-			return lexical(next, true, rest, syscall.ENOTDIR), "", true, nil
+		if more {
+			return lexical(next, true, rest, syscall.ENOTDIR), ID{}, true, nil
 		}
 		fi, err := lstat(next, false)
 		if err != nil {
 			r, err = w.stop(next, rest, err)
-			return r, "", true, err
+			return r, ID{}, true, err
 		}
-		return Result{Path: next, Exists: true, Mode: fi.mode, Special: target, ProcPid: pid}, "", true, nil
+		return Result{Path: next, Exists: true, Mode: fi.mode, Special: target, ProcPid: pid}, ID{}, true, nil
 	case strings.HasSuffix(target, deletedSuffix):
 		// An unlinked file (or a memfd, "/memfd:name (deleted)"): the
 		// text is no path to walk. Keep it literally.
-		if strings.Trim(rest, "/") != "" {
+		if more {
 			// Lookups in a dead directory fail.
-			return lexical(target, false, rest, syscall.ENOENT), "", true, nil
+			return lexical(target, false, rest, syscall.ENOENT), ID{}, true, nil
 		}
-		return Result{Path: target}, "", true, nil
+		name := strings.TrimSuffix(target, deletedSuffix)
+		if !isMemfd(name) {
+			// Its old directory must be tracecell's.
+			obj, err := StatID(next, true)
+			if err != nil {
+				r, err = w.stop(next, rest, err)
+				return r, ID{}, true, err
+			}
+			if err := checkDeleted(next, target, name, obj); err != nil {
+				return Result{}, ID{}, true, w.linkErr(err)
+			}
+		}
+		return Result{Path: target}, ID{}, true, nil
 	}
-	// d_path of the object: absolute, without symlinks. Walk it again to
-	// learn what it is (the kernel jumps straight to the dentry).
-	return Result{}, target + rest, false, nil
+	obj, err = StatID(next, true)
+	if err != nil {
+		r, err = w.stop(next, rest, err)
+		return r, ID{}, true, err
+	}
+	if _, err := CheckLink(next, target, obj); err != nil {
+		return Result{}, ID{}, true, w.linkErr(err)
+	}
+	if inProc(target) {
+		w.proc = true
+	}
+	if !obj.IsDir() && (more || w.isDir || strings.HasPrefix(rest, "/")) {
+		// A name, or a trailing slash, after a non-directory.
+		r := lexical(target, true, rest, syscall.ENOTDIR)
+		if !more {
+			r.Exists, r.Mode = true, obj.Mode
+		}
+		return r, ID{}, true, nil
+	}
+	return Result{Path: target}, obj, false, nil
+}
+
+// isMemfd reports whether name (an unlinked file's text without
+// " (deleted)") is a memfd's: memfd_create's files live on an internal
+// mount that is in no namespace, under "/memfd:<name>".
+func isMemfd(name string) bool {
+	return strings.HasPrefix(name, "/memfd:") && !strings.Contains(name[1:], "/")
+}
+
+// linkErr wraps a *LinkError for the caller, naming the path walked.
+func (w *walker) linkErr(err error) error {
+	return &os.PathError{Op: "resolve", Path: string(w.orig), Err: err}
 }
 
 // stop ends the walk at next, which could not be looked up.

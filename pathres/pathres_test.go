@@ -135,6 +135,13 @@ func TestResolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(efd)
+	// An O_PATH fd of a symlink: the kernel lands on the symlink itself
+	// (nd_jump_link) and does not follow it again.
+	lfd, err := unix.Open(filepath.Join(root, "abs"), unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(lfd)
 	pipeName, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", pr.Fd()))
 	sockName, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", sp[0]))
 	netns, _ := os.Readlink("/proc/self/ns/net")
@@ -257,6 +264,9 @@ func TestResolve(t *testing.T) {
 		{name: "fd of dir then path", base: "/", p: fdp(dfd.Fd()) + "/sub/g", want: ok(r("/d/sub/g"), false)},
 		{name: "fd of dir then dotdot", base: "/", p: fdp(dfd.Fd()) + "/..", want: ok(root, true)},
 		{name: "fd of dir then missing", base: "/", p: fdp(dfd.Fd()) + "/new", want: missing(r("/d/new"), 0)},
+		{name: "fd of symlink is not followed again", base: "/", p: fdp(uintptr(lfd)), follow: true, want: ok(r("/abs"), false), mode: fs.ModeSymlink},
+		{name: "fd of symlink then name", base: "/", p: fdp(uintptr(lfd)) + "/f", want: Result{Path: r("/abs/f"), WalkErr: syscall.ENOTDIR}},
+		{name: "fd of symlink with trailing slash", base: "/", p: fdp(uintptr(lfd)) + "/", want: Result{Path: r("/abs"), Exists: true, WalkErr: syscall.ENOTDIR}},
 		{name: "fd of pipe", base: "/", p: fdp(pr.Fd()), follow: true, want: Result{Path: procfd(pr.Fd()), Exists: true, Special: pipeName, ProcPid: pid}},
 		{name: "fd of pipe write end", base: "/", p: fmt.Sprintf("/proc/%d/fd/%d", pid, pw.Fd()), follow: true, want: Result{Path: procfd(pw.Fd()), Exists: true, Special: pipeName, ProcPid: pid}},
 		{name: "fd of pipe as dir", base: "/", p: fdp(pr.Fd()) + "/x", want: Result{Path: procfd(pr.Fd()) + "/x", WalkErr: syscall.ENOTDIR}},

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -98,7 +99,8 @@ func (t *tracer) execEvent(tk *task) error {
 	}
 	p.argv = nil
 	p.dropPage() // a new address space
-	exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", tid))
+	exeLink := fmt.Sprintf("/proc/%d/exe", tid)
+	exe, _ := os.Readlink(exeLink)
 	p.exe = exe
 	p.execs++
 	t.counts.Execs++
@@ -107,16 +109,22 @@ func (t *tracer) execEvent(tk *task) error {
 		t.seccompBase = seccompFilters(tid)
 		return t.resume(tid, 0)
 	}
-	if initial && chain && tk.tgid == t.rootPid && approved == exe {
+	// The text is the loaded file's path in the namespace of the mount it
+	// is on: decide on it only when it names that file in tracecell's.
+	unverified := exeUnverified(exeLink, exe)
+	if unverified == "" && initial && chain && tk.tgid == t.rootPid && approved == exe {
 		return t.resume(tid, 0) // the start chain's one exec, loaded as approved
 	}
 	op := &policy.Op{Kind: syscalls.KindExec, Syscall: "execve", Paths: []policy.Path{{Role: "program", Given: exe, Resolved: exe, Exists: true}}}
 	d := t.pol.Decide(op, t.ledger)
-	if d.Allow || (approved != "" && (approved == exe || interpreterOf(approved) == exe)) {
+	if unverified == "" && (d.Allow || (approved != "" && (approved == exe || interpreterOf(approved) == exe))) {
 		return t.resume(tid, 0)
 	}
 	d = policy.Decision{Rule: "exec-mismatch", Errno: syscall.EACCES,
 		Reason: fmt.Sprintf("the kernel loaded %s, not the approved program %q: process killed", exe, approved)}
+	if unverified != "" {
+		d.Reason = fmt.Sprintf("the kernel loaded a program tracecell cannot name (%s): process killed", unverified)
+	}
 	ev := t.newEvent(&call{tk: tk, name: "execve", nr: -1}, op, d)
 	if t.audit {
 		ev.Decision = "audit"
@@ -324,4 +332,22 @@ func (l ledger) drop(p string) {
 			delete(l, q)
 		}
 	}
+}
+
+// exeUnverified says why the text exe read from the magic link link
+// (/proc/<pid>/exe) does not name the loaded file in tracecell's mount
+// namespace (pathres.CheckLink), or "" when it does. An unlinked file's text
+// (" (deleted)") is no name at all, and the policy never allows it.
+func exeUnverified(link, exe string) string {
+	if exe == "" || strings.HasSuffix(exe, " (deleted)") {
+		return ""
+	}
+	obj, err := pathres.StatID(link, true)
+	if err != nil {
+		return fmt.Sprintf("stat %s: %v", link, err)
+	}
+	if _, err := pathres.CheckLink(link, exe, obj); err != nil {
+		return err.Error()
+	}
+	return ""
 }

@@ -479,29 +479,32 @@ func (e *errBase) Error() string {
 // directory by a path without symlinks, as the walk assumes of its start
 // (pathres.Resolve; the walk cache records what it finds under that name).
 // The text need not: an O_PATH fd of a symlink reads as the symlink's own
-// path, and an unlinked directory as its old path plus " (deleted)", a name
-// the tree may then give to a symlink of its own. So the object the link
-// leads to (stat follows it) must be a directory (else the kernel fails the
-// lookup with ENOTDIR), and lstat of the text must find that same directory.
-// With the tree frozen nothing can change in between.
+// path, an unlinked directory as its old path plus " (deleted)", a name the
+// tree may then give to a symlink of its own, and a directory in another
+// mount namespace (reached through /proc/<pid>/root of a process there) as
+// its path in that namespace, where other file systems are mounted. So the
+// object the link leads to (stat follows it) must be a directory (else the
+// kernel fails the lookup with ENOTDIR), and lstat of the text must find
+// that same directory on the same mount (pathres.CheckLink). With the tree
+// frozen nothing can change in between.
 func readBase(link string) (string, error) {
 	text, err := os.Readlink(link)
 	if err != nil {
 		return "", err
 	}
-	var obj, named unix.Stat_t
-	if err := unix.Stat(link, &obj); err != nil {
+	obj, err := pathres.StatID(link, true)
+	if err != nil {
 		return "", os.NewSyscallError("stat "+link, err)
 	}
-	if obj.Mode&unix.S_IFMT != unix.S_IFDIR {
+	if !obj.IsDir() {
 		return "", syscall.ENOTDIR
 	}
-	err = unix.Lstat(text, &named)
-	switch {
-	case err != nil:
-		return "", &errBase{link, text, fmt.Sprintf("cannot be looked up by that name (%v): it was removed or moved", err)}
-	case named.Mode&unix.S_IFMT != unix.S_IFDIR || named.Dev != obj.Dev || named.Ino != obj.Ino:
-		return "", &errBase{link, text, "is no longer found under that name: it was removed or moved"}
+	if _, err := pathres.CheckLink(link, text, obj); err != nil {
+		var le *pathres.LinkError
+		if errors.As(err, &le) {
+			return "", &errBase{link, text, le.Why}
+		}
+		return "", &errBase{link, text, err.Error()}
 	}
 	return text, nil
 }
