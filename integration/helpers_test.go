@@ -211,6 +211,12 @@ func runTraced(t *testing.T, sbx string, env []string, flags []string, argv ...s
 
 func execute(t *testing.T, dir string, env []string, argv []string) result {
 	t.Helper()
+	return executeIn(t, dir, env, argv, nil)
+}
+
+// executeIn is execute with stdin as the program's standard input (nil: none).
+func executeIn(t *testing.T, dir string, env []string, argv []string, stdin *os.File) result {
+	t.Helper()
 	if noPython != "" {
 		for _, a := range argv {
 			if a == python {
@@ -223,6 +229,9 @@ func execute(t *testing.T, dir string, env []string, argv []string) result {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	cmd.WaitDelay = 5 * time.Second

@@ -2,15 +2,12 @@ package integration
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -328,30 +325,5 @@ func runWithStdin(t *testing.T, stdinDir string, env, argv []string) result {
 		t.Fatalf("open %s: %v", stdinDir, err)
 	}
 	defer in.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.Stdin = in
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	cmd.WaitDelay = 5 * time.Second
-	err = cmd.Run()
-	r := result{stdout: so.String(), stderr: se.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		if ws := ee.Sys().(syscall.WaitStatus); ws.Signaled() {
-			r.status = 128 + int(ws.Signal())
-		} else {
-			r.status = ws.ExitStatus()
-		}
-	default:
-		t.Fatalf("run %q: %v\nstderr:\n%s", argv, err, r.stderr)
-	}
-	if ctx.Err() != nil {
-		t.Fatalf("run %q: still running after %v", argv, runTimeout)
-	}
-	return r
+	return executeIn(t, "", env, argv, in)
 }

@@ -249,16 +249,7 @@ func needPidfdSendSignal(t *testing.T) {
 func TestPidfdProcDir(t *testing.T) {
 	needPython(t)
 	needPidfdSendSignal(t)
-	// Not a child of this process: the tracer's wait4(-1) would reap it.
-	out, err := exec.Command("/bin/sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 & echo $!").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(host, syscall.SIGKILL) })
+	host := startOutside(t, "sleep 300 </dev/null >/dev/null 2>&1")
 	script := `
 import ctypes, os, signal, sys, time
 libc = ctypes.CDLL(None, use_errno=True)

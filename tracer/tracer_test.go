@@ -534,17 +534,8 @@ stop.set()
 // status and the tree's own /proc entries are.
 func TestProcOfOutsideProcess(t *testing.T) {
 	needPython(t)
-	// Not a child of this process: the tracer's wait4(-1) would reap it
-	// (a thread group shares its children). Its stdin is a pipe.
-	out, err := exec.Command("/bin/sh", "-c", "echo | HF_TOKEN=hf_secret_123 sleep 30 >/dev/null 2>&1 & echo $!").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// Its stdin is a pipe.
+	pid := startOutside(t, "echo | HF_TOKEN=hf_secret_123 sleep 30 >/dev/null 2>&1")
 	script := `
 import os, sys
 pid = sys.argv[1]
@@ -576,4 +567,22 @@ for p in ["/proc/%s/environ" % pid, "/proc/%s/cmdline" % pid, "/proc/%s/fd/0" % 
 	if rules["proc-read"] != 3 {
 		t.Errorf("denials %+v", o.res.Denials)
 	}
+}
+
+// startOutside starts the shell command cmd in the background, outside this
+// process's children (the tracer's wait4(-1) would reap a child of the test:
+// a thread group shares its children), and returns its pid; it is killed at
+// the end of the test.
+func startOutside(t *testing.T, cmd string) int {
+	t.Helper()
+	out, err := exec.Command("/bin/sh", "-c", cmd+" & echo $!").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
 }
