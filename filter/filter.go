@@ -197,7 +197,7 @@ func rules(o Options) ([]rule, error) {
 			}
 			c = &cond{arg: s.FlagsArg, vals: vals}
 		case "fcntl":
-			c = &cond{arg: s.FlagsArg, vals: []uint32{syscalls.FcntlSetOwn, syscalls.FcntlSetOwnEx, syscalls.FcntlSetLease, syscalls.FcntlSetDeleg}}
+			c = &cond{arg: s.FlagsArg, vals: []uint32{syscalls.FcntlSetFl, syscalls.FcntlSetOwn, syscalls.FcntlSetOwnEx, syscalls.FcntlSetLease, syscalls.FcntlSetDeleg}}
 		case "seccomp":
 			c = &cond{arg: s.FlagsArg, anyBits: true, mask: syscalls.SeccompFilterFlagNewListener}
 		case "prctl":

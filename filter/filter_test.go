@@ -259,6 +259,9 @@ func TestFilterCases(t *testing.T) {
 			{name: "fcntl_setown", call: "fcntl", args: arg(1, syscalls.FcntlSetOwn), want: RetTrace},
 			{name: "fcntl_setdeleg", call: "fcntl", args: arg(1, syscalls.FcntlSetDeleg), want: RetTrace},
 			{name: "fcntl_setlease", call: "fcntl", args: arg(1, syscalls.FcntlSetLease), want: RetTrace},
+			{name: "fcntl_setfl", call: "fcntl", args: arg(1, syscalls.FcntlSetFl), want: RetTrace},
+			{name: "ioctl_fioasync", call: "ioctl", args: arg(1, 0x5452), want: RetTrace},
+			{name: "ioctl_fionbio", call: "ioctl", args: arg(1, 0x5421), want: RetAllow}, // Python's setblocking
 			{name: "fcntl_setlease_hi_garbage", call: "fcntl", args: arg(1, 7<<32|syscalls.FcntlSetLease), want: RetTrace},
 			{name: "fcntl_getlease", call: "fcntl", args: arg(1, 1025), want: RetAllow},
 			{name: "fcntl_setlk", call: "fcntl", args: arg(1, 6), want: RetAllow}, // F_SETLK: sqlite's read locks
@@ -987,8 +990,8 @@ func TestPathPageOff(t *testing.T) {
 		// Then fanotify_init and fanotify_mark (x86_64 +8, aarch64 +4).
 		// Then +1: TIOCGPTN (the tree's own ptys). Then +33 (x86_64 +34 with
 		// net: one more long jump): the terminal changes (TCSETS, ...).
-		"x86_64":  {426, 420, 431, 425, 461, 455, 466, 460}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW
-		"aarch64": {376, 373, 373, 370, 398, 395, 395, 392}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW
+		"x86_64":  {428, 422, 433, 427, 463, 457, 468, 462}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {378, 375, 375, 372, 400, 397, 397, 394}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

@@ -718,6 +718,13 @@ func decideTarget(op *Op) Decision {
 	if op.TargetInTree {
 		return allow(RuleInTree)
 	}
+	if op.AsyncTTY {
+		what := "a terminal"
+		if len(op.Paths) > 0 && op.Paths[0].Resolved != "" {
+			what = op.Paths[0].Resolved
+		}
+		return deny(syscall.EPERM, RuleOutsideTree, "signal-driven I/O on "+what+" would signal its foreground process group, which is not the traced tree's (only the tree's own ptys allow it)")
+	}
 	var who string
 	switch pid := op.TargetPid; {
 	case pid > 0:

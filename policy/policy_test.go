@@ -668,6 +668,34 @@ func TestDecideTargets(t *testing.T) {
 	}
 }
 
+// Signal-driven I/O on a terminal: its foreground group is the target,
+// which is the tree's only for the tree's own ptys.
+func TestDecideAsyncTTY(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	for _, c := range []struct {
+		in     bool
+		path   string
+		rule   string
+		reason string
+	}{
+		{true, "/dev/pts/7", RuleInTree, ""},
+		{false, "/dev/pts/3", RuleOutsideTree, "signal-driven I/O on /dev/pts/3 would signal its foreground process group, which is not the traced tree's (only the tree's own ptys allow it)"},
+		{false, "", RuleOutsideTree, "signal-driven I/O on a terminal would signal its foreground process group, which is not the traced tree's (only the tree's own ptys allow it)"},
+	} {
+		t.Run(fmt.Sprintf("%s/%v", c.path, c.in), func(t *testing.T) {
+			op := &Op{Kind: syscalls.KindSignal, Syscall: "fcntl", AsyncTTY: true, TargetInTree: c.in}
+			if c.path != "" {
+				op.Paths = []Path{ex(c.path)}
+			}
+			d := p.Decide(op, nil)
+			check(t, d, c.rule, syscall.EPERM, nil)
+			if d.Reason != c.reason {
+				t.Fatalf("reason %q, want %q", d.Reason, c.reason)
+			}
+		})
+	}
+}
+
 func TestDecideForbiddenAndUnknown(t *testing.T) {
 	p := mustNew(t, baseConfig())
 	cases := []struct {

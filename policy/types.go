@@ -139,6 +139,10 @@ type Op struct {
 	// is inside the traced tree (decided by the tracer, which knows the tree).
 	TargetPid    int  `json:"target_pid,omitempty"`
 	TargetInTree bool `json:"target_in_tree,omitempty"`
+	// AsyncTTY: signal-driven I/O turned on for the terminal in Paths[0],
+	// whose foreground process group the kernel makes the fd's SIGIO
+	// owner; TargetInTree says whether that terminal is the tree's own.
+	AsyncTTY bool `json:"async_tty,omitempty"`
 
 	// Exec: Initial is true for the exec of the command tracecell was asked
 	// to run (always allowed).

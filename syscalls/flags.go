@@ -274,6 +274,12 @@ const (
 	// F_UNLCK, which drops one, passes.
 	FcntlSetLease = 1024
 	FcntlUnlck    = 2 // F_UNLCK: the lease type that releases
+	// F_SETFL with O_ASYNC turns on signal-driven I/O. On a terminal the
+	// kernel itself names the terminal's foreground process group as the
+	// fd's SIGIO owner (tty_fasync, __tty_fasync): no F_SETOWN is made,
+	// and F_SETSIG then picks any signal, SIGKILL included. Trapped so
+	// that the tracer sees O_ASYNC go on (FIOASYNC is its ioctl twin).
+	FcntlSetFl = 4 // with OAsync (FASYNC; 0x2000 on both ABIs)
 )
 
 // FormatLeaseType names an F_SETLEASE lease type.
@@ -446,6 +452,8 @@ var Ioctls = []IoctlSpec{
 	// Socket SIGIO owner, like fcntl(F_SETOWN).
 	{0x8901, "FIOSETOWN", KindSignal},
 	{0x8902, "SIOCSPGRP", KindSignal},
+	// Signal-driven I/O on or off, like F_SETFL's O_ASYNC (see OAsync).
+	{0x5452, "FIOASYNC", KindSignal},
 }
 
 // LookupIoctl returns the spec of a trapped ioctl command.

@@ -211,7 +211,7 @@ func TestConstantsMatchXSys(t *testing.T) {
 		{"CLONE_NEWPID", CloneNewPID}, {"CLONE_NEWNET", CloneNewNet}, {"CLONE_THREAD", CloneThread},
 		{"CLONE_VFORK", CloneVfork}, {"CLONE_VM", CloneVM}, {"CLONE_PIDFD", ClonePidfd},
 		{"F_SETOWN", FcntlSetOwn}, {"F_SETOWN_EX", FcntlSetOwnEx},
-		{"F_SETLEASE", FcntlSetLease}, {"F_UNLCK", FcntlUnlck},
+		{"F_SETLEASE", FcntlSetLease}, {"F_UNLCK", FcntlUnlck}, {"F_SETFL", FcntlSetFl},
 		{"SECCOMP_FILTER_FLAG_NEW_LISTENER", SeccompFilterFlagNewListener},
 		{"PR_SET_MM", PrSetMM},
 		{"MAP_FIXED", MapFixed}, {"MREMAP_FIXED", MremapFixed},
@@ -313,6 +313,7 @@ func TestIoctlEncodings(t *testing.T) {
 		"TCSETSW2":                     {ioc(w, 'T', 0x2c, 44), 0x402c542c, KindWrite},
 		"TCSETSF2":                     {ioc(w, 'T', 0x2d, 44), 0x402c542d, KindWrite},
 		"FIOSETOWN":                    {0x8901, 0x8901, KindSignal},
+		"FIOASYNC":                     {0x5452, 0x5452, KindSignal},
 		"SIOCSPGRP":                    {0x8902, 0x8902, KindSignal},
 	}
 	if len(Ioctls) != len(want) {

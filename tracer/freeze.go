@@ -179,6 +179,10 @@ func (t *tracer) needsFreeze(c *call) bool {
 	case syscalls.HFcntl:
 		switch uint32(t.regs.Arg(1)) {
 		case syscalls.FcntlSetOwnEx: // f_owner_ex in memory
+		case syscalls.FcntlSetFl: // O_ASYNC: the fd table
+			if uint32(t.regs.Arg(2))&syscalls.OAsync == 0 {
+				return false // passed on the registers alone
+			}
 		case syscalls.FcntlSetLease: // the fd table
 			if uint32(t.regs.Arg(2)) == syscalls.FcntlUnlck {
 				return false // passed on the registers alone

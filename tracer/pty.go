@@ -289,3 +289,32 @@ func (l *ptyLedger) owns(res string) bool {
 	own, ok := l.own[uint32(n)]
 	return ok && own == id
 }
+
+// asyncOwn reports whether signal-driven I/O on the character device st
+// (reached as res) can signal only the tree: a pty master (each open of a
+// ptmx makes a new one, which nobody outside has as a controlling
+// terminal) or a pty slave the tree made itself, whose foreground group
+// can only be one of the tree's own session. Never a terminal among the
+// command's stdio, tracecell's own, whose foreground group is the shell's
+// job.
+func (l *ptyLedger) asyncOwn(res string, st *unix.Stat_t) bool {
+	if l.stdioTTY(devID{st.Dev, st.Rdev}) {
+		return false
+	}
+	if unix.Major(st.Rdev) == 5 && unix.Minor(st.Rdev) == 2 {
+		return true // a master, through /dev/ptmx or /dev/pts/ptmx
+	}
+	if !policy.PtySlave(res) {
+		return false
+	}
+	id, ok := ptyStat(res)
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseUint(path.Base(res), 10, 32)
+	if err != nil {
+		return false
+	}
+	own, ok := l.own[uint32(n)]
+	return ok && own == id
+}

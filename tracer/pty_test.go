@@ -229,3 +229,67 @@ func TestFdinfoField(t *testing.T) {
 		t.Error("a bad number was taken")
 	}
 }
+
+// TestAsyncTTY: signal-driven I/O makes the kernel name a terminal's
+// foreground group as the fd's SIGIO owner, and F_SETSIG picks any signal.
+// It is denied on another terminal of the user (opened read-only, as open
+// reads allow) and on tracecell's own terminal, through F_SETFL and
+// FIOASYNC alike; the tree's own ptys, a pipe and O_NONBLOCK pass.
+func TestAsyncTTY(t *testing.T) {
+	needPython(t)
+	term, _ := hostPty(t)
+	idx, err := unix.IoctlGetUint32(int(term.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err := os.OpenFile("/dev/pts/"+strconv.FormatUint(uint64(idx), 10), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slave.Close()
+	_, foreign := hostPty(t)
+	script := `
+import fcntl, os, struct, sys
+def setfl(fd, flag):
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | flag)
+        return "ok"
+    except OSError as e:
+        return "errno %d" % e.errno
+def fioasync(fd):
+    try:
+        fcntl.ioctl(fd, 0x5452, struct.pack("i", 1))
+        return "ok"
+    except OSError as e:
+        return "errno %d" % e.errno
+f = os.open(sys.argv[1], os.O_RDONLY | os.O_NOCTTY)
+print("foreign nonblock", setfl(f, os.O_NONBLOCK))
+print("foreign setfl", setfl(f, fcntl.FASYNC))
+print("foreign fioasync", fioasync(f))
+print("stdio setfl", setfl(0, fcntl.FASYNC))
+m, s = os.openpty()
+print("own master", setfl(m, fcntl.FASYNC), fioasync(m))
+print("own slave", setfl(s, fcntl.FASYNC), fioasync(s))
+r, w = os.pipe()
+print("pipe", setfl(r, fcntl.FASYNC))
+`
+	o := runTraced(t, t.TempDir(), func(_ *policy.Config, c *Config) { c.Stdin = slave },
+		python, "-S", "-c", script, foreign)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	want := "foreign nonblock ok\nforeign setfl errno 1\nforeign fioasync errno 1\nstdio setfl errno 1\n" +
+		"own master ok ok\nown slave ok ok\npipe ok\n"
+	if o.stdout != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr %s\ndenials %+v", o.stdout, want, o.stderr, o.res.Denials)
+	}
+	if len(o.res.Denials) != 3 {
+		t.Fatalf("denials %+v, want three", o.res.Denials)
+	}
+	for i, flags := range []string{"F_SETFL(O_ASYNC)", "FIOASYNC", "F_SETFL(O_ASYNC)"} {
+		d := o.res.Denials[i]
+		if d.Kind.String() != "signal" || d.Rule != policy.RuleOutsideTree || d.Errno != "EPERM" || d.Flags != flags || len(d.Paths) != 1 {
+			t.Errorf("denial %d: %+v, want signal outside-tree EPERM %s", i, d, flags)
+		}
+	}
+}

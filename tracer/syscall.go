@@ -843,9 +843,35 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 			c.fail = syscall.EFAULT
 			return nil
 		}
-		return t.ownerOp(c, int(int32(binary.LittleEndian.Uint32(b))))
+		v := int(int32(binary.LittleEndian.Uint32(b)))
+		if is.Name == "FIOASYNC" {
+			return t.asyncOp(c, v != 0)
+		}
+		return t.ownerOp(c, v)
 	}
 	return t.decodeFdMeta(c, 0, is.Kind)
+}
+
+// asyncOp checks signal-driven I/O going on for the fd in argument 0 (fcntl F_SETFL with O_ASYNC, ioctl FIOASYNC). On most files
+// it names no one: SIGIO goes to the owner set with F_SETOWN, which is
+// checked, and to no one without. A terminal is different: the kernel makes
+// its foreground process group the owner by itself (__tty_fasync), and
+// F_SETSIG then chooses the signal. So on a character device it is allowed
+// only for the tree's own ptys: a slave it made (ptys.owns) or a master it
+// opened through a ptmx; never tracecell's own terminal, whose foreground
+// group is the shell's job, nor another terminal of the user.
+func (t *tracer) asyncOp(c *call, on bool) *policy.Op {
+	fd := t.regs.Int32Arg(0)
+	var st unix.Stat_t
+	if !on || fd < 0 || unix.Stat(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, fd), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		c.pass = true // off, a bad fd (the kernel answers), or no terminal
+		return nil
+	}
+	p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd)
+	if !ok {
+		return nil
+	}
+	return &policy.Op{Kind: syscalls.KindSignal, Syscall: c.name, Paths: []policy.Path{p}, AsyncTTY: true, TargetInTree: t.ptys.asyncOwn(p.Resolved, &st)}
 }
 
 // ownerOp checks a SIGIO owner: a pid, or -pgid. The kernel would later
@@ -863,6 +889,14 @@ func (t *tracer) ownerOp(c *call, pid int) *policy.Op {
 // F_SETDELEG (forbidden).
 func (t *tracer) decodeFcntl(c *call) *policy.Op {
 	switch uint32(t.regs.Arg(1)) {
+	case syscalls.FcntlSetFl:
+		fl := uint32(t.regs.Arg(2))
+		if fl&syscalls.OAsync == 0 {
+			c.pass = true // O_NONBLOCK and the like
+			return nil
+		}
+		c.flags = "F_SETFL(O_ASYNC)"
+		return t.asyncOp(c, true)
 	case syscalls.FcntlSetOwn:
 		c.flags = "F_SETOWN"
 		return t.ownerOp(c, int(t.regs.Int32Arg(2)))
