@@ -35,3 +35,31 @@ func TestNotDumpable(t *testing.T) {
 		t.Errorf("os.Executable (/proc/self/exe): %v", err)
 	}
 }
+
+// The kernel's copy of the environment is zeros; Go's is intact. As an
+// ordinary user the process may no longer read its own environ file at
+// all (not dumpable), which is fine: nothing reads it.
+func TestEnvironScrubbed(t *testing.T) {
+	if os.Getenv("PATH") == "" {
+		t.Fatal("os.Getenv(PATH) is empty: Go's copy of the environment was lost")
+	}
+	start, end, ok := envArea()
+	if !ok || end <= start {
+		t.Fatalf("envArea = %#x, %#x, %v", start, end, ok)
+	}
+	b, err := os.ReadFile("/proc/self/environ")
+	if err != nil {
+		if os.Geteuid() != 0 && os.IsPermission(err) {
+			t.Skipf("not readable to uid %d once not dumpable: %v", os.Geteuid(), err)
+		}
+		t.Fatal(err)
+	}
+	if uint64(len(b)) != end-start {
+		t.Errorf("environ is %d bytes, env area %d", len(b), end-start)
+	}
+	for i, c := range b {
+		if c != 0 {
+			t.Fatalf("byte %d of /proc/self/environ is %q: not scrubbed (%q)", i, c, b[i:min(len(b), i+40)])
+		}
+	}
+}
