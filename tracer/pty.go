@@ -270,10 +270,7 @@ func ptyStat(p string) (ptyID, bool) {
 // the tree may open: tracecell's own terminal (by device numbers) or a pty
 // the tree created, still the same inode (index and identity).
 func (l *ptyLedger) owns(res string) bool {
-	if !policy.PtySlave(res) {
-		return false
-	}
-	id, ok := ptyStat(res)
+	id, made, ok := l.slave(res)
 	if !ok {
 		return false
 	}
@@ -282,12 +279,24 @@ func (l *ptyLedger) owns(res string) bool {
 			return true
 		}
 	}
+	return made
+}
+
+// slave looks res up as a pty slave: its identity, and whether the tree
+// made it (the same index and identity as a pty it created).
+func (l *ptyLedger) slave(res string) (id ptyID, made, ok bool) {
+	if !policy.PtySlave(res) {
+		return id, false, false
+	}
+	if id, ok = ptyStat(res); !ok {
+		return id, false, false
+	}
 	n, err := strconv.ParseUint(path.Base(res), 10, 32)
 	if err != nil {
-		return false
+		return id, false, true
 	}
-	own, ok := l.own[uint32(n)]
-	return ok && own == id
+	own, known := l.own[uint32(n)]
+	return id, known && own == id, true
 }
 
 // asyncOwn reports whether signal-driven I/O on the character device st
@@ -304,17 +313,6 @@ func (l *ptyLedger) asyncOwn(res string, st *unix.Stat_t) bool {
 	if unix.Major(st.Rdev) == 5 && unix.Minor(st.Rdev) == 2 {
 		return true // a master, through /dev/ptmx or /dev/pts/ptmx
 	}
-	if !policy.PtySlave(res) {
-		return false
-	}
-	id, ok := ptyStat(res)
-	if !ok {
-		return false
-	}
-	n, err := strconv.ParseUint(path.Base(res), 10, 32)
-	if err != nil {
-		return false
-	}
-	own, ok := l.own[uint32(n)]
-	return ok && own == id
+	_, made, _ := l.slave(res)
+	return made
 }

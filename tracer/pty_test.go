@@ -18,6 +18,34 @@ import (
 // as far as the tree can tell): its master, unlocked, and the slave's path.
 func hostPty(t *testing.T) (*os.File, string) { return ptytest.Open(t) }
 
+// hostTerminal makes a pty outside the tree and opens its slave, to be
+// given to the command as its terminal (tracecell's own, as if run on it).
+func hostTerminal(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	master, _ = hostPty(t)
+	idx, err := unix.IoctlGetUint32(int(master.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.FormatUint(uint64(idx), 10), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slave.Close() })
+	return master, slave
+}
+
+// wantStdout fails the test unless the run went and printed want.
+func wantStdout(t *testing.T, o runOut, want string) {
+	t.Helper()
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.stdout != want {
+		t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr %s\ndenials %+v", o.stdout, want, o.stderr, o.res.Denials)
+	}
+}
+
 // masterGot reads what arrived at master m within a short while.
 func masterGot(t *testing.T, m *os.File) string {
 	t.Helper()
@@ -85,14 +113,8 @@ stop.set()
 th.join()
 `
 	o := runTraced(t, t.TempDir(), nil, python, "-S", "-c", script, name)
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	want := "openpty ok True\nptsname ok\ntiocgptn on a slave 25\ntiocgptn into a read-only page -1 14\n" +
-		"foreign errno 13\nthreaded ok\nforeign threaded errno 13\n"
-	if o.stdout != want {
-		t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr %s\ndenials %+v", o.stdout, want, o.stderr, o.res.Denials)
-	}
+	wantStdout(t, o, "openpty ok True\nptsname ok\ntiocgptn on a slave 25\ntiocgptn into a read-only page -1 14\n"+
+		"foreign errno 13\nthreaded ok\nforeign threaded errno 13\n")
 	if got := masterGot(t, host); got != "" {
 		t.Errorf("the host pty got %q", got)
 	}
@@ -180,16 +202,7 @@ print("reused", w(name))
 // writable by name (os.ttyname(1), /dev/stdout); another pty is not.
 func TestPtyStdio(t *testing.T) {
 	needPython(t)
-	term, _ := hostPty(t)
-	slaveName, err := unix.IoctlGetUint32(int(term.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slave, err := os.OpenFile("/dev/pts/"+strconv.FormatUint(uint64(slaveName), 10), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slave.Close()
+	term, slave := hostTerminal(t)
 	other, otherName := hostPty(t)
 	script := ptyScript + `
 print("tty", w(os.ttyname(1), b"BY-NAME\n"), file=sys.stderr)
@@ -237,16 +250,7 @@ func TestFdinfoField(t *testing.T) {
 // FIOASYNC alike; the tree's own ptys, a pipe and O_NONBLOCK pass.
 func TestAsyncTTY(t *testing.T) {
 	needPython(t)
-	term, _ := hostPty(t)
-	idx, err := unix.IoctlGetUint32(int(term.Fd()), unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slave, err := os.OpenFile("/dev/pts/"+strconv.FormatUint(uint64(idx), 10), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slave.Close()
+	_, slave := hostTerminal(t)
 	_, foreign := hostPty(t)
 	script := `
 import fcntl, os, struct, sys
@@ -275,14 +279,8 @@ print("pipe", setfl(r, fcntl.FASYNC))
 `
 	o := runTraced(t, t.TempDir(), func(_ *policy.Config, c *Config) { c.Stdin = slave },
 		python, "-S", "-c", script, foreign)
-	if o.err != nil {
-		t.Fatal(o.err)
-	}
-	want := "foreign nonblock ok\nforeign setfl errno 1\nforeign fioasync errno 1\nstdio setfl errno 1\n" +
-		"own master ok ok\nown slave ok ok\npipe ok\n"
-	if o.stdout != want {
-		t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr %s\ndenials %+v", o.stdout, want, o.stderr, o.res.Denials)
-	}
+	wantStdout(t, o, "foreign nonblock ok\nforeign setfl errno 1\nforeign fioasync errno 1\nstdio setfl errno 1\n"+
+		"own master ok ok\nown slave ok ok\npipe ok\n")
 	if len(o.res.Denials) != 3 {
 		t.Fatalf("denials %+v, want three", o.res.Denials)
 	}
