@@ -42,6 +42,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/internal/procstat"
 )
 
 var (
@@ -556,34 +558,12 @@ func diffTrees(a, b map[string]string) []string {
 	return d
 }
 
-// procState is the state letter of /proc/PID/stat ("" when gone).
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
-}
-
-// procStatField returns field n (1-based, as in proc(5)) of /proc/PID/stat.
-func procStatField(pid, n int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	f := strings.Fields(s[i+1:])
-	if n-3 < 0 || n-3 >= len(f) {
-		return ""
-	}
-	return f[n-3]
-}
+// procState is the state letter of /proc/PID/stat ("" when gone), and
+// procStatField field n of it (1-based, as in proc(5)).
+var (
+	procState     = procstat.State
+	procStatField = procstat.Field
+)
 
 func readTrim(p string) string {
 	b, err := os.ReadFile(p)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/internal/procstat"
 )
 
 // otherMountNS starts a process in a mount namespace of its own (unshare
@@ -37,22 +39,11 @@ func otherMountNS(t *testing.T, dir string) int {
 		if _, err := os.Stat(ready); err == nil {
 			return pid
 		}
-		if time.Now().After(deadline) || processExited(pid) {
+		if time.Now().After(deadline) || !procstat.Runs(pid) {
 			t.Skipf("no process in a mount namespace of its own (unprivileged user namespaces disabled?): %s", out.String())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// processExited reports whether pid is gone or a zombie.
-func processExited(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || strings.HasPrefix(s[i+1:], " Z")
 }
 
 // TestOtherMountNamespace: the text of a magic link of an object in another

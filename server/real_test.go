@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/procstat"
 	"github.com/tracecell/tracecell/internal/syncbuf"
 )
 
@@ -222,7 +223,7 @@ func TestRealKillWorkerMidExecution(t *testing.T) {
 	if d.Restarts != 1 || d.Worker.WorkerPid == in.Worker.WorkerPid {
 		t.Fatalf("describe after restart: %+v", d)
 	}
-	waitFor(t, "the old worker-host to be gone", func() bool { return !pidAlive(in.Worker.HostPid) })
+	waitFor(t, "the old worker-host to be gone", func() bool { return !procstat.Runs(in.Worker.HostPid) })
 
 	// A worker killed while idle: the next execution is not run, says so,
 	// and the one after runs in a fresh worker.
@@ -281,23 +282,12 @@ func TestRealDeleteBusy(t *testing.T) {
 		t.Fatal("the execution did not end when its session was deleted")
 	}
 	t.Logf("delete of a busy session took %v", time.Since(t0))
-	if pidAlive(in.Worker.WorkerPid) || pidAlive(in.Worker.HostPid) {
+	if procstat.Runs(in.Worker.WorkerPid) || procstat.Runs(in.Worker.HostPid) {
 		t.Fatal("the session's processes outlived its deletion")
 	}
 	if _, err := os.Stat(in.Sandbox); !os.IsNotExist(err) {
 		t.Fatalf("sandbox left: %v", err)
 	}
-}
-
-// pidAlive reports whether pid exists and is not a zombie.
-func pidAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || len(s) < i+3 || s[i+2] != 'Z'
 }
 
 // descendants lists the live processes below pid.
@@ -628,7 +618,7 @@ func (h *helper) sessionsWithWorkers(t *testing.T, n int) []int {
 func alivePids(pids []int) []int {
 	var out []int
 	for _, p := range pids {
-		if pidAlive(p) {
+		if procstat.Runs(p) {
 			out = append(out, p)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/internal/procstat"
 )
 
 // TestReadBase: the directory a relative path starts from is taken by the
@@ -104,7 +106,7 @@ func otherMountNS(t *testing.T, dir string) (int, bool) {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d/root%s/ready", pid, dir)); err == nil {
 			return pid, true
 		}
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(b), ") Z") {
+		if !procstat.Runs(pid) {
 			break
 		}
 	}

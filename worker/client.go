@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/procstat"
 	"github.com/tracecell/tracecell/report"
 )
 
@@ -534,23 +534,9 @@ func (p *Proc) awaitWorkerGone() {
 		return
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for processRuns(pid) && time.Now().Before(deadline) {
+	for procstat.Runs(pid) && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-// processRuns reports whether pid exists and is not a zombie.
-func processRuns(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// pid (comm) state ...: comm may contain spaces and parentheses.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	return b[i+2] != 'Z' && b[i+2] != 'X'
 }
 
 // Close stops the worker and its host and waits for both; it leaves no
@@ -578,7 +564,7 @@ func (p *Proc) Close() error {
 		<-p.msgsDone
 		<-p.logsDone
 		p.awaitWorkerGone()
-		if pid := p.info.WorkerPid; pid > 0 && processRuns(pid) {
+		if pid := p.info.WorkerPid; pid > 0 && procstat.Runs(pid) {
 			p.closeErr = fmt.Errorf("worker-host %d: worker %d still runs after its host was killed", p.hostPid, pid)
 		}
 	})

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tracecell/tracecell/config"
 	"github.com/tracecell/tracecell/internal/caps"
+	"github.com/tracecell/tracecell/internal/procstat"
 	"github.com/tracecell/tracecell/internal/syncbuf"
 )
 
@@ -88,11 +89,11 @@ func errName(r *Result) string {
 	return r.Error.Name
 }
 
-// processRunsT: pid exists and is not a zombie.
+// gone waits up to within for pid to exit (gone, or a zombie).
 func gone(pid int, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	for {
-		if !processRuns(pid) {
+		if !procstat.Runs(pid) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -629,7 +630,7 @@ func TestServerKilled(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("helper: %v", err)
 	}
-	if !processRuns(info.HostPid) || !processRuns(info.WorkerPid) {
+	if !procstat.Runs(info.HostPid) || !procstat.Runs(info.WorkerPid) {
 		t.Fatalf("host %d or worker %d not running", info.HostPid, info.WorkerPid)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
