@@ -136,7 +136,11 @@ def ptys():
     def roundtrip(master, name, tag):
         fd = os.open(name, os.O_RDWR | os.O_NOCTTY)  # by name: checked as a write
         os.write(fd, tag + b"\n")
-        out = os.read(master, 100)
+        # The master may get the line in pieces (the tty pushes it through
+        # a workqueue): read up to its end.
+        out = b""
+        while not out.endswith(b"\n"):
+            out += os.read(master, 100)
         os.write(master, b"back " + tag + b"\n")
         back = os.read(fd, 100)
         os.close(fd)
