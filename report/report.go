@@ -206,9 +206,16 @@ func OpenTarget(path string) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("report %s: open directory %s: %w (it must exist)", path, dir, err)
 	}
-	f, err := unix.Openat(fd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_CLOEXEC, 0o644)
+	// O_NOFOLLOW: a symlink left at path (by a traced program of an
+	// earlier run, say) must not make tracecell create its target; the
+	// final rename would replace the link, but the target would be made
+	// by then. O_NONBLOCK: a FIFO there must not block the probe.
+	f, err := unix.Openat(fd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		unix.Close(fd)
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("report %s: is a symbolic link; tracecell never writes through a link (a traced program may have left it there): remove it or give another path", path)
+		}
 		return nil, fmt.Errorf("create report %s: %w", path, err)
 	}
 	unix.Close(f)

@@ -15,9 +15,9 @@ func startProfile(stderr io.Writer) func() {
 	if path == "" {
 		return func() {}
 	}
-	f, err := os.Create(path)
+	f, err := createOutput("TRACECELL_CPUPROFILE", path, nil)
 	if err != nil {
-		fmt.Fprintf(stderr, "tracecell: cannot write the CPU profile %s: %v\n", path, err)
+		fmt.Fprintf(stderr, "tracecell: cannot write the CPU profile: %v\n", err)
 		return func() {}
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -261,7 +262,13 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		if s.Report != "" {
 			rep := &report.Report{Version: 1, Tracecell: Version, Command: argv, Started: time.Now().UTC(),
 				Error: err.Error(), Exit: report.Exit{Code: -1, Status: status}, TracerPeakRSSKB: selfMaxRSS()}
-			if werr := rep.WriteFile(s.Report); werr != nil {
+			var werr error
+			if p, perr := outputPath("--report", s.Report, givenRoots(s)); perr != nil {
+				werr = perr
+			} else {
+				werr = rep.WriteFile(p)
+			}
+			if werr != nil {
 				fmt.Fprintf(stderr, "tracecell: %s\n", werr)
 			}
 		}
@@ -280,12 +287,15 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		return &exitError{statusFailed, fmt.Errorf("policy: %w", err)}
 	}
 
+	// tracecell's own files never go through a link the tree may have
+	// left in a writable or scratch root (see outfile.go).
+	roots := append(append([]string{}, plan.Policy.WriteRoots...), plan.Policy.Scratch...)
 	var trace *report.TraceWriter
 	var traceFile *os.File
 	if s.Trace != "" {
-		traceFile, err = os.Create(s.Trace)
+		traceFile, err = createOutput("--trace", s.Trace, roots)
 		if err != nil {
-			return &exitError{statusFailed, fmt.Errorf("--trace: %w", err)}
+			return &exitError{statusFailed, err}
 		}
 		defer traceFile.Close()
 		trace = report.NewTraceWriter(traceFile)
@@ -296,7 +306,11 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 	// program pointed a symlink, and tracecell would create the report there.
 	var repTarget *report.Target
 	if s.Report != "" {
-		repTarget, err = report.OpenTarget(s.Report)
+		p, err := outputPath("--report", s.Report, roots)
+		if err != nil {
+			return &exitError{statusFailed, err}
+		}
+		repTarget, err = report.OpenTarget(p)
 		if err != nil {
 			return &exitError{statusFailed, fmt.Errorf("--report: %w", err)}
 		}
@@ -428,6 +442,21 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		return &exitError{status: status}
 	}
 	return nil
+}
+
+// givenRoots are the writable roots of s, resolved where they exist, for
+// the checks of outputPath when config.Build failed before resolving them.
+func givenRoots(s *config.Settings) []string {
+	var roots []string
+	for _, w := range s.Write {
+		if a, err := config.Abs(w); err == nil && w != "" {
+			if r, err := filepath.EvalSymlinks(a); err == nil {
+				a = r
+			}
+			roots = append(roots, a)
+		}
+	}
+	return roots
 }
 
 func signalName(s syscall.Signal) string {

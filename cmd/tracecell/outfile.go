@@ -1,0 +1,126 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The files tracecell itself writes on a run (--trace, --report, the
+// TRACECELL_CPUPROFILE profile) may be named inside a writable root, where a
+// traced program of this or an earlier run could have left a symlink (or a
+// hard link) to a host file. tracecell may run as root, and its writes are
+// not checked by the policy: it must never write through such a link.
+//
+//   - The last component is never followed: O_NOFOLLOW makes open(2) fail
+//     with ELOOP on a symlink (Linux since 2.1.126; every supported kernel).
+//   - An existing file is written only if it is a regular file with one
+//     link: a hard link to a host file shares its inode, and truncating it
+//     would truncate the host file. It is truncated only after that check,
+//     through the fd (ftruncate), never by O_TRUNC at open.
+//   - A directory component that is a symlink sitting inside a writable or
+//     scratch root of this run is refused: the tree may have planted it.
+//     Symlinks elsewhere (/var/run -> /run, a home on another disk) are the
+//     operator's and are followed as usual.
+//   - The path is cleaned before it is opened, so a ".." is never applied
+//     after the kernel has followed a symlink.
+
+// outputPath checks path, given with option opt (e.g. "--trace"), against
+// roots (resolved writable and scratch roots) and returns it absolute and
+// cleaned, the form to open.
+func outputPath(opt, path string, roots []string) (string, error) {
+	if path == "" {
+		return "", fmt.Errorf("%s: empty path: give a FILE", opt)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", opt, path, err)
+	}
+	// Every directory component, from the top: "/a", "/a/b", ...
+	dir := filepath.Dir(abs)
+	for i := 1; i <= len(dir); i++ {
+		if i < len(dir) && dir[i] != '/' {
+			continue
+		}
+		prefix := dir[:i]
+		if prefix == "/" {
+			continue
+		}
+		st, err := os.Lstat(prefix)
+		if err != nil {
+			break // missing: opening fails below and says so
+		}
+		if st.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		parent, err := filepath.EvalSymlinks(filepath.Dir(prefix))
+		if err != nil {
+			continue
+		}
+		if r := rootOf(parent, roots); r != "" {
+			return "", fmt.Errorf("%s %s: %s is a symbolic link inside the writable root %s, which a traced program may have planted; tracecell does not write through it: remove the link or give a path without it", opt, path, prefix, r)
+		}
+	}
+	return abs, nil
+}
+
+// rootOf is the root of roots that p is or is below, or "".
+func rootOf(p string, roots []string) string {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
+			return r
+		}
+	}
+	return ""
+}
+
+// linkError turns open(2)'s ELOOP for O_NOFOLLOW into the one-line message.
+func linkError(opt, path string, err error) error {
+	if errors.Is(err, unix.ELOOP) {
+		return fmt.Errorf("%s %s: is a symbolic link; tracecell never writes through a link (a traced program may have left it there): remove it or give another path", opt, path)
+	}
+	return fmt.Errorf("%s %s: %w", opt, path, err)
+}
+
+// createOutput opens path (checked by outputPath) for writing from its
+// start, creating it mode 0644 if missing, without following a symlink or
+// truncating a file that has other links. The fd is close-on-exec.
+func createOutput(opt, path string, roots []string) (*os.File, error) {
+	abs, err := outputPath(opt, path, roots)
+	if err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: a FIFO left at path must not block the open until some
+	// reader comes (it fails with ENXIO instead); cleared below once the
+	// file is known to be a regular one.
+	fd, err := unix.Open(abs, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return nil, linkError(opt, path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s %s: fstat: %w", opt, path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s %s: not a regular file: give a FILE to create or overwrite", opt, path)
+	}
+	if st.Nlink > 1 {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s %s: has %d hard links, so overwriting it would change another file too (a traced program may have linked it): remove it or give another path", opt, path, st.Nlink)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s %s: fcntl: %w", opt, path, err)
+	}
+	if err := unix.Ftruncate(fd, 0); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s %s: truncate: %w", opt, path, err)
+	}
+	return os.NewFile(uintptr(fd), abs), nil
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestCreateOutput: the opener of tracecell's own output files (--trace,
+// the CPU profile) against what a traced program can leave at the path.
+// Ground truth is the other file's content, read here.
+func TestCreateOutput(t *testing.T) {
+	root := t.TempDir() // a writable root of the run
+	other := t.TempDir()
+	host := filepath.Join(other, "host")
+	const content = "host data\n"
+	for _, tc := range []struct {
+		name   string
+		setup  func(p string) // makes what lies at p
+		path   func(p string) string
+		errHas string
+	}{
+		{"new", func(string) {}, nil, ""},
+		{"existing", func(p string) { os.WriteFile(p, []byte("old trace\n"), 0o644) }, nil, ""},
+		{"symlink", func(p string) { os.Symlink(host, p) }, nil, "is a symbolic link"},
+		{"dangling-symlink", func(p string) { os.Symlink(filepath.Join(other, "new"), p) }, nil, "is a symbolic link"},
+		{"hard-link", func(p string) { os.Link(host, p) }, nil, "hard links"},
+		{"fifo", func(p string) { syscall.Mkfifo(p, 0o644) }, nil, "no such device"},
+		{"directory", func(p string) { os.Mkdir(p, 0o755) }, nil, "is a directory"},
+		{"dir-link-in-root", func(p string) { os.Symlink(other, p) },
+			func(p string) string { return filepath.Join(p, "t.jsonl") }, "is a symbolic link inside the writable root " + root},
+		{"empty", func(string) {}, func(string) string { return "" }, "empty path"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(host, []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(root, tc.name)
+			tc.setup(p)
+			if tc.path != nil {
+				p = tc.path(p)
+			}
+			f, err := createOutput("--trace", p, []string{root})
+			if b, _ := os.ReadFile(host); string(b) != content {
+				t.Errorf("host file is now %q", b)
+			}
+			if ents, _ := os.ReadDir(other); len(ents) != 1 {
+				t.Errorf("%s holds %d entries, want only host", other, len(ents))
+			}
+			if tc.errHas != "" {
+				if f != nil {
+					f.Close()
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) || !strings.HasPrefix(err.Error(), "--trace") {
+					t.Fatalf("err %v, want one starting --trace containing %q", err, tc.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString("x\n"); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if b, _ := os.ReadFile(p); string(b) != "x\n" {
+				t.Errorf("%s holds %q, want the new content only", p, b)
+			}
+		})
+	}
+}
+
+// TestOutputPathOutsideRoots: a symlink that is not in a writable root (the
+// operator's, e.g. /var/run -> /run) is followed as usual.
+func TestOutputPathOutsideRoots(t *testing.T) {
+	root, other := t.TempDir(), t.TempDir()
+	link := filepath.Join(other, "link")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	f, err := createOutput("--trace", filepath.Join(link, "t.jsonl"), []string{root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := os.Stat(filepath.Join(root, "t.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,124 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOutputLinks: a traced program leaves symlinks in its sandbox that
+// point at host files and directories; a later run names that sandbox path
+// for --trace or --report. tracecell's own writes are not checked by the
+// policy (and tracecell may run as root), so they must never follow such a
+// link: the run fails with one line naming the option, and the host files
+// are untouched (checked here with stat and read, outside the tree).
+// tracecell up to 659018d truncated the --trace target and created the
+// --report target.
+func TestOutputLinks(t *testing.T) {
+	host := realDir(t) // stands for the host outside the sandbox
+	sbx := realDir(t)
+	victim := filepath.Join(host, "victim")
+	const content = "host data\n"
+	if err := os.WriteFile(victim, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(host, "created")
+	hostDir := filepath.Join(host, "dir")
+	if err := os.Mkdir(hostDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	cases := []struct {
+		name, flag string
+		target     string // what the planted link (named tc.name) points at
+		rest       string // appended to the link's path
+		errHas     string
+	}{
+		{"trace-to-file", "--trace", victim, "", "is a symbolic link"},
+		{"trace-to-missing", "--trace", missing, "", "is a symbolic link"},
+		{"trace-through-dir", "--trace", hostDir, "/trace.jsonl", "is a symbolic link inside the writable root"},
+		{"report-to-file", "--report", victim, "", "is a symbolic link"},
+		{"report-to-missing", "--report", missing, "", "is a symbolic link"},
+		{"report-through-dir", "--report", hostDir, "/report.json", "is a symbolic link inside the writable root"},
+		// ".." after a symlink: the kernel would apply it to the link's
+		// target (host/..); tracecell cleans the path first, so the
+		// report lands in the sandbox.
+		{"report-dotdot", "--report", hostDir, "/../r.json", ""},
+	}
+
+	// Run 1: the tree plants one link per case, each a fresh one (an old
+	// tracecell renames its report over the link).
+	args := []string{tcBin, "run", "--write", sbx, "--", python, pyScript("plant_links.py")}
+	for _, tc := range cases {
+		args = append(args, tc.name+"="+tc.target)
+	}
+	r := execute(t, "", os.Environ(), args)
+	if r.status != 0 {
+		t.Fatalf("run 1: status %d\nstderr:\n%s", r.status, r.stderr)
+	}
+	for _, tc := range cases {
+		if _, err := os.Readlink(filepath.Join(sbx, tc.name)); err != nil {
+			t.Fatalf("run 1 planted no %s: %v\nstdout:\n%s\nstderr:\n%s", tc.name, err, r.stdout, r.stderr)
+		}
+	}
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := sbx + "/" + tc.name + tc.rest // unclean on purpose in report-dotdot
+			// Run 2: tracecell is told to write its own file there.
+			r := execute(t, "", os.Environ(), []string{tcBin, "run", "--write", sbx, tc.flag, p, "--", "/bin/true"})
+
+			// Ground truth, outside the tree.
+			if b, err := os.ReadFile(victim); err != nil || string(b) != content {
+				if len(b) > 80 {
+					b = append(b[:80:80], "..."...)
+				}
+				t.Errorf("%s: host file %s is now %q (%v), want %q", tc.flag, victim, b, err, content)
+				os.WriteFile(victim, []byte(content), 0o644)
+			}
+			if _, err := os.Lstat(missing); err == nil {
+				t.Errorf("%s: tracecell created the link's target %s", tc.flag, missing)
+				os.Remove(missing)
+			}
+			if ents, _ := os.ReadDir(hostDir); len(ents) != 0 {
+				t.Errorf("%s: tracecell wrote into the host directory %s through the link: %v", tc.flag, hostDir, ents)
+				for _, e := range ents {
+					os.Remove(filepath.Join(hostDir, e.Name()))
+				}
+			}
+			if ents, _ := os.ReadDir(host); len(ents) != 2 {
+				var names []string
+				for _, e := range ents {
+					names = append(names, e.Name())
+				}
+				t.Errorf("host directory %s holds %v, want only victim and dir", host, names)
+				for _, n := range names {
+					if n != "victim" && n != "dir" {
+						os.RemoveAll(filepath.Join(host, n))
+					}
+				}
+			}
+
+			if tc.errHas == "" {
+				if r.status != 0 {
+					t.Fatalf("status %d, want 0\nstderr:\n%s", r.status, r.stderr)
+				}
+				if _, err := os.Stat(filepath.Join(sbx, "r.json")); err != nil {
+					t.Errorf("report not at the cleaned path %s: %v", filepath.Join(sbx, "r.json"), err)
+				}
+				return
+			}
+			if r.status != 125 {
+				t.Errorf("status %d, want 125\nstderr:\n%s", r.status, r.stderr)
+			}
+			msg := strings.TrimSpace(r.stderr)
+			if !strings.Contains(msg, tc.flag) || !strings.Contains(msg, tc.errHas) || strings.Contains(msg, "\n") {
+				t.Errorf("stderr %q: want one line naming %s and containing %q", msg, tc.flag, tc.errHas)
+			}
+			if l, err := os.Readlink(filepath.Join(sbx, tc.name)); err != nil || l != tc.target {
+				t.Errorf("the link %s was replaced: %q %v", tc.name, l, err)
+			}
+		})
+	}
+}
