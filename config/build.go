@@ -99,6 +99,21 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	}
 	p := &Plan{Argv: argv}
 	var pc policy.Config
+	// An empty path would be the current directory (filepath.Abs("")):
+	// `--write "$SBX"` with SBX unset must not make the cwd writable.
+	// The CLI and LoadFile say which flag or line; this catches every
+	// other caller (the session server's settings, say).
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"--write", s.Write}, {"--read", s.Read}, {"--deny-read", s.DenyRead}, {"--allow-exec", s.AllowExec},
+		{"--allow-device", s.AllowDevice}, {"--scratch", s.Scratch}} {
+		for _, v := range l.list {
+			if v == "" {
+				return nil, usagef("%s: empty value (an unset variable?): give a path", l.name)
+			}
+		}
+	}
 
 	// Writable roots.
 	if len(s.Write) == 0 {

@@ -3,9 +3,6 @@
 package config
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // Settings are everything an operator can set, in a policy file or by
@@ -120,55 +115,6 @@ func ParseSize(s string) (uint64, error) {
 	mult := map[string]float64{"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}[strings.ToLower(m[2])]
 	return uint64(f * mult), nil
 }
-
-var yamlFieldRe = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`line (\d+): field (\S+) not found in type \S+`)
-})
-
-// LoadFile reads a policy file. JSON (by a .json suffix or a leading '{') is
-// decoded strictly with encoding/json, anything else as YAML. An unknown key
-// or a bad value is an error naming the key and the file.
-func LoadFile(path string) (*Settings, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("policy file %s: %w", path, err)
-	}
-	var s Settings
-	trimmed := bytes.TrimSpace(b)
-	if strings.HasSuffix(path, ".json") || bytes.HasPrefix(trimmed, []byte("{")) {
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&s); err != nil {
-			msg := err.Error()
-			msg = strings.Replace(msg, "json: unknown field ", "unknown key ", 1)
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) {
-				msg = fmt.Sprintf("key %q: want %s, got %s", te.Field, te.Type, te.Value)
-			}
-			return nil, fmt.Errorf("policy file %s: %s", path, msg)
-		}
-		return &s, nil
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&s); err != nil {
-		if errors.Is(err, errEOF) || err.Error() == "EOF" {
-			return &s, nil // an empty file: all defaults
-		}
-		msg := err.Error()
-		if m := yamlFieldRe().FindStringSubmatch(msg); m != nil {
-			msg = fmt.Sprintf("unknown key %q (line %s)", m[2], m[1])
-		} else {
-			msg = strings.TrimPrefix(msg, "yaml: ")
-			msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
-			msg = strings.ReplaceAll(msg, "\n  ", "; ")
-		}
-		return nil, fmt.Errorf("policy file %s: %s", path, msg)
-	}
-	return &s, nil
-}
-
-var errEOF = errors.New("EOF")
 
 // Abs makes p absolute against the current directory, expanding a leading "~/".
 func Abs(p string) (string, error) {

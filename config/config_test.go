@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,6 +79,48 @@ func TestLoadFile(t *testing.T) {
 		{"bad-size", "b.yaml", "memory: lots\n", []string{"b.yaml", `invalid size "lots"`}, nil},
 		{"bad-duration", "d.yaml", "timeout: soon\n", []string{"d.yaml", `invalid duration "soon"`}, nil},
 		{"bad-type", "t.json", `{"max_procs": "many"}`, []string{"t.json", "max_procs"}, nil},
+		// Issue 17 item 5: every error names the file, the key and the line.
+		{"duration-key-line", "d2.yaml", "net: deny\ntimeout: forever\n", []string{"d2.yaml", "line 2", "key timeout", `invalid duration "forever"`}, nil},
+		{"size-key-line", "s2.yaml", "\n\nmemory: [2G]\n", []string{"s2.yaml", "line 3", "key memory", "want a size"}, nil},
+		{"int-key-line", "i.yaml", "max_procs: many\n", []string{"i.yaml", "line 1", "key max_procs", `want a whole number, got "many"`}, nil},
+		{"bool-key-line", "q.yaml", "quiet: 3\n", []string{"q.yaml", "line 1", "key quiet", "want true or false"}, nil},
+		{"string-list", "n.yaml", "net:\n  - deny\n", []string{"n.yaml", "line 2", "key net", "want one value, got a list"}, nil},
+		{"env-list", "e2.yaml", "env: [A=b]\n", []string{"e2.yaml", "line 1", "key env", "want NAME: value pairs"}, nil},
+		{"nested-list", "w2.yaml", "write:\n  - [/a]\n", []string{"w2.yaml", "line 2", "key write", "want a list of values"}, nil},
+		{"duplicate", "dup.yaml", "write: /a\nwrite: /b\n", []string{"dup.yaml", "line 2", "key write", "given twice", "line 1"}, nil},
+		{"not-a-mapping", "l.yaml", "- /a\n", []string{"l.yaml", "line 1", "want keys and values"}, nil},
+		{"yaml-syntax", "y.yaml", "write: [/a\n", []string{"y.yaml", "line", "not valid YAML"}, nil},
+		{"json-key-line", "t2.json", "{\n  \"write\": [\"/a\"],\n  \"timeout\": \"forever\"\n}", []string{"t2.json", "line 3", "key timeout", `invalid duration "forever"`}, nil},
+		{"json-unknown-line", "u2.json", "{\n\n  \"wirte\": 1}", []string{"u2.json", "line 3", `unknown key "wirte"`}, nil},
+		{"json-syntax", "x.json", "{\n  \"write\": [\"/a\",]\n}", []string{"x.json", "line 2", "not valid JSON"}, nil},
+		{"json-trailing", "tr.json", "{}\n{}", []string{"tr.json", "line 2", "not valid JSON"}, nil},
+		// A single path where a list is expected is a list of one.
+		{"single-write", "w.yaml", "write: ./sbx\nread: /data\n", nil, func(t *testing.T, s *Settings) {
+			if len(s.Write) != 1 || s.Write[0] != "./sbx" || len(s.Read) != 1 || s.Read[0] != "/data" {
+				t.Fatalf("%+v", s)
+			}
+		}},
+		{"single-write-json", "w.json", `{"write": "./sbx", "allow_exec": "git"}`, nil, func(t *testing.T, s *Settings) {
+			if len(s.Write) != 1 || s.Write[0] != "./sbx" || len(s.AllowExec) != 1 || s.AllowExec[0] != "git" {
+				t.Fatalf("%+v", s)
+			}
+		}},
+		{"no-scratch", "ns.yaml", "scratch: []\n", nil, func(t *testing.T, s *Settings) {
+			if s.Scratch == nil || len(s.Scratch) != 0 {
+				t.Fatalf("scratch: [] gave %#v, want an empty list (no scratch directory)", s.Scratch)
+			}
+		}},
+		{"null-scratch", "nn.yaml", "scratch:\n", nil, func(t *testing.T, s *Settings) {
+			if s.Scratch != nil {
+				t.Fatalf("scratch: (nothing) gave %#v, want the default", s.Scratch)
+			}
+		}},
+		{"comments-only", "c.yaml", "# nothing yet\n", nil, func(t *testing.T, s *Settings) {}},
+		{"json-types", "all.json", `{"max_procs": 8, "quiet": true, "env": {"A": "b"}, "memory": 1024, "timeout": 1.5}`, nil, func(t *testing.T, s *Settings) {
+			if s.MaxProcs != 8 || !s.Quiet || s.Env["A"] != "b" || s.Memory != 1024 || time.Duration(s.Timeout) != 1500*time.Millisecond {
+				t.Fatalf("%+v", s)
+			}
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := filepath.Join(dir, tc.file)
@@ -105,6 +148,50 @@ func TestLoadFile(t *testing.T) {
 	}
 	if _, err := LoadFile(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+// TestLoadFileEmptyPaths: an empty path in any path key, as one value or in
+// a list, YAML or JSON, is an error naming the file, the key and the line,
+// never the current directory (issue 17 item 2: `write: [""]`, from an
+// unset variable, made the cwd writable).
+func TestLoadFileEmptyPaths(t *testing.T) {
+	dir := t.TempDir()
+	for key := range pathKeys {
+		for _, form := range []struct{ name, yaml, json string }{
+			{"one", `%s: ""`, `{"%s": ""}`},
+			{"list", `%s: ["/a", ""]`, `{"%s": ["/a", ""]}`},
+		} {
+			for _, format := range []string{"yaml", "json"} {
+				t.Run(key+"/"+form.name+"/"+format, func(t *testing.T) {
+					body := fmt.Sprintf(form.yaml, key)
+					if format == "json" {
+						body = fmt.Sprintf(form.json, key)
+					}
+					if form.name == "list" && (key == "cwd" || key == "report" || key == "trace") {
+						t.Skip("not a list key")
+					}
+					p := filepath.Join(dir, key+"-"+form.name+"."+format)
+					os.WriteFile(p, []byte("\n"+body+"\n"), 0o644)
+					_, err := LoadFile(p)
+					if err == nil {
+						t.Fatalf("%s: no error", body)
+					}
+					for _, h := range []string{p, "line 2", "key " + key, "empty value"} {
+						if !strings.Contains(err.Error(), h) {
+							t.Errorf("error %q lacks %q", err, h)
+						}
+					}
+				})
+			}
+		}
+	}
+	// Every path key is a key of Settings.
+	keys := settingsKeys()
+	for k := range pathKeys {
+		if _, ok := keys[k]; !ok {
+			t.Errorf("pathKeys has %q, not a policy key", k)
+		}
 	}
 }
 
@@ -171,6 +258,12 @@ func TestBuild(t *testing.T) {
 		{"root-write", Settings{Write: []string{"/"}}, []string{"true"}, "whole file system", 0},
 		{"bad-exec", Settings{Write: []string{sbx}, AllowExec: []string{"tracecell-nope"}}, []string{"true"}, "--allow-exec tracecell-nope", 0},
 		{"bad-cwd", Settings{Write: []string{sbx}, Cwd: "/nonexistent-dir"}, []string{"true"}, "--cwd", 0},
+		{"empty-write", Settings{Write: []string{sbx, ""}}, []string{"true"}, "--write: empty value", 0},
+		{"empty-read", Settings{Write: []string{sbx}, Read: []string{""}}, []string{"true"}, "--read: empty value", 0},
+		{"empty-deny-read", Settings{Write: []string{sbx}, DenyRead: []string{""}}, []string{"true"}, "--deny-read: empty value", 0},
+		{"empty-allow-exec", Settings{Write: []string{sbx}, AllowExec: []string{""}}, []string{"true"}, "--allow-exec: empty value", 0},
+		{"empty-allow-device", Settings{Write: []string{sbx}, AllowDevice: []string{""}}, []string{"true"}, "--allow-device: empty value", 0},
+		{"empty-scratch", Settings{Write: []string{sbx}, Scratch: []string{""}}, []string{"true"}, "--scratch: empty value", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Build(&tc.s, tc.argv, env)

@@ -135,6 +135,10 @@ func runFlags() []cli.Flag {
 
 // settingsFrom merges the policy file (if any) and the flags that were set.
 func settingsFrom(c *cli.Context) (*config.Settings, error) {
+	isSet := setFlags(c)
+	if err := checkEmptyFlags(c, isSet); err != nil {
+		return nil, err
+	}
 	s := &config.Settings{}
 	if f := c.String("policy"); f != "" {
 		fs, err := config.LoadFile(f)
@@ -143,7 +147,6 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 		}
 		s = fs
 	}
-	isSet := setFlags(c)
 	list := func(name string, dst *[]string) {
 		if isSet[name] {
 			*dst = c.StringSlice(name)
@@ -214,6 +217,31 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 		}
 	}
 	return s, nil
+}
+
+// pathFlags are the flags (of run, serve and mcp) whose value is a path, a
+// path pattern or an address: given empty (`--write "$SBX"` with SBX
+// unset), each is an error, never "the current directory" or "the default".
+var pathFlags = []string{"write", "cwd", "read", "deny-read", "allow-exec", "allow-device", "scratch",
+	"report", "trace", "policy", "state-dir", "token-file", "python", "listen"}
+
+// checkEmptyFlags fails on the first path flag given with an empty value.
+func checkEmptyFlags(c *cli.Context, isSet map[string]bool) error {
+	for _, name := range pathFlags {
+		if !isSet[name] {
+			continue
+		}
+		vals := c.StringSlice(name)
+		if vals == nil {
+			vals = []string{c.String(name)}
+		}
+		for _, v := range vals {
+			if v == "" {
+				return fmt.Errorf("--%s: empty value (an unset variable?): give a path, or leave the option out for its default", name)
+			}
+		}
+	}
+	return nil
 }
 
 func newLogger(stderr io.Writer, level, format string) (zerolog.Logger, error) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/urfave/cli/v2"
 )
 
 // These tests call run() in-process; the traced command starts through the
@@ -141,5 +143,56 @@ func TestRunReportDirSwapped(t *testing.T) {
 	ents, _ := os.ReadDir(filepath.Join(sbx, "out.moved"))
 	if len(ents) != 1 {
 		t.Errorf("original directory holds %v, want only r.json", ents)
+	}
+}
+
+// TestEmptyPathFlags: every path option of every command, given an empty
+// value (`--write "$SBX"` with SBX unset), fails with status 125 and one
+// line naming the option (issue 17 item 2). For run, the ground truth is
+// the current directory: nothing may have been written there.
+func TestEmptyPathFlags(t *testing.T) {
+	cwd := t.TempDir()
+	t.Chdir(cwd)
+	commands := map[string][]cli.Flag{"run": runFlags(), "serve": serveFlags(), "mcp": mcpFlags()}
+	tested := 0
+	for _, cmd := range []string{"run", "serve", "mcp"} {
+		has := map[string]bool{}
+		for _, f := range commands[cmd] {
+			has[f.Names()[0]] = true
+		}
+		for _, name := range pathFlags {
+			if !has[name] {
+				continue
+			}
+			tested++
+			t.Run(cmd+"/"+name, func(t *testing.T) {
+				args := []string{cmd, "--" + name, ""}
+				if cmd == "run" {
+					args = append(args, "--", "/bin/sh", "-c", "echo x > marker")
+				}
+				code, _, stderr := runCLI(t, args...)
+				want := "--" + name + ": empty value"
+				if code != 125 || !strings.Contains(stderr, want) || strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+					t.Errorf("status %d stderr %q; want 125 and one line containing %q", code, stderr, want)
+				}
+				if ents, _ := os.ReadDir(cwd); len(ents) != 0 {
+					t.Errorf("the current directory %s holds %v", cwd, ents)
+				}
+			})
+		}
+	}
+	for _, name := range pathFlags {
+		found := false
+		for _, fl := range commands {
+			for _, f := range fl {
+				found = found || f.Names()[0] == name
+			}
+		}
+		if !found {
+			t.Errorf("pathFlags names --%s, a flag of no command", name)
+		}
+	}
+	if tested < 30 {
+		t.Errorf("%d cases, want every path flag of run, serve and mcp", tested)
 	}
 }
