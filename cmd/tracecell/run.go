@@ -100,6 +100,20 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return &exitError{statusFailed, fmt.Errorf("%v (see tracecell --help)", err)}
 		},
+		// Without a command: the help. With a word that is no command,
+		// urfave/cli's default action says "No help topic for ..." and
+		// exits 3; say what is wrong instead, and exit 125.
+		Action: func(c *cli.Context) error {
+			if !c.Args().Present() {
+				return cli.ShowAppHelp(c)
+			}
+			var names []string
+			for _, cmd := range c.App.VisibleCommands() {
+				names = append(names, cmd.Name)
+			}
+			return &exitError{statusFailed, fmt.Errorf("unknown command %q: the commands are %s (see tracecell --help)",
+				c.Args().First(), strings.Join(names, ", "))}
+		},
 	}
 }
 

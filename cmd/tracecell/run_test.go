@@ -37,6 +37,8 @@ func TestUsageErrors(t *testing.T) {
 		{"bad-policy", []string{"run", "--policy", filepath.Join(dir, "bad.yaml"), "--", "true"}, 125, `unknown key "nett"`},
 		{"not-found", []string{"run", "--write", dir, "--", "tracecell-no-such"}, 127, "not found"},
 		{"bad-log-level", []string{"run", "--write", dir, "--log-level", "loud", "--", "true"}, 125, "--log-level"},
+		{"unknown-command", []string{"frobnicate"}, 125, `unknown command "frobnicate": the commands are run, serve, mcp`},
+		{"unknown-command-args", []string{"rnu", "--", "true"}, 125, `unknown command "rnu"`},
 		{"report-no-dir", []string{"run", "--write", dir, "--report", filepath.Join(dir, "no", "r.json"), "--", "true"}, 125, "open directory " + filepath.Join(dir, "no")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
