@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -293,7 +294,8 @@ func TestStartChain(t *testing.T) {
 		return p
 	}
 	interp := mk(filepath.Join(bin, "myinterp"), "\x7fELF not really")
-	pathVar := bin
+	mk(filepath.Join(shims, "python3"), "#!/usr/bin/env bash\nexec pyenv exec python3\n")
+	pathVar := shims + ":" + bin
 	for _, tc := range []struct {
 		name      string
 		file      string
@@ -307,6 +309,10 @@ func TestStartChain(t *testing.T) {
 		{"binary", interp, nil, ""},
 		{"shim", mk(filepath.Join(shims, "python3"), "#!/usr/bin/env bash\nexec pyenv exec python3\n"), nil, "version-manager shim"},
 		{"env-alone", mk(filepath.Join(dir, "e"), "#!/usr/bin/env\n"), nil, ""},
+		// A script whose interpreter is a shim: directly, or the first
+		// match of env's PATH lookup (issue 17 item 4).
+		{"shebang-shim", mk(filepath.Join(dir, "f"), "#!"+filepath.Join(shims, "python3")+"\nprint(1)\n"), nil, "f starts with #!" + filepath.Join(shims, "python3") + ", and " + filepath.Join(shims, "python3") + " is a version-manager shim"},
+		{"env-shim", mk(filepath.Join(dir, "g"), "#!/usr/bin/env python3\nprint(1)\n"), nil, "run the script with the interpreter itself, e.g. tracecell run -- $(pyenv which python3) " + filepath.Join(dir, "g")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			chain, warns := startChain(tc.file, filepath.Base(tc.file), pathVar, dir)
@@ -316,6 +322,64 @@ func TestStartChain(t *testing.T) {
 			got := strings.Join(warns, "\n")
 			if (tc.wantWarn == "") != (got == "") || !strings.Contains(got, tc.wantWarn) {
 				t.Errorf("warnings %q, want one containing %q", got, tc.wantWarn)
+			}
+		})
+	}
+}
+
+// TestScriptElsewhere: a relative command or interpreter script that is not
+// in the command's working directory (the sandbox by default) but is in
+// tracecell's own fails with one line saying where it was looked up and
+// what to do (issue 17 item 4: the README's `python3 analysis.py`).
+func TestScriptElsewhere(t *testing.T) {
+	caller := t.TempDir()
+	t.Chdir(caller)
+	callerReal, _ := filepath.EvalSymlinks(caller)
+	sbx := filepath.Join(t.TempDir(), "sbx")
+	for _, f := range []string{"analysis.py", "run.sh"} {
+		if err := os.WriteFile(filepath.Join(caller, f), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inSbx := filepath.Join(sbx, "here.py")
+	env := []string{"PATH=/usr/bin:/bin"}
+	for _, tc := range []struct {
+		name   string
+		cwd    string
+		argv   []string
+		errHas string // "" for no error
+	}{
+		{"python-script", "", []string{"python3", "analysis.py"}, "analysis.py: not found in the command's working directory"},
+		{"python-options", "", []string{"python3", "-u", "-X", "dev", "analysis.py", "arg"}, "pass the absolute path (python3 " + callerReal + "/analysis.py)"},
+		{"python-dashdash", "", []string{"python3", "--", "analysis.py"}, "or --cwd " + callerReal},
+		{"sh-script", "", []string{"sh", "-e", "run.sh"}, "run.sh: not found"},
+		{"relative-command", "", []string{"./run.sh"}, "./run.sh: not found in the command's working directory"},
+		{"python-c", "", []string{"python3", "-c", "analysis.py"}, ""},
+		{"python-c-attached", "", []string{"python3", "-cprint(1)", "analysis.py"}, ""},
+		{"python-m", "", []string{"python3", "-m", "analysis"}, ""},
+		{"sh-c", "", []string{"sh", "-c", "run.sh"}, ""},
+		{"absolute", "", []string{"python3", filepath.Join(caller, "analysis.py")}, ""},
+		{"in-sandbox", "", []string{"python3", "here.py"}, ""},
+		{"nowhere", "", []string{"python3", "missing.py"}, ""},
+		{"cwd-is-caller", caller, []string{"python3", "analysis.py"}, ""},
+		{"not-an-interpreter", "", []string{"cat", "analysis.py"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.MkdirAll(sbx, 0o755)
+			os.WriteFile(inSbx, nil, 0o644)
+			_, err := Build(&Settings{Write: []string{sbx}, Cwd: tc.cwd}, tc.argv, env)
+			if tc.errHas == "" {
+				if err != nil {
+					t.Fatalf("%v", err)
+				}
+				return
+			}
+			var nf *NotFoundError
+			if err == nil || !strings.Contains(err.Error(), tc.errHas) || !errors.As(err, &nf) || nf.Status != 127 {
+				t.Fatalf("err %v, want status 127 containing %q", err, tc.errHas)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("not one line: %q", err)
 			}
 		})
 	}
