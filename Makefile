@@ -3,6 +3,7 @@
 #   make test    every test: unit, filter VM, integration (native, on the 4.18 surface), and as root
 #                the integration, server and worker suites again as nobody
 #   make bench   speed against the bare program and strace; sessions against jupyter_client
+#   make install copy bin/tracecell (make build first) to $(PREFIX)/bin, PREFIX=/usr/local by default
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.Version=$(VERSION)
@@ -14,8 +15,9 @@ BIN      := bin/tracecell
 SURFACE  := bin/surface418
 ITEST    := bin/integration.test
 PY       ?= /usr/bin/python3
+PREFIX   ?= /usr/local
 
-.PHONY: all deps venv build build-arm64 demo test test-arm64 unit integration integration-418 test-nobody itest python-test bench clean
+.PHONY: all deps venv build build-arm64 install demo test test-arm64 unit integration integration-418 test-nobody itest python-test bench clean
 
 all: build
 
@@ -29,6 +31,12 @@ venv:
 
 build: deps
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/tracecell
+
+# No dependency on build: `sudo make install` must not run the Go toolchain as root.
+install:
+	@test -x $(BIN) || { echo "make install: $(BIN) is missing: run make build first, then make install" >&2; exit 1; }
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/tracecell
 
 build-arm64: deps
 	GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/tracecell-linux-arm64 ./cmd/tracecell
