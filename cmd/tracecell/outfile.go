@@ -94,6 +94,17 @@ func createOutput(opt, path string, roots []string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isOwnStream(abs) {
+		// --trace /dev/stderr: one of tracecell's own fds, which the
+		// operator gave it; a link the tree cannot have made (/dev is
+		// not writable to it, /proc/self is tracecell's own). Appended
+		// to, never truncated: it may be a terminal, a pipe or a file.
+		f, err := os.OpenFile(abs, os.O_WRONLY|os.O_APPEND|unix.O_NOCTTY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", opt, path, err)
+		}
+		return f, nil
+	}
 	// O_NONBLOCK: a FIFO left at path must not block the open until some
 	// reader comes (it fails with ENXIO instead); cleared below once the
 	// file is known to be a regular one.
@@ -123,4 +134,18 @@ func createOutput(opt, path string, roots []string) (*os.File, error) {
 		return nil, fmt.Errorf("%s %s: truncate: %w", opt, path, err)
 	}
 	return os.NewFile(uintptr(fd), abs), nil
+}
+
+// isOwnStream: p names one of tracecell's own open files: /dev/stdout,
+// /dev/stderr, /dev/fd/N or /proc/self/fd/N.
+func isOwnStream(p string) bool {
+	if p == "/dev/stdout" || p == "/dev/stderr" {
+		return true
+	}
+	for _, dir := range []string{"/dev/fd/", "/proc/self/fd/"} {
+		if n, ok := strings.CutPrefix(p, dir); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -87,5 +89,32 @@ func TestOutputPathOutsideRoots(t *testing.T) {
 	f.Close()
 	if _, err := os.Stat(filepath.Join(root, "t.jsonl")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCreateOutputOwnStream: --trace /dev/stderr (and /dev/fd/N) writes to
+// tracecell's own fd, a link the operator gave, appending.
+func TestCreateOutputOwnStream(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	p := "/dev/fd/" + strconv.Itoa(int(w.Fd()))
+	f, err := createOutput("--trace", p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	f.WriteString("line\n")
+	f.Close()
+	b, _ := io.ReadAll(r)
+	if string(b) != "line\n" {
+		t.Fatalf("read %q from the pipe", b)
+	}
+	for _, p := range []string{"/dev/fd/", "/dev/fd/x", "/dev/stdin2", "/proc/self/fdx/1"} {
+		if isOwnStream(p) {
+			t.Errorf("isOwnStream(%q)", p)
+		}
 	}
 }
