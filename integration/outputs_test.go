@@ -45,6 +45,9 @@ func TestOutputLinks(t *testing.T) {
 		// target (host/..); tracecell cleans the path first, so the
 		// report lands in the sandbox.
 		{"report-dotdot", "--report", hostDir, "/../r.json", ""},
+		// The command cannot start (127): the report saying why is
+		// written all the same, and must not follow the link either.
+		{"report-failed-start", "--report", missing, "", "is a symbolic link"},
 	}
 
 	// Run 1: the tree plants one link per case, each a fresh one (an old
@@ -67,7 +70,11 @@ func TestOutputLinks(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := sbx + "/" + tc.name + tc.rest // unclean on purpose in report-dotdot
 			// Run 2: tracecell is told to write its own file there.
-			r := execute(t, "", os.Environ(), []string{tcBin, "run", "--write", sbx, tc.flag, p, "--", "/bin/true"})
+			cmd, status := "/bin/true", 125
+			if tc.name == "report-failed-start" {
+				cmd, status = "tracecell-no-such-command", 127
+			}
+			r := execute(t, "", os.Environ(), []string{tcBin, "run", "--write", sbx, tc.flag, p, "--", cmd})
 
 			// Ground truth, outside the tree.
 			if b, err := os.ReadFile(victim); err != nil || string(b) != content {
@@ -109,12 +116,16 @@ func TestOutputLinks(t *testing.T) {
 				}
 				return
 			}
-			if r.status != 125 {
-				t.Errorf("status %d, want 125\nstderr:\n%s", r.status, r.stderr)
+			if r.status != status {
+				t.Errorf("status %d, want %d\nstderr:\n%s", r.status, status, r.stderr)
 			}
-			msg := strings.TrimSpace(r.stderr)
-			if !strings.Contains(msg, tc.flag) || !strings.Contains(msg, tc.errHas) || strings.Contains(msg, "\n") {
-				t.Errorf("stderr %q: want one line naming %s and containing %q", msg, tc.flag, tc.errHas)
+			// One line about the link (a failed start adds its own).
+			found := false
+			for _, l := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+				found = found || strings.Contains(l, tc.flag) && strings.Contains(l, tc.errHas)
+			}
+			if !found || status == 125 && strings.Contains(strings.TrimSpace(r.stderr), "\n") {
+				t.Errorf("stderr %q: want one line naming %s and containing %q", r.stderr, tc.flag, tc.errHas)
 			}
 			if l, err := os.Readlink(filepath.Join(sbx, tc.name)); err != nil || l != tc.target {
 				t.Errorf("the link %s was replaced: %q %v", tc.name, l, err)

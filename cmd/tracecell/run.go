@@ -307,8 +307,8 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 			var werr error
 			if p, perr := outputPath("--report", s.Report, givenRoots(s)); perr != nil {
 				werr = perr
-			} else {
-				werr = rep.WriteFile(p)
+			} else if werr = rep.WriteFile(p); werr != nil {
+				werr = fmt.Errorf("--report: %w", werr)
 			}
 			if werr != nil {
 				fmt.Fprintf(stderr, "tracecell: %s\n", werr)
