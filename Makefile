@@ -44,6 +44,8 @@ build-arm64: deps
 demo: build
 	@scripts/demo.sh $(BIN) $(PY)
 
+# cmd/tracecell's TestREADMECommands runs the sh blocks of README.md and README.ko.md
+# against a `make install` into a temporary PREFIX.
 unit: deps
 	$(GO) vet ./...
 	GOARCH=arm64 $(GO) vet ./...
