@@ -50,7 +50,15 @@ func TestREADMECommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	prefix := t.TempDir()
-	if out, err := exec.Command("make", "-s", "-C", root, "install", "PREFIX="+prefix, "BIN="+bin).CombinedOutput(); err != nil {
+	mk := exec.Command("make", "-s", "-C", root, "install", "PREFIX="+prefix, "BIN="+bin)
+	// Run from `make unit`: not a sub-make of it (no inherited jobserver
+	// or flags).
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" && k != "MAKEOVERRIDES" {
+			mk.Env = append(mk.Env, kv)
+		}
+	}
+	if out, err := mk.CombinedOutput(); err != nil {
 		t.Fatalf("make install PREFIX=%s: %v\n%s", prefix, err, out)
 	}
 	if _, err := os.Stat(filepath.Join(prefix, "bin", "tracecell")); err != nil {
