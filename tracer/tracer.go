@@ -306,6 +306,7 @@ type tracer struct {
 	inFlightN int
 	audit     bool // policy mode audit: denials are recorded, not enforced
 	trapNet   bool // the network is not open: connect, send and listen are checked
+	loopback  bool // --net loopback: datagram sends are checked for the socket they leave from
 	// readsChecked: the policy restricts reads (read roots, deny-read), so
 	// a read-only open is a decision a race could subvert.
 	readsChecked bool
@@ -394,6 +395,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{}, bound: map[uint64]bool{}, ptys: newPtyLedger(),
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		trapNet:      cfg.Policy.Config().Net != policy.NetAllow,
+		loopback:     cfg.Policy.Config().Net == policy.NetLoopback,
 		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
 		chainLeft:    len(cfg.InitialChain) > 0,
 		pathPage:     usePathPage(cfg),

@@ -1,0 +1,308 @@
+package integration
+
+// Memory the kernel rewrites before it reads it (sendmmsg), sends without
+// an address, UDP autobind under --net loopback, relative paths deeper
+// than PATH_MAX, and foreign-ABI calls: testdata/netmem/netmem.c. Ground
+// truth is always outside the traced tree: a receiver socket of this test
+// (or of a process started beside tracecell) that must get nothing, or the
+// file system as this test sees it.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	netmemOnce sync.Once
+	netmemBin  string
+	netmemErr  error
+)
+
+// netmem is testdata/netmem/netmem.c, compiled once (or
+// TRACECELL_NETMEM_BIN, already compiled).
+func netmem(t *testing.T) string {
+	t.Helper()
+	netmemOnce.Do(func() {
+		if netmemBin = os.Getenv("TRACECELL_NETMEM_BIN"); netmemBin != "" {
+			return
+		}
+		gcc, err := exec.LookPath("gcc")
+		if err != nil {
+			netmemErr = fmt.Errorf("gcc is required to build testdata/netmem (make test installs it): %v", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "tracecell-netmem-")
+		if err != nil {
+			netmemErr = err
+			return
+		}
+		os.Chmod(dir, 0o755) // the as-nobody run executes it too
+		netmemBin = filepath.Join(dir, "netmem")
+		src := filepath.Join(repoRoot, "testdata", "netmem", "netmem.c")
+		if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", netmemBin, src).CombinedOutput(); err != nil {
+			netmemErr = fmt.Errorf("gcc %s: %v\n%s", src, err, out)
+		}
+	})
+	if netmemErr != nil {
+		t.Fatal(netmemErr)
+	}
+	return netmemBin
+}
+
+// unixgram binds a datagram socket at p, closed at the end of the test.
+func unixgram(t *testing.T, p string) *net.UnixConn {
+	t.Helper()
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: p, Net: "unixgram"})
+	if err != nil {
+		t.Fatalf("bind %s: %v", p, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// received drains what c got within d.
+func received(c interface {
+	SetReadDeadline(time.Time) error
+	Read([]byte) (int, error)
+}, d time.Duration) int {
+	n := 0
+	buf := make([]byte, 1<<16)
+	for {
+		c.SetReadDeadline(time.Now().Add(d))
+		if _, err := c.Read(buf); err != nil {
+			return n
+		}
+		n++
+	}
+}
+
+// denialBy is the first denial of rule by syscall sys in r's report.
+func denialBy(r result, sys, rule string) (event, bool) {
+	for _, e := range r.report.Denials {
+		if e.Decision == "deny" && e.Syscall == sys && e.Rule == rule {
+			return e, true
+		}
+	}
+	return event{}, false
+}
+
+func wantResult(t *testing.T, r result, want string) {
+	t.Helper()
+	if got := resultOf(r.stdout); got != want {
+		t.Errorf("program saw %q, want %q\nstdout:\n%s\nstderr:\n%s", got, want, r.stdout, r.stderr)
+	}
+}
+
+func wantNotice(t *testing.T, r result, needle string) {
+	t.Helper()
+	for _, l := range noticeLines(r.stderr) {
+		if strings.HasPrefix(l, "tracecell: blocked ") && strings.Contains(l, needle) {
+			return
+		}
+	}
+	t.Errorf("no stderr notice mentioning %q; stderr:\n%s", needle, r.stderr)
+}
+
+// TestSendmmsgRewritten: sendmmsg writes entry i's msg_len before it reads
+// entry i+1 (net/socket.c __sys_sendmmsg). An address of entry 1 that lies
+// on entry 0's msg_len was checked as "y" (a socket in the sandbox) and
+// used as "x" (a symlink in the sandbox to a socket outside): the outside
+// socket got a datagram under --net deny. The same through a second
+// mapping of shared pages.
+func TestSendmmsgRewritten(t *testing.T) {
+	bin := netmem(t)
+	for _, c := range []string{"mmsg-unix", "alias-mmsg-unix"} {
+		t.Run(c, func(t *testing.T) {
+			dir := realDir(t)
+			sbx, host := filepath.Join(dir, "sbx"), filepath.Join(dir, "host")
+			mkdir(t, sbx)
+			mkdir(t, host)
+			os.Chmod(dir, 0o755)
+			outside := unixgram(t, filepath.Join(host, "out.sock"))
+			inside := unixgram(t, filepath.Join(sbx, "y"))
+			if err := os.Symlink(filepath.Join(host, "out.sock"), filepath.Join(sbx, "x")); err != nil {
+				t.Fatal(err)
+			}
+			// Bare, the trick reaches the outside socket: the test can fail.
+			if r := runBare(t, sbx, runEnv(t, sbx), bin, c); resultOf(r.stdout) != "sent=2" || received(outside, 200*time.Millisecond) != 1 {
+				t.Fatalf("bare run did not reach the outside socket (%q): the test proves nothing\n%s", r.stdout, r.stderr)
+			}
+			received(inside, 10*time.Millisecond)
+
+			r := runTraced(t, sbx, runEnv(t, sbx), nil, bin, c)
+			if n := received(outside, 300*time.Millisecond); n != 0 {
+				t.Errorf("the outside socket got %d datagrams through the sandbox symlink", n)
+			}
+			wantResult(t, r, "errno=EACCES")
+			e, ok := denialBy(r, "sendmmsg", "kernel-rewritten-input")
+			if !ok {
+				t.Fatalf("no kernel-rewritten-input denial of sendmmsg; denials:\n%s", r.report.denialList())
+			}
+			if e.Errno != "EACCES" || e.Program != "netmem" || e.Pid == 0 || !strings.Contains(e.Reason, "entry 1") {
+				t.Errorf("denial %s: want EACCES by netmem naming entry 1", e)
+			}
+			wantNotice(t, r, "sendmmsg")
+		})
+	}
+	t.Run("plain", func(t *testing.T) {
+		// Two entries to an allowed socket, nothing overlapping: sent.
+		dir := realDir(t)
+		sbx := filepath.Join(dir, "sbx")
+		mkdir(t, sbx)
+		in := unixgram(t, filepath.Join(sbx, "y"))
+		r := runTraced(t, sbx, runEnv(t, sbx), nil, bin, "mmsg-plain", "y")
+		wantResult(t, r, "sent=2")
+		if n := received(in, 300*time.Millisecond); n != 2 {
+			t.Errorf("the sandbox socket got %d datagrams, want 2", n)
+		}
+		if len(r.report.Denials) != 0 {
+			t.Errorf("denials:\n%s", r.report.denialList())
+		}
+	})
+}
+
+// TestSendmmsgRewrittenInet: under --net loopback entry 1's address is
+// 127.0.0.1 when checked and the length entry 0 sent (266: 10.1.0.0) when
+// the kernel reads it. Run in a network namespace of its own with only lo,
+// where 10.1.0.0 is an address of lo: no packet can leave the machine, and
+// a receiver there, outside the traced tree, sees whether one was sent.
+func TestSendmmsgRewrittenInet(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace (unshare -n)")
+	}
+	for _, tool := range []string{"unshare", "ip"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s: %v", tool, err)
+		}
+	}
+	bin := netmem(t)
+	for _, c := range []string{"mmsg-inet", "alias-mmsg-inet"} {
+		t.Run(c, func(t *testing.T) {
+			dir := realDir(t)
+			sbx := filepath.Join(dir, "sbx")
+			mkdir(t, sbx)
+			rp := filepath.Join(dir, "report.json")
+			run := func(traced bool) (string, result) {
+				cmd := bin + " " + c + " 4242 266"
+				if traced {
+					cmd = fmt.Sprintf("%s run --net loopback --write %s --report %s -- %s", tcBin, sbx, rp, cmd)
+				}
+				script := fmt.Sprintf(`set -e
+ip link set lo up
+ip addr add 10.1.0.0/32 dev lo
+cd %[1]s
+%[2]s recv 10.1.0.0 4242 700 > far.out &
+%[2]s recv 127.0.0.1 4242 700 > near.out &
+until grep -q ready far.out && grep -q ready near.out; do sleep 0.02; done
+%[3]s
+wait
+echo "far: $(tail -1 far.out) near: $(tail -1 near.out)"`, dir, bin, cmd)
+				r := execute(t, "", os.Environ(), []string{"unshare", "-n", "sh", "-c", script})
+				lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+				return lines[len(lines)-1], r
+			}
+			if got, r := run(false); got != "far: got=1 near: got=1" {
+				t.Fatalf("bare run: %q, want the rewritten address reached: the test proves nothing\n%s%s", got, r.stdout, r.stderr)
+			}
+			got, r := run(true)
+			if got != "far: got=0 near: got=0" {
+				t.Errorf("traced run: %q, want nothing sent\nstdout:\n%s\nstderr:\n%s", got, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, "result: errno=EACCES") {
+				t.Errorf("program did not see EACCES:\n%s", r.stdout)
+			}
+			r.report = readReport(t, rp, r)
+			if _, ok := denialBy(r, "sendmmsg", "kernel-rewritten-input"); !ok {
+				t.Errorf("no kernel-rewritten-input denial; denials:\n%s", r.report.denialList())
+			}
+		})
+	}
+}
+
+// TestSendmsgNamelenZero: a sendmsg whose msg_name is not NULL but whose
+// msg_namelen is 0 sends to the connected peer, as on bare Linux
+// (copy_msghdr_from_user takes no address); tracecell used to fail it
+// with EINVAL.
+func TestSendmsgNamelenZero(t *testing.T) {
+	bin := netmem(t)
+	sbx := realDir(t)
+	for _, net := range []string{"deny", "loopback"} {
+		t.Run(net, func(t *testing.T) {
+			r := runTraced(t, sbx, runEnv(t, sbx), []string{"--net", net}, bin, "sendmsg-namelen0")
+			wantResult(t, r, "ok")
+			if r.report.Counts.Checked == 0 {
+				t.Errorf("sendmsg was not checked (counts %+v): the test proves nothing", r.report.Counts)
+			}
+		})
+	}
+}
+
+// TestUDPAutobind: under --net loopback a datagram to 127.0.0.1 from an
+// unbound UDP socket binds it to 0.0.0.0 (inet_autobind), where datagrams
+// from any host reach it: denied, with the fix in the reason. Bound to
+// 127.0.0.1, or connected, it is sent. The receiver is this test's.
+func TestUDPAutobind(t *testing.T) {
+	bin := netmem(t)
+	sbx := realDir(t)
+	cases := []struct {
+		how  string
+		want string
+		got  int
+	}{
+		{"unbound", "errno=EACCES", 0},
+		{"bound", "ok", 1},
+		{"connected", "ok", 1},
+	}
+	for _, c := range cases {
+		t.Run(c.how, func(t *testing.T) {
+			l, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			port := strconv.Itoa(l.LocalAddr().(*net.UDPAddr).Port)
+			r := runTraced(t, sbx, runEnv(t, sbx), []string{"--net", "loopback"}, bin, "udp", c.how, port)
+			wantResult(t, r, c.want)
+			if n := received(l.(*net.UDPConn), 300*time.Millisecond); n != c.got {
+				t.Errorf("the receiver got %d datagrams, want %d", n, c.got)
+			}
+			if c.got == 1 {
+				if len(r.report.Denials) != 0 {
+					t.Errorf("denials:\n%s", r.report.denialList())
+				}
+				return
+			}
+			e, ok := denialBy(r, "sendto", "net-loopback")
+			if !ok || e.Port != l.LocalAddr().(*net.UDPAddr).Port || !strings.Contains(e.Reason, "bind it to 127.0.0.1") {
+				t.Errorf("no net-loopback denial of sendto naming the port and the fix; denials:\n%s", r.report.denialList())
+			}
+			if !strings.Contains(r.stdout, "info: local 0.0.0.0:0") {
+				t.Errorf("the socket was bound anyway:\n%s", r.stdout)
+			}
+			wantNotice(t, r, "port "+port)
+		})
+	}
+}
+
+// readReport reads the report tracecell wrote to rp during r.
+func readReport(t *testing.T, rp string, r result) *reportDoc {
+	t.Helper()
+	b, err := os.ReadFile(rp)
+	if err != nil {
+		t.Fatalf("tracecell wrote no report (status %d): %v\nstderr:\n%s", r.status, err, r.stderr)
+	}
+	doc := &reportDoc{}
+	if err := json.Unmarshal(b, doc); err != nil {
+		t.Fatalf("decode report %s: %v\n%s", rp, err, b)
+	}
+	return doc
+}
