@@ -2,8 +2,9 @@
 //
 // The program answers SECCOMP_RET_TRACE for the calls the tracer must see,
 // SECCOMP_RET_ALLOW for everything else, SECCOMP_RET_KILL_PROCESS for a
-// foreign ABI (i386 via int 0x80, x32, AArch32) and ENOSYS for numbers the
-// tables do not know and for clone3 and openat2.
+// foreign arch (i386 via int 0x80, AArch32), SECCOMP_RET_TRACE for x32
+// calls (the tracer reports them and kills the process) and ENOSYS for
+// numbers the tables do not know and for clone3 and openat2.
 //
 // Why not go-seccomp-bpf's Policy (v1.6.0): Policy.Assemble takes its ABI
 // from runtime.GOARCH (the arch field is unexported), so it cannot build the
@@ -260,7 +261,10 @@ func program(t *syscalls.Table, rs []rule) ([]bpf.Instruction, error) {
 		bpf.LoadAbsolute{Off: offNr, Size: 4},
 	)
 	// Numbers above the table: ENOSYS, except the x32 ABI on x86_64
-	// (numbers with __X32_SYSCALL_BIT, below 1<<31), which is killed.
+	// (numbers with __X32_SYSCALL_BIT, below 1<<31), which is trapped: the
+	// tracer sees the bit in the number, reports the call and kills the
+	// process (tracer/foreign.go). A filter of the tree's own cannot let
+	// it through: RET_TRACE outranks RET_ALLOW.
 	// Negative numbers (>= 1<<31 unsigned) are never x32 calls (the kernel
 	// takes them as out of range and returns ENOSYS) and get ENOSYS here
 	// too, so a stray syscall(-1) is not fatal. Numbers up to Max skip this
@@ -271,7 +275,7 @@ func program(t *syscalls.Table, rs []rule) ([]bpf.Instruction, error) {
 		high = append(high,
 			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: 0x80000000, SkipTrue: 2},
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: t.X32Bit, SkipFalse: 1},
-			bpf.RetConstant{Val: RetKillProcess},
+			bpf.RetConstant{Val: RetTrace},
 		)
 	}
 	high = append(high, bpf.RetConstant{Val: RetENOSYS})

@@ -306,3 +306,54 @@ func readReport(t *testing.T, rp string, r result) *reportDoc {
 	}
 	return doc
 }
+
+// TestForeignABI: a call of a foreign ABI kills its process and is
+// reported (before, the process died of SIGSYS and nothing said why): an
+// x32 call with its number (the tracer sees it), an i386 call through
+// int 0x80 as a seccomp kill (the filter kills it; no number). A process
+// that dies of a SIGSYS signal is no such denial.
+func TestForeignABI(t *testing.T) {
+	if !isAMD64() {
+		t.Skip("int 0x80 and x32 exist only on x86_64")
+	}
+	bin := netmem(t)
+	sbx := realDir(t)
+	cases := []struct {
+		name   string
+		status int
+		abi    string
+		nr     int
+		sys    string
+	}{
+		{"x32-getpid", 128 + 9, "x32", 0x40000000 | 39, "getpid"},
+		{"int80-getpid", 128 + 31, "foreign", -1, "unknown"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := runTraced(t, sbx, runEnv(t, sbx), nil, bin, c.name)
+			if r.status != c.status || r.report.Exit.Status != c.status {
+				t.Errorf("status %d (report %+v), want %d: the process killed\nstdout:\n%s", r.status, r.report.Exit, c.status, r.stdout)
+			}
+			e, ok := denialBy(r, c.sys, "foreign-abi")
+			if !ok {
+				t.Fatalf("no foreign-abi denial; denials:\n%s", r.report.denialList())
+			}
+			if e.ABI != c.abi || e.Nr != c.nr || e.Program != "netmem" || e.Pid == 0 || e.Kind != "forbidden-syscall" {
+				t.Errorf("denial %s abi=%s nr=%#x, want abi %s nr %#x by netmem", e, e.ABI, e.Nr, c.abi, c.nr)
+			}
+			if r.report.Counts.Denied != 1 {
+				t.Errorf("counts.denied = %d, want 1", r.report.Counts.Denied)
+			}
+			wantNotice(t, r, "foreign")
+		})
+	}
+	t.Run("sigsys-signal", func(t *testing.T) {
+		r := runTraced(t, sbx, runEnv(t, sbx), nil, bin, "sigsys-self")
+		if r.status != 128+31 {
+			t.Errorf("status %d, want %d", r.status, 128+31)
+		}
+		if len(r.report.Denials) != 0 {
+			t.Errorf("a SIGSYS signal reported as a denial:\n%s", r.report.denialList())
+		}
+	})
+}

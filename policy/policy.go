@@ -33,7 +33,10 @@ const (
 	RuleNetFamily        = "net-family"
 	// RuleKernelRewritten denies a call whose checked memory the kernel
 	// itself overwrites, in the same call, before it reads it (sendmmsg).
-	RuleKernelRewritten  = "kernel-rewritten-input"
+	RuleKernelRewritten = "kernel-rewritten-input"
+	// RuleForeignABI: a system call of another ABI (int 0x80, x32) killed
+	// its process (decided by the filter and the tracer, never by Decide).
+	RuleForeignABI       = "foreign-abi"
 	RuleOutsideTree      = "outside-tree"
 	RuleForbiddenSyscall = "forbidden-syscall"
 	RuleUnresolvedPath   = "unresolved-path"

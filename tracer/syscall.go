@@ -69,6 +69,9 @@ func (t *tracer) seccompStop(tk *task) error {
 		return err
 	}
 	nr := t.regs.Nr()
+	if t.x32Call(nr) {
+		return t.foreignStop(tk, nr)
+	}
 	if nr == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && tk.tgid == t.rootPid && !t.rootExecDone {
 		return t.probe(tk)
 	}
