@@ -19,6 +19,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -356,4 +358,80 @@ func TestForeignABI(t *testing.T) {
 			t.Errorf("a SIGSYS signal reported as a denial:\n%s", r.report.denialList())
 		}
 	})
+}
+
+// deepChain makes root/d…/d… (depth components of 200 bytes, past
+// PATH_MAX) with mkdirat, and returns an fd of the deepest directory.
+func deepChain(t *testing.T, root string, depth int) int {
+	t.Helper()
+	comp := strings.Repeat("d", 200)
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < depth; i++ {
+		if err := unix.Mkdirat(fd, comp, 0o777); err != nil {
+			t.Fatalf("mkdirat at depth %d: %v", i, err)
+		}
+		nfd, err := unix.Openat(fd, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unix.Close(fd)
+		fd = nfd
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	return fd
+}
+
+// TestDeepRelativePath: a relative create in a directory whose absolute
+// path is longer than PATH_MAX works as on bare Linux inside the sandbox
+// (tracecell's own lstat used to fail it with ENAMETOOLONG, reported
+// nowhere), and is denied and reported outside it.
+func TestDeepRelativePath(t *testing.T) {
+	bin := netmem(t)
+	const depth = 22 // 22 × 201 bytes: past PATH_MAX whatever the temp dir
+	for _, kind := range []string{"file", "dir"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := realDir(t)
+			sbx, host := filepath.Join(dir, "sbx"), filepath.Join(dir, "host")
+			mkdir(t, sbx)
+			mkdir(t, host)
+			for _, d := range []string{dir, sbx, host} {
+				os.Chmod(d, 0o777)
+			}
+			in, out := deepChain(t, sbx, depth), deepChain(t, host, depth)
+			exists := func(fd int) bool {
+				var st unix.Stat_t
+				return unix.Fstatat(fd, "new", &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+			}
+
+			r := runTraced(t, sbx, runEnv(t, sbx), []string{"--cwd", sbx}, bin, "deep", strconv.Itoa(depth), "new", kind)
+			wantResult(t, r, "ok")
+			if !exists(in) {
+				t.Errorf("the deep %s was not created in the sandbox", kind)
+			}
+			if len(r.report.Denials) != 0 || r.report.Counts.Checked == 0 {
+				t.Errorf("counts %+v, denials:\n%s", r.report.Counts, r.report.denialList())
+			}
+
+			r = runTraced(t, sbx, runEnv(t, sbx), []string{"--cwd", host}, bin, "deep", strconv.Itoa(depth), "new", kind)
+			if exists(out) {
+				t.Fatalf("the deep %s was created outside the sandbox", kind)
+			}
+			wantResult(t, r, "errno=EACCES")
+			var found bool
+			for _, e := range r.report.Denials {
+				if e.Rule == "outside-writable-roots" && len(e.Paths) > 0 && e.Paths[0].Given == "new" &&
+					strings.HasPrefix(e.Paths[0].Resolved, host+"/") && strings.HasSuffix(e.Paths[0].Resolved, "/new") &&
+					len(e.Paths[0].Resolved) > 4096 {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no outside-writable-roots denial naming the deep path; denials:\n%s", r.report.denialList())
+			}
+			wantNotice(t, r, `"new"`)
+		})
+	}
 }

@@ -492,6 +492,15 @@ func (e *errBase) Error() string {
 // frozen nothing can change in between.
 func readBase(link string) (string, error) {
 	text, err := os.Readlink(link)
+	if errors.Is(err, syscall.ENAMETOOLONG) {
+		// A directory PATH_MAX bytes or more deep: /proc cannot show its
+		// name (d_path into one page), the kernel walks from it all the
+		// same. Name it by going up from it (pathres.DirPath); the checks
+		// below hold the name to the object as for any text.
+		if text, err = pathres.DirPath(link); err != nil {
+			return "", &errBase{link, "", "has a path too long for /proc to show, and tracecell could not name it otherwise: " + err.Error()}
+		}
+	}
 	if err != nil {
 		return "", err
 	}
