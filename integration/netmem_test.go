@@ -6,6 +6,9 @@ package integration
 // truth is always outside the traced tree: a receiver socket of this test
 // (or of a process started beside tracecell) that must get nothing, or the
 // file system as this test sees it.
+//
+// TRACECELL_NETMEM_BIN names netmem already compiled (scripts/arm64-vm.sh
+// cross-compiles it: the arm64 guest has no gcc); otherwise gcc builds it.
 
 import (
 	"encoding/json"

@@ -9,10 +9,14 @@ package tracer
 // the very call. Every place the tracer reads tracee memory, and whether
 // the kernel writes anything there before it reads it (Linux 4.18 to 6.18):
 //
-//   - paths (open*, *at, exec, xattr names, AF_UNIX sun_path), f_owner_ex,
-//     sockaddrs of connect/bind/sendto, ioctl arguments, mmap/mprotect
-//     ranges (registers): the kernel copies them in at the start of the
-//     call and writes user memory only after (if at all); nothing to do.
+//   - paths (open*, *at, exec's path, AF_UNIX sun_path; readString in
+//     pathArg), fcntl F_SETOWN_EX's struct f_owner_ex, the int of ioctl
+//     FIOASYNC/FIOSETOWN/SIOCSPGRP/TIOCSPGRP, sockaddrs of
+//     connect/bind/sendto (sockaddrOp): the kernel copies each in
+//     (getname, copy_from_user, get_user, move_addr_to_kernel) before it
+//     writes any user memory, and these calls write none before; nothing
+//     to do. mmap/mprotect ranges and the rest are registers.
+//   - TIOCGPTN's int (pty.go) is read after the call, as its result.
 //   - sendmsg: copy_msghdr_from_user reads the whole msghdr, then the name
 //     (move_addr_to_kernel), the iovec, the control data
 //     (____sys_sendmsg: sock_kmalloc + copy_from_user of msg_control); it
