@@ -287,9 +287,6 @@ type proc struct {
 	// mem is its /proc/<tid>/mem while it is (pathpage.go).
 	page pageState
 	mem  *os.File
-	// sigsys: a SIGSYS signal was delivered to it; sigsysReported: its
-	// death by a seccomp kill was reported (foreign.go).
-	sigsys, sigsysReported bool
 }
 
 type tracer struct {
@@ -823,7 +820,12 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 		return t.event(tk, ws.TrapCause())
 	}
 	tk.attached = true
-	t.sawSignal(tk, sig)
+	if sig == unix.SIGSYS {
+		// A call of a foreign ABI, trapped by the filter (foreign.go)?
+		if done, err := t.foreignTrap(tk); done || err != nil {
+			return err
+		}
+	}
 	// A signal-delivery stop: pass the signal on. A group-stop (GETSIGINFO
 	// fails with EINVAL; the tree is seized, so they come as
 	// PTRACE_EVENT_STOP above) is resumed without a signal.
@@ -870,7 +872,6 @@ func (t *tracer) resume(tid int, sig int) error {
 }
 
 func (t *tracer) exited(tid int, ws unix.WaitStatus) {
-	t.seccompKill(tid, ws)
 	tk := t.tasks[tid]
 	if tid == t.rootPid && t.mainStatus == nil {
 		st := ws
