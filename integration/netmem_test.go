@@ -254,10 +254,11 @@ func TestSendmsgNamelenZero(t *testing.T) {
 	}
 }
 
-// TestUDPAutobind: under --net loopback a datagram to 127.0.0.1 from an
-// unbound UDP socket binds it to 0.0.0.0 (inet_autobind), where datagrams
-// from any host reach it: denied, with the fix in the reason. Bound to
-// 127.0.0.1, or connected, it is sent. The receiver is this test's.
+// TestUDPAutobind: under --net loopback a datagram to 127.0.0.1 (::1) from
+// an unbound UDP socket binds it to 0.0.0.0 (::) (inet_autobind), where
+// datagrams from any host reach it: denied, with the fix in the reason.
+// Bound to the loopback address, or connected, it is sent. The receiver
+// is this test's.
 func TestUDPAutobind(t *testing.T) {
 	bin := netmem(t)
 	sbx := realDir(t)
@@ -270,35 +271,47 @@ func TestUDPAutobind(t *testing.T) {
 		{"bound", "ok", 1},
 		{"connected", "ok", 1},
 	}
-	for _, c := range cases {
-		t.Run(c.how, func(t *testing.T) {
-			l, err := net.ListenPacket("udp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			port := strconv.Itoa(l.LocalAddr().(*net.UDPAddr).Port)
-			r := runTraced(t, sbx, runEnv(t, sbx), []string{"--net", "loopback"}, bin, "udp", c.how, port)
-			wantResult(t, r, c.want)
-			if n := received(l.(*net.UDPConn), 300*time.Millisecond); n != c.got {
-				t.Errorf("the receiver got %d datagrams, want %d", n, c.got)
-			}
-			if c.got == 1 {
-				if len(r.report.Denials) != 0 {
-					t.Errorf("denials:\n%s", r.report.denialList())
+	for _, fam := range []struct{ prog, listen, local string }{
+		{"udp", "127.0.0.1:0", "info: local 0.0.0.0:0"},
+		{"udp6", "[::1]:0", "info: local [::]:0"},
+	} {
+		for _, c := range cases {
+			t.Run(fam.prog+"/"+c.how, func(t *testing.T) {
+				l, err := net.ListenPacket("udp", fam.listen)
+				if err != nil {
+					t.Skipf("no %s here: %v", fam.listen, err)
 				}
-				return
-			}
-			e, ok := denialBy(r, "sendto", "net-loopback")
-			if !ok || e.Port != l.LocalAddr().(*net.UDPAddr).Port || !strings.Contains(e.Reason, "bind it to 127.0.0.1") {
-				t.Errorf("no net-loopback denial of sendto naming the port and the fix; denials:\n%s", r.report.denialList())
-			}
-			if !strings.Contains(r.stdout, "info: local 0.0.0.0:0") {
-				t.Errorf("the socket was bound anyway:\n%s", r.stdout)
-			}
-			wantNotice(t, r, "port "+port)
-		})
+				defer l.Close()
+				port := strconv.Itoa(l.LocalAddr().(*net.UDPAddr).Port)
+				r := runTraced(t, sbx, runEnv(t, sbx), []string{"--net", "loopback"}, bin, fam.prog, c.how, port)
+				udpOutcome(t, r, l.(*net.UDPConn), c.want, c.got, fam.local, port)
+			})
+		}
 	}
+}
+
+// udpOutcome checks one TestUDPAutobind run: what the program saw, what
+// the receiver got, and the denial when there is one.
+func udpOutcome(t *testing.T, r result, l *net.UDPConn, want string, got int, local, port string) {
+	t.Helper()
+	wantResult(t, r, want)
+	if n := received(l, 300*time.Millisecond); n != got {
+		t.Errorf("the receiver got %d datagrams, want %d", n, got)
+	}
+	if got == 1 {
+		if len(r.report.Denials) != 0 {
+			t.Errorf("denials:\n%s", r.report.denialList())
+		}
+		return
+	}
+	e, ok := denialBy(r, "sendto", "net-loopback")
+	if !ok || e.Port != l.LocalAddr().(*net.UDPAddr).Port || !strings.Contains(e.Reason, "bind it to 127.0.0.1") {
+		t.Errorf("no net-loopback denial of sendto naming the port and the fix; denials:\n%s", r.report.denialList())
+	}
+	if !strings.Contains(r.stdout, local) {
+		t.Errorf("the socket was bound anyway:\n%s", r.stdout)
+	}
+	wantNotice(t, r, "port "+port)
 }
 
 // readReport reads the report tracecell wrote to rp during r.

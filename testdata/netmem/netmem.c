@@ -219,6 +219,29 @@ int main(int argc, char **argv) {
 		printf("info: local %s:%d\n", inet_ntoa(me.sin_addr), ntohs(me.sin_port));
 		return result(r);
 	}
+	if (!strcmp(c, "udp6")) {
+		// udp6 HOW PORT: the same over IPv6 to [::1]:PORT.
+		need(argc, 4, "udp6 unbound|bound|connected PORT");
+		int fd = socket(AF_INET6, SOCK_DGRAM, 0);
+		struct sockaddr_in6 to = {.sin6_family = AF_INET6, .sin6_port = htons(atoi(argv[3])), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+		struct sockaddr_in6 lo = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+		long r;
+		if (!strcmp(argv[2], "bound") && bind(fd, (struct sockaddr *)&lo, sizeof lo) < 0)
+			return result(-1);
+		if (!strcmp(argv[2], "connected")) {
+			if (connect(fd, (struct sockaddr *)&to, sizeof to) < 0)
+				return result(-1);
+			r = send(fd, "hi", 2, 0);
+		} else {
+			r = sendto(fd, "hi", 2, 0, (struct sockaddr *)&to, sizeof to);
+		}
+		struct sockaddr_in6 me;
+		socklen_t ml = sizeof me;
+		char a[64];
+		getsockname(fd, (struct sockaddr *)&me, &ml);
+		printf("info: local [%s]:%d\n", inet_ntop(AF_INET6, &me.sin6_addr, a, sizeof a), ntohs(me.sin6_port));
+		return result(r);
+	}
 	if (!strcmp(c, "recv")) {
 		// recv ADDR PORT MS: the outside receiver. Prints "ready" once
 		// bound, then "got=N" after MS milliseconds.
