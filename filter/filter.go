@@ -1,9 +1,10 @@
 // Package filter builds tracecell's seccomp-bpf program for one ABI.
 //
 // The program answers SECCOMP_RET_TRACE for the calls the tracer must see,
-// SECCOMP_RET_ALLOW for everything else, SECCOMP_RET_KILL_PROCESS for a
-// foreign ABI (i386 via int 0x80, x32, AArch32) and ENOSYS for numbers the
-// tables do not know and for clone3 and openat2.
+// SECCOMP_RET_ALLOW for everything else, SECCOMP_RET_TRAP for a foreign
+// arch (i386 via int 0x80, AArch32) and SECCOMP_RET_TRACE for x32 calls
+// (either way the tracer reports the call and kills the process), and
+// ENOSYS for numbers the tables do not know and for clone3 and openat2.
 //
 // Why not go-seccomp-bpf's Policy (v1.6.0): Policy.Assemble takes its ABI
 // from runtime.GOARCH (the arch field is unexported), so it cannot build the
@@ -42,6 +43,7 @@ import (
 // seccomp(2) return values (include/uapi/linux/seccomp.h).
 const (
 	RetKillProcess = 0x80000000 // SECCOMP_RET_KILL_PROCESS (4.14)
+	RetTrap        = 0x00030000 // SECCOMP_RET_TRAP (3.5)
 	RetErrno       = 0x00050000 // SECCOMP_RET_ERRNO | errno
 	RetTrace       = 0x7ff00000 // SECCOMP_RET_TRACE
 	RetAllow       = 0x7fff0000 // SECCOMP_RET_ALLOW
@@ -251,16 +253,24 @@ func program(t *syscalls.Table, rs []rule) ([]bpf.Instruction, error) {
 	// About 3 instructions a call: room for the whole program up front.
 	prog := make([]bpf.Instruction, 0, 16+4*len(rs))
 	prog = append(prog,
-		// A task of another ABI (i386 through int 0x80 on x86_64, AArch32
-		// on arm64) has other numbers: kill it rather than let it run
-		// unchecked. go-seccomp-bpf would send it to the default action.
+		// A call of another ABI (i386 through int 0x80 on x86_64, AArch32
+		// on arm64) has other numbers: it must never run unchecked
+		// (go-seccomp-bpf would send it to the default action). RET_TRAP
+		// skips it and sends SIGSYS, whose siginfo the kernel fills with
+		// the call's arch and number (si_arch, si_syscall): the tracer
+		// reports them and kills the process (tracer/foreign.go). No
+		// filter the tree adds can let the call run: only KILL outranks
+		// TRAP, and ERRNO, TRACE and ALLOW rank below it.
 		bpf.LoadAbsolute{Off: offArch, Size: 4},
 		bpf.JumpIf{Cond: bpf.JumpEqual, Val: t.AuditArch, SkipTrue: 1},
-		bpf.RetConstant{Val: RetKillProcess},
+		bpf.RetConstant{Val: RetTrap},
 		bpf.LoadAbsolute{Off: offNr, Size: 4},
 	)
 	// Numbers above the table: ENOSYS, except the x32 ABI on x86_64
-	// (numbers with __X32_SYSCALL_BIT, below 1<<31), which is killed.
+	// (numbers with __X32_SYSCALL_BIT, below 1<<31), which is trapped: the
+	// tracer sees the bit in the number, reports the call and kills the
+	// process (tracer/foreign.go). A filter of the tree's own cannot let
+	// it through: RET_TRACE outranks RET_ALLOW.
 	// Negative numbers (>= 1<<31 unsigned) are never x32 calls (the kernel
 	// takes them as out of range and returns ENOSYS) and get ENOSYS here
 	// too, so a stray syscall(-1) is not fatal. Numbers up to Max skip this
@@ -271,7 +281,7 @@ func program(t *syscalls.Table, rs []rule) ([]bpf.Instruction, error) {
 		high = append(high,
 			bpf.JumpIf{Cond: bpf.JumpGreaterOrEqual, Val: 0x80000000, SkipTrue: 2},
 			bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: t.X32Bit, SkipFalse: 1},
-			bpf.RetConstant{Val: RetKillProcess},
+			bpf.RetConstant{Val: RetTrace},
 		)
 	}
 	high = append(high, bpf.RetConstant{Val: RetENOSYS})

@@ -66,13 +66,18 @@ func StatID(p string, follow bool) (ID, error) {
 	var id ID
 	haveMnt := false
 	if !noStatx {
+		dirfd, name, done, err := at(p) // a path of PATH_MAX or more: long.go
+		if err != nil {
+			return ID{}, err
+		}
 		var stx unix.Statx_t
-		err := unix.Statx(unix.AT_FDCWD, p, flags,
+		err = unix.Statx(dirfd, name, flags,
 			unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_INO|unix.STATX_MNT_ID, &stx)
 		for err == syscall.EINTR { // a FUSE file system can be interrupted
-			err = unix.Statx(unix.AT_FDCWD, p, flags,
+			err = unix.Statx(dirfd, name, flags,
 				unix.STATX_TYPE|unix.STATX_MODE|unix.STATX_INO|unix.STATX_MNT_ID, &stx)
 		}
+		done()
 		switch {
 		case err == syscall.ENOSYS:
 			noStatx = true
@@ -110,10 +115,12 @@ func fdinfoMountID(p string, follow bool) (uint64, error) {
 	if !follow {
 		flags |= unix.O_NOFOLLOW
 	}
-	fd, err := unix.Open(p, flags, 0)
-	for err == syscall.EINTR {
-		fd, err = unix.Open(p, flags, 0)
+	dirfd, name, done, err := at(p) // a path of PATH_MAX or more: long.go
+	if err != nil {
+		return 0, err
 	}
+	fd, err := openat(dirfd, name, flags)
+	done()
 	if err != nil {
 		return 0, err
 	}

@@ -157,6 +157,11 @@ func ResolveFd(t Task, fd int) (Result, error) {
 		if errors.Is(err, syscall.ENOENT) {
 			err = syscall.EBADF // no such fd (or no such task)
 		}
+		if errors.Is(err, syscall.ENAMETOOLONG) {
+			// Its path is PATH_MAX bytes or more (d_path into one page):
+			// no errno of the kernel's, the caller denies and reports.
+			return Result{}, fmt.Errorf("resolve fd %d of task %d: its path is too long for /proc to show (%v)", fd, tid, err)
+		}
 		return Result{}, fmt.Errorf("resolve fd %d of task %d: %w", fd, tid, err)
 	}
 	return Resolve(t, "/", []byte(p), true)
@@ -267,7 +272,7 @@ func (w *walker) run(cur, rest string) (Result, error) {
 			if isLast {
 				w.follow = true
 			}
-			body, err := os.Readlink(next)
+			body, err := readlink(next)
 			if err != nil {
 				return w.stop(next, rest, err)
 			}
@@ -346,7 +351,7 @@ func (w *walker) procSelf(name string) (string, error) {
 // mount namespace (CheckLink); otherwise the walk fails with a *LinkError,
 // which callers treat as unresolvable.
 func (w *walker) magic(next, rest string, pid int) (r Result, obj ID, done bool, err error) {
-	target, err := os.Readlink(next)
+	target, err := readlink(next)
 	if err != nil {
 		r, err = w.stop(next, rest, err)
 		return r, ID{}, true, err
@@ -443,11 +448,17 @@ func (w *walker) stop(next, rest string, err error) (Result, error) {
 		r := lexical(next, false, rest, syscall.EACCES)
 		r.Exists = true
 		return r, nil
-	case syscall.ENAMETOOLONG, syscall.ELOOP:
-		// A component longer than NAME_MAX, or (tracecell's own limit) an
-		// absolute path of PATH_MAX or more that the tracee reached through
-		// a deep cwd: refuse rather than guess.
+	case syscall.ELOOP:
 		return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: errno}
+	case syscall.ENAMETOOLONG:
+		if i := strings.LastIndexByte(next, '/'); len(next)-i-1 > nameMax {
+			// A component longer than NAME_MAX: the kernel's answer too.
+			return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: errno}
+		}
+		// Not the kernel's (paths of any length are walked, long.go):
+		// no errno, so that the caller denies and reports it.
+		return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig),
+			Err: fmt.Errorf("at %s (%d bytes): tracecell's own lookup failed: %v", next, len(next), err)}
 	}
 	// Say which component failed: lstat returns the bare errno.
 	return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: fmt.Errorf("at %s: %w", next, err)}

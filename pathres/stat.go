@@ -26,9 +26,18 @@ func lstat(p string, follow bool) (info, error) {
 	if follow {
 		flags = 0
 	}
+	dirfd, name := unix.AT_FDCWD, p
+	if len(p) >= PathMax { // long.go
+		fd, n, done, err := at(p)
+		if err != nil {
+			return info{}, err
+		}
+		defer done()
+		dirfd, name = fd, n
+	}
 	var st unix.Stat_t
 	for {
-		err := unix.Fstatat(unix.AT_FDCWD, p, &st, flags)
+		err := unix.Fstatat(dirfd, name, &st, flags)
 		if err == syscall.EINTR {
 			continue // a FUSE file system can be interrupted; os.Lstat retries too
 		}

@@ -31,6 +31,12 @@ const (
 	RuleNetDeny          = "net-deny"
 	RuleNetLoopback      = "net-loopback"
 	RuleNetFamily        = "net-family"
+	// RuleKernelRewritten denies a call whose checked memory the kernel
+	// itself overwrites, in the same call, before it reads it (sendmmsg).
+	RuleKernelRewritten = "kernel-rewritten-input"
+	// RuleForeignABI: a system call of another ABI (int 0x80, x32) killed
+	// its process (decided by the filter and the tracer, never by Decide).
+	RuleForeignABI       = "foreign-abi"
 	RuleOutsideTree      = "outside-tree"
 	RuleForbiddenSyscall = "forbidden-syscall"
 	RuleUnresolvedPath   = "unresolved-path"
@@ -561,9 +567,20 @@ func (p *Policy) decideExec(op *Op) Decision {
 
 // decideNet decides connect (and sendto/sendmsg with an address) and bind.
 func (p *Policy) decideNet(op *Op, l Ledger) Decision {
+	if op.Rewritten != "" {
+		// What was checked is not what the kernel will use: no decision
+		// on the address can hold (net/socket.c __sys_sendmmsg writes
+		// msg_len of entry i before it reads entry i+1).
+		if p.cfg.Net == NetAllow {
+			return allow(RuleNetAllow)
+		}
+		return deny(syscall.EACCES, RuleKernelRewritten, op.Rewritten)
+	}
 	verb := "connect to"
 	if op.Kind == syscalls.KindBind {
 		verb = "bind to"
+	} else if isSend(op.Syscall) {
+		verb = "send to"
 	}
 	switch op.Family {
 	case "unix":
@@ -655,9 +672,15 @@ func (p *Policy) decideInet(op *Op, verb string) Decision {
 	}
 	ip = ip.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
 	if ip.IsLoopback() {
+		if op.Kind == syscalls.KindConnect && isSend(op.Syscall) && op.From != "" {
+			return p.decideFrom(op, what)
+		}
 		return allow(RuleLoopback)
 	}
 	if ip.IsUnspecified() && op.Kind == syscalls.KindConnect {
+		if isSend(op.Syscall) && op.From != "" {
+			return p.decideFrom(op, what)
+		}
 		// Connecting to 0.0.0.0 or :: reaches the loopback address
 		// (net/ipv4/route.c ip_route_output_key_hash_rcu: "if (!fl4->daddr)
 		// ... fl4->daddr = fl4->saddr = htonl(INADDR_LOOPBACK)";
@@ -666,6 +689,40 @@ func (p *Policy) decideInet(op *Op, verb string) Decision {
 		return allow(RuleLoopback)
 	}
 	return p.netDenied(what, RuleNetLoopback)
+}
+
+// decideFrom decides, under --net loopback, the socket a datagram to a
+// loopback address is sent from. An unbound UDP (or ping, raw) socket is
+// bound by the send itself to the wildcard address with a fresh port
+// (net/ipv4/af_inet.c inet_sendmsg → inet_autobind; the same for IPv6):
+// from then on datagrams from any host reach it. One bound to the
+// wildcard already receives them too. Only a socket bound to a loopback
+// address keeps the tree off the network.
+func (p *Policy) decideFrom(op *Op, what string) Decision {
+	switch op.From {
+	case "unbound":
+		return p.netDenied(what+" from a socket that is not bound, which the kernel then binds to every interface so that any host can send to it (bind it to 127.0.0.1 or ::1 first)", RuleNetLoopback)
+	}
+	ip, err := netip.ParseAddr(op.From)
+	if err == nil && ip.Unmap().IsLoopback() {
+		return allow(RuleLoopback)
+	}
+	return p.netDenied(what+" from a socket bound to "+op.From+", which any host can send to (bind it to 127.0.0.1 or ::1)", RuleNetLoopback)
+}
+
+// Worst is, of the operations of one call that sends to several addresses
+// (sendmmsg), the one that decides it: the first one denied, or the first
+// one when all are allowed. nil when ops is empty.
+func (p *Policy) Worst(ops []*Op, l Ledger) *Op {
+	for _, op := range ops {
+		if !p.Decide(op, l).Allow {
+			return op
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return ops[0]
 }
 
 // decideUnix: abstract sockets live in the network namespace, where host

@@ -616,6 +616,20 @@ func TestDecideOtherFamilies(t *testing.T) {
 		{"unix bind scratch existing", Op{Kind: B, Family: "unix", Paths: []Path{ex("/dev/shm/host.sock")}}, same(RuleScratchNotOwned), nil},
 		{"unix bind deny-read", Op{Kind: B, Family: "unix", Paths: []Path{newp("/srv/sbx/.secret/s")}}, same(RuleDenyRead), nil},
 		{"unix bind proc", Op{Kind: B, Family: "unix", Paths: []Path{newp("/proc/1/x")}}, same(RuleProcWrite), nil},
+		// sendmmsg memory the kernel rewrites: void whatever it names.
+		{"rewritten unix in root", Op{Kind: C, Syscall: "sendmmsg", Family: "unix", Paths: []Path{ex("/srv/sbx/s.sock")}, Rewritten: "entry 1"}, want{RuleKernelRewritten, RuleKernelRewritten, RuleNetAllow}, nil},
+		{"rewritten loopback", Op{Kind: C, Syscall: "sendmmsg", Family: "inet", Addr: "127.0.0.1", Port: 9, From: "127.0.0.1", Rewritten: "entry 1"}, want{RuleKernelRewritten, RuleKernelRewritten, RuleNetAllow}, nil},
+		{"rewritten no address", Op{Kind: C, Syscall: "sendmmsg", Rewritten: "entry 1"}, want{RuleKernelRewritten, RuleKernelRewritten, RuleNetAllow}, nil},
+		// The socket a datagram leaves from (UDP autobind).
+		{"send from loopback", Op{Kind: C, Syscall: "sendto", Family: "inet", Addr: "127.0.0.1", Port: 9, From: "127.0.0.1"}, want{RuleNetDeny, RuleLoopback, RuleNetAllow}, nil},
+		{"send from loopback6", Op{Kind: C, Syscall: "sendmsg", Family: "inet6", Addr: "::1", Port: 9, From: "::1"}, want{RuleNetDeny, RuleLoopback, RuleNetAllow}, nil},
+		{"send from mapped loopback", Op{Kind: C, Syscall: "sendto", Family: "inet6", Addr: "::ffff:127.0.0.1", Port: 9, From: "::ffff:127.0.0.2"}, want{RuleNetDeny, RuleLoopback, RuleNetAllow}, nil},
+		{"send from unbound", Op{Kind: C, Syscall: "sendto", Family: "inet", Addr: "127.0.0.1", Port: 9, From: "unbound"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"send from wildcard", Op{Kind: C, Syscall: "sendmmsg", Family: "inet", Addr: "127.0.0.1", Port: 9, From: "0.0.0.0"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"send from wildcard6", Op{Kind: C, Syscall: "sendto", Family: "inet6", Addr: "::1", Port: 9, From: "::"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"send to any from unbound", Op{Kind: C, Syscall: "sendto", Family: "inet", Addr: "0.0.0.0", Port: 9, From: "unbound"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"send from unknown", Op{Kind: C, Syscall: "sendto", Family: "inet", Addr: "127.0.0.1", Port: 9, From: "?(protocol SCTP)"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"connect ignores from", Op{Kind: C, Syscall: "connect", Family: "inet", Addr: "127.0.0.1", Port: 9, From: "unbound"}, want{RuleNetDeny, RuleLoopback, RuleNetAllow}, nil},
 	}
 	for ni, net := range []NetMode{NetDeny, NetLoopback, NetAllow} {
 		for _, mode := range modes {
@@ -632,6 +646,36 @@ func TestDecideOtherFamilies(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// TestWorst: the operation that decides a call sending to several
+// addresses is its first denied one (sendmmsg).
+func TestWorst(t *testing.T) {
+	c := baseConfig()
+	c.Net = NetLoopback
+	p := mustNew(t, c)
+	C := syscalls.KindConnect
+	lo := &Op{Kind: C, Syscall: "sendmmsg", Family: "inet", Addr: "127.0.0.1", Port: 1}
+	lo2 := &Op{Kind: C, Syscall: "sendmmsg", Family: "inet", Addr: "127.0.0.2", Port: 2}
+	far := &Op{Kind: C, Syscall: "sendmmsg", Family: "inet", Addr: "10.0.0.1", Port: 3}
+	far2 := &Op{Kind: C, Syscall: "sendmmsg", Family: "inet", Addr: "10.0.0.2", Port: 4}
+	cases := []struct {
+		name string
+		ops  []*Op
+		want *Op
+	}{
+		{"none", nil, nil},
+		{"all allowed", []*Op{lo, lo2}, lo},
+		{"last denied", []*Op{lo, lo2, far}, far},
+		{"first of two denied", []*Op{lo, far2, far}, far2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := p.Worst(tc.ops, nil); got != tc.want {
+				t.Errorf("Worst = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
 

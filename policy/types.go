@@ -133,6 +133,17 @@ type Op struct {
 	Addr     string `json:"address,omitempty"`
 	Port     int    `json:"port,omitempty"`
 	Abstract bool   `json:"abstract,omitempty"`
+	// Rewritten, when set, says why the memory the tracer read for this
+	// address is not what the kernel will read: the kernel itself writes
+	// into it earlier in the same call (sendmmsg writes each entry's
+	// msg_len before it reads the next entry). The check is then void.
+	Rewritten string `json:"rewritten,omitempty"`
+	// From is, for a datagram send to an inet address, the local address
+	// of the sending socket as the kernel will use it: an IP ("127.0.0.1",
+	// "::"), or "unbound" when the socket has no port yet and the send
+	// would bind it to every interface (inet_autobind). "" when it does not
+	// matter (a stream socket, or not looked up).
+	From string `json:"from,omitempty"`
 
 	// Signals and process calls (KindSignal, KindProcess): the pid argument
 	// as given (0, -1, -pgid or a pid) and whether every process it reaches

@@ -69,6 +69,9 @@ func (t *tracer) seccompStop(tk *task) error {
 		return err
 	}
 	nr := t.regs.Nr()
+	if t.x32Call(nr) {
+		return t.foreignStop(tk, nr)
+	}
 	if nr == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && tk.tgid == t.rootPid && !t.rootExecDone {
 		return t.probe(tk)
 	}
@@ -489,6 +492,15 @@ func (e *errBase) Error() string {
 // frozen nothing can change in between.
 func readBase(link string) (string, error) {
 	text, err := os.Readlink(link)
+	if errors.Is(err, syscall.ENAMETOOLONG) {
+		// A directory PATH_MAX bytes or more deep: /proc cannot show its
+		// name (d_path into one page), the kernel walks from it all the
+		// same. Name it by going up from it (pathres.DirPath); the checks
+		// below hold the name to the object as for any text.
+		if text, err = pathres.DirPath(link); err != nil {
+			return "", &errBase{link, "", "has a path too long for /proc to show, and tracecell could not name it otherwise: " + err.Error()}
+		}
+	}
 	if err != nil {
 		return "", err
 	}
@@ -1344,69 +1356,76 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 		}
 		return sourceRouteOp(c, level)
 	}
-	tid := c.tk.tid
 	kind := syscalls.KindConnect
 	if c.name == "bind" {
 		kind = syscalls.KindBind
 	}
-	var addrs [][2]uint64 // (pointer, length)
+	type dest struct {
+		ptr, n    uint64 // the sockaddr; ptr 0: none (a connected socket, checked at connect)
+		rewritten string // why the kernel will not read what is checked (readMsgs)
+	}
+	var dests []dest
 	switch c.name {
 	case "connect", "bind":
-		addrs = append(addrs, [2]uint64{t.regs.Arg(1), uint64(uint32(t.regs.Arg(2)))})
+		dests = append(dests, dest{ptr: t.regs.Arg(1), n: uint64(uint32(t.regs.Arg(2)))})
 	case "sendto":
-		addrs = append(addrs, [2]uint64{t.regs.Arg(4), uint64(uint32(t.regs.Arg(5)))})
-	case "sendmsg":
-		name, nlen, err := t.msgName(tid, uintptr(t.regs.Arg(1)))
+		dests = append(dests, dest{ptr: t.regs.Arg(4), n: uint64(uint32(t.regs.Arg(5)))})
+	case "sendmsg", "sendmmsg":
+		msgs, bad, why, err := t.readMsgs(c)
 		if err != nil {
-			c.fail = syscall.EFAULT
+			c.fail = errnoOf(err, syscall.EFAULT)
 			return nil
 		}
-		if level, ok := t.msgSourceRoute(tid, uintptr(t.regs.Arg(1))); ok {
-			return sourceRouteOp(c, level)
-		}
-		addrs = append(addrs, [2]uint64{name, nlen})
-	case "sendmmsg":
-		vlen := int(uint32(t.regs.Arg(2)))
-		if vlen > 1024 { // UIO_MAXIOV: the kernel sends at most this many
-			vlen = 1024
-		}
-		base := uintptr(t.regs.Arg(1))
-		for i := 0; i < vlen; i++ {
-			name, nlen, err := t.msgName(tid, base+uintptr(i*64)) // sizeof(struct mmsghdr) on 64-bit
-			if err != nil {
-				c.fail = syscall.EFAULT
-				return nil
+		for i, m := range msgs {
+			if i == bad {
+				// The kernel overwrites this entry before it reads it:
+				// nothing decoded from it holds. Denied (policy
+				// RuleKernelRewritten) with what it looked like.
+				dests = append(dests[:0], dest{ptr: m.name, n: m.namelen, rewritten: why})
+				break
 			}
-			if level, ok := t.msgSourceRoute(tid, base+uintptr(i*64)); ok {
-				return sourceRouteOp(c, level)
+			if m.sr {
+				return sourceRouteOp(c, m.srLevel)
 			}
-			addrs = append(addrs, [2]uint64{name, nlen})
+			dests = append(dests, dest{ptr: m.name, n: m.namelen})
 		}
 	}
-	var worst *policy.Op
-	for _, a := range addrs {
-		if a[0] == 0 {
-			continue // no address: a connected socket, checked at connect
+	var ops []*policy.Op
+	from := "-" // the sending socket's local address, looked up once
+	for _, a := range dests {
+		var op *policy.Op
+		if a.ptr != 0 {
+			op = t.sockaddrOp(c, kind, uintptr(a.ptr), int(a.n))
 		}
-		op := t.sockaddrOp(c, kind, uintptr(a[0]), int(a[1]))
+		if a.rewritten != "" {
+			c.fail, c.failWhy, c.relookup = 0, "", false
+			if op == nil {
+				op = &policy.Op{Kind: kind, Syscall: c.name}
+			}
+			op.Rewritten = a.rewritten
+			return op
+		}
 		if c.fail != 0 {
 			return nil
 		}
 		if op == nil {
 			continue
 		}
-		if d := t.pol.Decide(op, t.ledger); !d.Allow || worst == nil {
-			worst = op
-			if !d.Allow {
-				break
+		if kind == syscalls.KindConnect && c.name != "connect" && (op.Family == "inet" || op.Family == "inet6") && t.loopback {
+			// A datagram from an unbound socket binds it to every
+			// interface (policy.decideFrom).
+			if from == "-" {
+				from = t.sendFrom(c, t.regs.Int32Arg(0))
 			}
+			op.From = from
 		}
+		ops = append(ops, op)
 	}
-	if worst == nil {
-		c.pass = true
-		return &policy.Op{Kind: kind, Syscall: c.name}
+	if worst := t.pol.Worst(ops, t.ledger); worst != nil {
+		return worst
 	}
-	return worst
+	c.pass = true
+	return &policy.Op{Kind: kind, Syscall: c.name}
 }
 
 // sourceRouteOp is the check of IP options or an IPv6 routing header set on
@@ -1419,51 +1438,6 @@ func sourceRouteOp(c *call, level int32) *policy.Op {
 		op.Addr = "IPv6 routing header"
 	}
 	return op
-}
-
-// msgSourceRoute reports whether the control messages of the struct msghdr
-// at addr set IP options or an IPv6 routing header (IP_RETOPTS,
-// IPV6_RTHDR), and at which level. Unreadable control data is the kernel's
-// EFAULT, not ours to report.
-func (t *tracer) msgSourceRoute(tid int, addr uintptr) (int32, bool) {
-	b, err := t.mem.readBytes(tid, addr+32, 16) // msg_control, msg_controllen
-	if err != nil {
-		return 0, false
-	}
-	ctl, n := uintptr(binary.LittleEndian.Uint64(b)), binary.LittleEndian.Uint64(b[8:])
-	if ctl == 0 || n < 16 {
-		return 0, false
-	}
-	if n > 64<<10 { // above any optmem_max; the kernel refuses it (ENOBUFS)
-		n = 64 << 10
-	}
-	cm, err := t.mem.readBytes(tid, ctl, int(n))
-	if err != nil {
-		return 0, false
-	}
-	for off := uint64(0); off+16 <= n; {
-		// struct cmsghdr: size_t cmsg_len; int cmsg_level; int cmsg_type
-		clen := binary.LittleEndian.Uint64(cm[off:])
-		level := int32(binary.LittleEndian.Uint32(cm[off+8:]))
-		typ := int32(binary.LittleEndian.Uint32(cm[off+12:]))
-		if clen < 16 || clen > n-off {
-			break // the kernel stops here too (__cmsg_nxthdr, EINVAL)
-		}
-		if syscalls.SourceRoute(level, typ, true) {
-			return level, true
-		}
-		off += (clen + 7) &^ 7
-	}
-	return 0, false
-}
-
-// msgName reads msg_name and msg_namelen of a struct msghdr.
-func (t *tracer) msgName(tid int, addr uintptr) (uint64, uint64, error) {
-	b, err := t.mem.readBytes(tid, addr, 12)
-	if err != nil {
-		return 0, 0, err
-	}
-	return binary.LittleEndian.Uint64(b), uint64(binary.LittleEndian.Uint32(b[8:])), nil
 }
 
 // sockaddrOp decodes one socket address. nil means nothing to check.

@@ -306,6 +306,7 @@ type tracer struct {
 	inFlightN int
 	audit     bool // policy mode audit: denials are recorded, not enforced
 	trapNet   bool // the network is not open: connect, send and listen are checked
+	loopback  bool // --net loopback: datagram sends are checked for the socket they leave from
 	// readsChecked: the policy restricts reads (read roots, deny-read), so
 	// a read-only open is a decision a race could subvert.
 	readsChecked bool
@@ -394,6 +395,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{}, bound: map[uint64]bool{}, ptys: newPtyLedger(),
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		trapNet:      cfg.Policy.Config().Net != policy.NetAllow,
+		loopback:     cfg.Policy.Config().Net == policy.NetLoopback,
 		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
 		chainLeft:    len(cfg.InitialChain) > 0,
 		pathPage:     usePathPage(cfg),
@@ -818,6 +820,12 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 		return t.event(tk, ws.TrapCause())
 	}
 	tk.attached = true
+	if sig == unix.SIGSYS {
+		// A call of a foreign ABI, trapped by the filter (foreign.go)?
+		if done, err := t.foreignTrap(tk); done || err != nil {
+			return err
+		}
+	}
 	// A signal-delivery stop: pass the signal on. A group-stop (GETSIGINFO
 	// fails with EINVAL; the tree is seized, so they come as
 	// PTRACE_EVENT_STOP above) is resumed without a signal.

@@ -43,13 +43,21 @@ func ptracePokeUser(tid int, off uintptr, v uint64) error {
 //
 // Precondition: the calling goroutine is locked to the tracer thread.
 func ptraceGetsiginfo(tid int) error {
+	_, err := ptraceSiginfo(tid)
+	return err
+}
+
+// ptraceSiginfo is PTRACE_GETSIGINFO: the siginfo_t of tid's signal.
+//
+// Precondition: the calling goroutine is locked to the tracer thread.
+func ptraceSiginfo(tid int) ([128]byte, error) {
 	var si [128]byte // sizeof(siginfo_t)
 	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GETSIGINFO, uintptr(tid), 0,
 		uintptr(unsafe.Pointer(&si[0])), 0, 0)
 	if e != 0 {
-		return e
+		return si, e
 	}
-	return nil
+	return si, nil
 }
 
 // spinFor is how long the tracer polls for the next stop before it blocks.

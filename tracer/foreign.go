@@ -1,0 +1,133 @@
+package tracer
+
+// Calls of a foreign ABI: i386 through int 0x80 (and AArch32 on arm64),
+// and x32 on x86_64. The tracer checks native calls only, so none may run;
+// each is reported with its ABI and number, and its process killed.
+//
+//   - x32 (a native-arch call whose number has __X32_SYSCALL_BIT,
+//     0x40000000): the filter traps it (SECCOMP_RET_TRACE). At the stop the
+//     number in orig_rax carries the bit (seccomp_data.nr is regs->orig_ax
+//     on every kernel since seccomp filters, 3.5), and no filter can change
+//     a register: a filter the tree installs can only turn the trap into a
+//     kill, a SIGSYS, an errno or the same trap (SECCOMP_RET_TRACE
+//     outranks SECCOMP_RET_ALLOW), never let the call through. The tracer
+//     reports the call, fails it (ENOSYS) and kills the process.
+//   - another arch (seccomp_data.arch AUDIT_ARCH_I386 on x86_64): the
+//     filter answers SECCOMP_RET_TRAP. The kernel skips the call and forces
+//     a SIGSYS whose siginfo it fills with the call's number and arch
+//     (kernel/seccomp.c seccomp_init_siginfo: si_code SYS_SECCOMP,
+//     si_syscall, si_arch); the tracer takes it at its signal-delivery
+//     stop, before any code of the tree runs, reports it and kills the
+//     process instead of delivering it. A trace stop would not do: at one,
+//     nothing a 4.18 tracer can read tells the ABI (PTRACE_GET_SYSCALL_INFO
+//     is 5.3), RET_DATA can be forged by a later filter of the tree's (for
+//     equal actions the newest filter's data wins), and the i386 number
+//     would be taken for a native one. TRAP cannot be outranked but by a
+//     kill: the call never runs whatever filters the tree adds, and
+//     without the tracer the default action of SIGSYS kills. A SIGSYS the
+//     tree forges for itself (rt_sigqueueinfo to its own pid may carry
+//     si_code SYS_SECCOMP) only gets itself killed.
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// x32Call reports whether nr (orig_rax at a seccomp stop) is an x32 call.
+func (t *tracer) x32Call(nr int) bool {
+	x := t.table.X32Bit
+	return x != 0 && nr >= 0 && uint32(nr)&x != 0
+}
+
+// foreignStop answers the seccomp stop of an x32 call: reported, failed
+// with ENOSYS, and the process killed.
+func (t *tracer) foreignStop(tk *task, nr int) error {
+	abi, name, what := t.x32Name(nr)
+	c := &call{tk: tk, nr: nr, name: name}
+	op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: name}
+	d := policy.Decision{Rule: policy.RuleForeignABI, Errno: syscall.ENOSYS,
+		Reason: what + ": tracecell checks only native " + t.table.ABI + " calls, so the process is killed"}
+	ev := t.newEvent(c, op, d)
+	ev.ABI = abi
+	t.counts.Checked++
+	t.record(ev, false)
+	if err := t.deny(tk.tid, syscall.ENOSYS); err != nil {
+		return err
+	}
+	unix.Kill(tk.tgid, unix.SIGKILL)
+	return t.resume(tk.tid, 0)
+}
+
+// x32Name is the ABI, the report's syscall name and a description of the
+// x32 call nr (with its x32 bit).
+func (t *tracer) x32Name(nr int) (abi, name, what string) {
+	native := uint32(nr) &^ t.table.X32Bit
+	name = t.table.Name(int(native))
+	what = "a system call of a foreign ABI, x32: number " + strconv.Itoa(int(native))
+	if name != "" && native < 512 { // 512 and up are x32's own compat calls
+		what += " (" + name + ")"
+	} else {
+		name = "x32_" + strconv.Itoa(int(native))
+	}
+	return "x32", name, what
+}
+
+// sysSeccomp is SYS_SECCOMP, the si_code of a SIGSYS from SECCOMP_RET_TRAP.
+const sysSeccomp = 1
+
+// foreignTrap handles a signal-delivery stop of SIGSYS: when it is the
+// kernel's for a call of a foreign ABI (filter.RetTrap), the call is
+// reported and the process killed, and foreignTrap returns true. A SIGSYS
+// of a filter of the program's own (native arch) is passed on as any
+// signal.
+func (t *tracer) foreignTrap(tk *task) (bool, error) {
+	si, err := ptraceSiginfo(tk.tid)
+	if err != nil {
+		return false, nil // a group-stop, or gone: handle decides
+	}
+	// siginfo_t on 64-bit: si_signo, si_errno, si_code, padding, then for
+	// SIGSYS void *_call_addr, int _syscall, unsigned int _arch.
+	code := int32(binary.LittleEndian.Uint32(si[8:]))
+	nr := int32(binary.LittleEndian.Uint32(si[24:]))
+	arch := binary.LittleEndian.Uint32(si[28:])
+	if code != sysSeccomp || (arch == t.table.AuditArch && !t.x32Call(int(nr))) {
+		return false, nil
+	}
+	abi := archName(arch)
+	name := abi + "_" + strconv.Itoa(int(nr))
+	what := "a system call of a foreign ABI, " + abi + ": number " + strconv.Itoa(int(nr))
+	if arch == t.table.AuditArch { // x32 (the filter traces these; a filter of the tree's may trap them)
+		abi, name, what = t.x32Name(int(nr))
+	}
+	c := &call{tk: tk, nr: int(nr), name: name}
+	ev := t.newEvent(c, &policy.Op{Kind: syscalls.KindForbidden, Syscall: name},
+		policy.Decision{Rule: policy.RuleForeignABI, Errno: syscall.ENOSYS,
+			Reason: what + ": tracecell checks only native " + t.table.ABI + " calls, so the process is killed"})
+	ev.ABI, ev.Errno = abi, ""
+	t.counts.Checked++
+	t.record(ev, false)
+	unix.Kill(tk.tgid, unix.SIGKILL)
+	return true, t.resume(tk.tid, 0)
+}
+
+// archName names an AUDIT_ARCH_* value (include/uapi/linux/audit.h).
+func archName(a uint32) string {
+	switch a {
+	case 0x40000003:
+		return "i386"
+	case 0x40000028:
+		return "arm"
+	case 0xc000003e:
+		return "x86_64"
+	case 0xc00000b7:
+		return "aarch64"
+	}
+	return fmt.Sprintf("arch %#x", a)
+}

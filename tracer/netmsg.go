@@ -1,0 +1,378 @@
+package tracer
+
+// Sends with a struct msghdr (sendmsg, sendmmsg), and the memory the kernel
+// writes itself while it reads what was checked.
+//
+// A check of tracee memory holds only if the kernel reads that memory
+// before anything can change it. Within the tree, a freeze stops every
+// other task (freeze.go); what is left is the kernel's own writes during
+// the very call. Every place the tracer reads tracee memory, and whether
+// the kernel writes anything there before it reads it (Linux 4.18 to 6.18):
+//
+//   - paths (open*, *at, exec's path, AF_UNIX sun_path; readString in
+//     pathArg), fcntl F_SETOWN_EX's struct f_owner_ex, the int of ioctl
+//     FIOASYNC/FIOSETOWN/SIOCSPGRP/TIOCSPGRP, sockaddrs of
+//     connect/bind/sendto (sockaddrOp): the kernel copies each in
+//     (getname, copy_from_user, get_user, move_addr_to_kernel) before it
+//     writes any user memory, and these calls write none before; nothing
+//     to do. mmap/mprotect ranges and the rest are registers.
+//   - TIOCGPTN's int (pty.go) is read after the call, as its result.
+//   - sendmsg: copy_msghdr_from_user reads the whole msghdr, then the name
+//     (move_addr_to_kernel), the iovec, the control data
+//     (____sys_sendmsg: sock_kmalloc + copy_from_user of msg_control); it
+//     writes no user memory before the protocol's sendmsg (msg_flags,
+//     msg_namelen, msg_controllen are written back only by the recv
+//     calls). The control messages the tracer checks (IP_RETOPTS,
+//     IPV6_RTHDR: source routing) are therefore read once, before any
+//     write. SCM_RIGHTS passes fds and SCM_CREDENTIALS a pid/uid/gid the
+//     kernel verifies (scm_check_creds); neither names a destination, and
+//     the peer they reach is the socket's destination, which is checked,
+//     so the tracer does not look at them.
+//   - sendmmsg: __sys_sendmmsg sends entry i (___sys_sendmsg) and then
+//     writes its msg_len (put_user, 4 bytes at offset 56 of struct
+//     mmsghdr on 64-bit) before it reads entry i+1. Memory of entry j that
+//     overlaps msg_len of an earlier entry is checked as one value and
+//     used as another: see rewritten.
+//   - recvmsg/recvmmsg are not checked (they name no destination).
+//   - readv/writev/preadv/pwritev, process_vm_readv: not checked (the fd
+//     or the pid in a register decides).
+//
+// A write can also reach checked memory through another virtual address
+// of the same page: a MAP_SHARED mapping mapped twice (mmap of one memfd,
+// or mremap with old_size 0, which works only on shared mappings since
+// Linux 4.14, mm/mremap.c), or a MAP_PRIVATE file mapping whose page is
+// still the page cache page the shared one writes. A write into a private
+// mapping never shows elsewhere: it copies the page (COW). So an overlap
+// is looked for both by address and, when the kernel writes into a shared
+// mapping, by possible aliasing.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+const (
+	sizeofMsghdr  = 56 // struct user_msghdr on 64-bit (x86_64, aarch64)
+	sizeofMmsghdr = 64 // struct mmsghdr: msghdr, unsigned int msg_len, padding
+	offMsgLen     = 56 // msg_len in struct mmsghdr
+	uioMaxIOV     = 1024
+	// maxControl bounds the control data read: above any optmem_max; the
+	// kernel refuses more (ENOBUFS).
+	maxControl = 64 << 10
+)
+
+// span is a range of tracee memory, [lo, hi).
+type span struct{ lo, hi uint64 }
+
+func (a span) overlaps(b span) bool { return a.lo < b.hi && b.lo < a.hi }
+
+// mkSpan is [addr, addr+n), clipped at the top of the address space (the
+// kernel faults there anyway).
+func mkSpan(addr, n uint64) span {
+	hi := addr + n
+	if hi < addr {
+		hi = ^uint64(0)
+	}
+	return span{addr, hi}
+}
+
+// msg is what the tracer read of one struct msghdr.
+type msg struct {
+	name    uint64 // msg_name; 0 when the kernel takes no address
+	namelen uint64
+	// srLevel is the level (SOL_IP, SOL_IPV6) of a source-route control
+	// message, 0 for none.
+	srLevel int32
+	sr      bool
+	read    []span // every byte the tracer read for it
+}
+
+// readMsg reads the struct msghdr at addr: its name, as the kernel takes it
+// (net/socket.c copy_msghdr_from_user: a NULL msg_name or a msg_namelen of
+// 0 is no address; a negative msg_namelen is EINVAL; one above
+// sizeof(struct sockaddr_storage) is cut to it), and whether its control
+// messages set a source route. The error is the kernel's: EFAULT, EINVAL.
+func (t *tracer) readMsg(tid int, addr uint64) (msg, error) {
+	var m msg
+	b, err := t.mem.readBytes(tid, uintptr(addr), sizeofMsghdr)
+	if err != nil {
+		return m, syscall.EFAULT
+	}
+	m.read = append(m.read, mkSpan(addr, sizeofMsghdr))
+	name := binary.LittleEndian.Uint64(b)
+	nlen := int32(binary.LittleEndian.Uint32(b[8:]))
+	if name != 0 && nlen < 0 {
+		return m, syscall.EINVAL
+	}
+	if name != 0 && nlen > 0 {
+		m.name, m.namelen = name, uint64(nlen)
+		if m.namelen > 128 {
+			m.namelen = 128
+		}
+		m.read = append(m.read, mkSpan(m.name, m.namelen))
+	}
+	ctl, n := binary.LittleEndian.Uint64(b[32:]), binary.LittleEndian.Uint64(b[40:])
+	if ctl != 0 && n >= 16 {
+		if n > maxControl {
+			n = maxControl
+		}
+		m.read = append(m.read, mkSpan(ctl, n))
+		m.srLevel, m.sr = t.ctlSourceRoute(tid, ctl, n)
+	}
+	return m, nil
+}
+
+// ctlSourceRoute reports whether the n bytes of control messages at ctl
+// set IP options or an IPv6 routing header (IP_RETOPTS, IPV6_RTHDR), and at
+// which level. Unreadable control data is the kernel's EFAULT, not ours to
+// report.
+func (t *tracer) ctlSourceRoute(tid int, ctl, n uint64) (int32, bool) {
+	cm, err := t.mem.readBytes(tid, uintptr(ctl), int(n))
+	if err != nil {
+		return 0, false
+	}
+	for off := uint64(0); off+16 <= n; {
+		// struct cmsghdr: size_t cmsg_len; int cmsg_level; int cmsg_type
+		clen := binary.LittleEndian.Uint64(cm[off:])
+		level := int32(binary.LittleEndian.Uint32(cm[off+8:]))
+		typ := int32(binary.LittleEndian.Uint32(cm[off+12:]))
+		if clen < 16 || clen > n-off {
+			break // the kernel stops here too (__cmsg_nxthdr, EINVAL)
+		}
+		if syscalls.SourceRoute(level, typ, true) {
+			return level, true
+		}
+		off += (clen + 7) &^ 7
+	}
+	return 0, false
+}
+
+// readMsgs reads the messages of sendmsg (one) or sendmmsg (vlen, cut to
+// UIO_MAXIOV as __sys_sendmmsg does) and, for sendmmsg, why an entry's
+// checked memory is not what the kernel will read (rewritten): the index
+// of the first such entry and the reason, or -1.
+func (t *tracer) readMsgs(c *call) ([]msg, int, string, error) {
+	tid := c.tk.tid
+	base := t.regs.Arg(1)
+	if c.name == "sendmsg" {
+		m, err := t.readMsg(tid, base)
+		return []msg{m}, -1, "", err
+	}
+	vlen := uint64(uint32(t.regs.Arg(2)))
+	if vlen > uioMaxIOV { // the kernel sends at most UIO_MAXIOV
+		vlen = uioMaxIOV
+	}
+	msgs := make([]msg, 0, vlen)
+	for i := uint64(0); i < vlen; i++ {
+		m, err := t.readMsg(tid, base+i*sizeofMmsghdr)
+		if err != nil {
+			return nil, -1, "", err
+		}
+		msgs = append(msgs, m)
+	}
+	j, why := t.rewritten(tid, base, msgs)
+	return msgs, j, why, nil
+}
+
+// rewritten finds the first entry j of a sendmmsg whose checked memory the
+// kernel overwrites before it reads it: entry i's msg_len, written after
+// entry i is sent (i < j), overlaps what was read for entry j, or may be
+// the same page under another address (a shared mapping written, a shared
+// or file mapping read; see the top of this file). It returns -1 when none.
+func (t *tracer) rewritten(tid int, base uint64, msgs []msg) (int, string) {
+	if len(msgs) < 2 {
+		return -1, ""
+	}
+	lens := func(i int) span { return mkSpan(base+uint64(i)*sizeofMmsghdr+offMsgLen, 4) }
+	for j := 1; j < len(msgs); j++ {
+		for _, r := range msgs[j].read {
+			for i := 0; i < j; i++ {
+				if r.overlaps(lens(i)) {
+					return j, fmt.Sprintf("sendmmsg entry %d reads memory at %#x that the kernel overwrites with entry %d's msg_len (at %#x) before it reads entry %d, so the address checked is not the one it would send to",
+						j, r.lo, i, lens(i).lo, j)
+				}
+			}
+		}
+	}
+	// Aliases: only when some msg_len the kernel writes before a later
+	// entry is read lies in a shared mapping.
+	written := span{lens(0).lo, lens(len(msgs) - 2).hi}
+	vmas, err := readMaps(tid)
+	if err != nil {
+		return 1, fmt.Sprintf("sendmmsg of %d entries: tracecell could not read the memory map to rule out that the kernel's msg_len writes change later entries (%v), so the call is denied to be safe", len(msgs), err)
+	}
+	if !vmas.any(written, func(v vma) bool { return v.shared }) {
+		return -1, ""
+	}
+	for j := 1; j < len(msgs); j++ {
+		for _, r := range msgs[j].read {
+			if vmas.any(r, func(v vma) bool { return v.shared || v.inode != 0 }) {
+				return j, fmt.Sprintf("sendmmsg entries lie in shared memory: the kernel writes each entry's msg_len there before it reads the next, and entry %d's memory at %#x may be the same pages under another address, so the address checked may not be the one it would send to (use private memory for the mmsghdr array)",
+					j, r.lo)
+			}
+		}
+	}
+	return -1, ""
+}
+
+// vma is one line of /proc/<pid>/maps.
+type vma struct {
+	span
+	shared bool   // MAP_SHARED ('s')
+	inode  uint64 // a file behind it (also shmem, memfd)
+}
+
+type vmaList []vma
+
+// any reports whether a mapping that overlaps r satisfies f.
+func (l vmaList) any(r span, f func(vma) bool) bool {
+	for _, v := range l {
+		if v.overlaps(r) && f(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// readMaps parses /proc/<tid>/maps.
+func readMaps(tid int) (vmaList, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", tid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var l vmaList
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		// start-end perms offset dev inode [path]
+		fs := bytes.Fields(sc.Bytes())
+		if len(fs) < 5 {
+			continue
+		}
+		lo, hi, ok := bytes.Cut(fs[0], []byte("-"))
+		a, err1 := strconv.ParseUint(string(lo), 16, 64)
+		b, err2 := strconv.ParseUint(string(hi), 16, 64)
+		ino, err3 := strconv.ParseUint(string(fs[4]), 10, 64)
+		if !ok || err1 != nil || err2 != nil || err3 != nil || len(fs[1]) < 4 {
+			return nil, fmt.Errorf("/proc/%d/maps: bad line %q", tid, sc.Text())
+		}
+		l = append(l, vma{span{a, b}, fs[1][3] == 's', ino})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Local address of a sending socket (policy.Op.From).
+
+// protoNet maps a socket's protocol name (the sockfs xattr
+// system.sockprotoname: struct proto .name) to the /proc/<pid>/net table
+// that lists it when it is bound, for the protocols a send binds on its
+// own to the wildcard address (inet_autobind).
+var protoNet = map[string]string{
+	"UDP": "udp", "UDPv6": "udp6", "UDP-Lite": "udplite", "UDPLITEv6": "udplite6",
+	"PING": "icmp", "PINGv6": "icmp6", "RAW": "raw", "RAWv6": "raw6",
+}
+
+// streamProto are the protocols whose send never binds to the wildcard: a
+// TCP send to an address is either refused (not connected) or, with
+// MSG_FASTOPEN, a connect, which binds to the route's source address
+// (inet_hash_connect).
+var streamProto = map[string]bool{"TCP": true, "TCPv6": true, "MPTCP": true, "MPTCPv6": true}
+
+// sendFrom is policy.Op.From for a send on fd of c: "" for a stream socket,
+// "unbound", the bound local IP, or a "?..." text when it cannot be told.
+func (t *tracer) sendFrom(c *call, fd int32) string {
+	if fd < 0 {
+		return "" // EBADF from the kernel
+	}
+	link := fmt.Sprintf("/proc/%d/task/%d/fd/%d", c.tk.tgid, c.tk.tid, fd)
+	ino, ok := socketInode(c.tk, fd)
+	if !ok {
+		return "" // not a socket: ENOTSOCK, EBADF
+	}
+	var buf [64]byte
+	n, err := unix.Getxattr(link, "system.sockprotoname", buf[:])
+	if err != nil {
+		return "?(protocol unknown: " + err.Error() + ")"
+	}
+	proto := strings.TrimRight(string(buf[:n]), "\x00")
+	if streamProto[proto] {
+		return ""
+	}
+	table, ok := protoNet[proto]
+	if !ok {
+		return "?(protocol " + proto + ")"
+	}
+	ip, found, err := boundAddr(c.tk.tgid, table, ino)
+	switch {
+	case err != nil:
+		return "?(" + err.Error() + ")"
+	case !found:
+		return "unbound"
+	}
+	return ip
+}
+
+// boundAddr looks socket inode ino up in /proc/<tgid>/net/<table>, which
+// lists every bound (hashed) socket of the protocol in tgid's network
+// namespace with its local address as the kernel prints it: the __be32
+// (IPv4) or the four 32-bit words (IPv6) of the address as native-endian
+// hex (net/ipv4/udp.c udp4_format_sock, net/ipv6/datagram.c
+// __ip6_dgram_sock_seq_show). An unbound socket is not listed.
+func boundAddr(tgid int, table string, ino uint64) (string, bool, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", tgid, table))
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	want := []byte(strconv.FormatUint(ino, 10))
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Scan() // the header
+	for sc.Scan() {
+		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+		fs := bytes.Fields(sc.Bytes())
+		if len(fs) < 10 || !bytes.Equal(fs[9], want) {
+			continue
+		}
+		hexIP, _, _ := bytes.Cut(fs[1], []byte(":"))
+		ip, err := procNetIP(string(hexIP))
+		if err != nil {
+			return "", false, fmt.Errorf("/proc/%d/net/%s: %w", tgid, table, err)
+		}
+		return ip.String(), true, nil
+	}
+	return "", false, sc.Err()
+}
+
+// procNetIP decodes an address of /proc/net/{udp,udp6,...}: 8 or 32 hex
+// digits, each 32-bit word in the machine's (little-endian on x86_64 and
+// aarch64) byte order.
+func procNetIP(h string) (net.IP, error) {
+	if len(h) != 8 && len(h) != 32 {
+		return nil, fmt.Errorf("bad address %q", h)
+	}
+	ip := make(net.IP, len(h)/2)
+	for w := 0; w < len(h)/8; w++ {
+		v, err := strconv.ParseUint(h[w*8:w*8+8], 16, 32)
+		if err != nil {
+			return nil, fmt.Errorf("bad address %q", h)
+		}
+		binary.LittleEndian.PutUint32(ip[w*4:], uint32(v))
+	}
+	return ip, nil
+}
