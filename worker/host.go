@@ -304,6 +304,13 @@ func (h *host) start() (*Info, error) {
 	if _, ok := env["MPLBACKEND"]; !ok {
 		env["MPLBACKEND"] = "Agg"
 	}
+	if _, ok := env["MPLCONFIGDIR"]; !ok {
+		// matplotlib's font cache (fontlist-v*.json, written on first
+		// import) goes under TMPDIR, tracecell's own .tmp, not .config:
+		// the model lists the sandbox (os.listdir, the files API) and
+		// should find only what its code made there.
+		env["MPLCONFIGDIR"] = filepath.Join(sbx, ".tmp", "matplotlib")
+	}
 	s.Env = env
 	if len(s.Read) > 0 {
 		// Reads are restricted: the interpreter must still read worker.py.
