@@ -505,11 +505,10 @@ func (h *host) onEvent(ev *report.Event) {
 	kept := len(h.events) < maxDenials && h.evBytes+size <= maxDenialBytes
 	merged := false
 	if kept {
-		// One event per PATH search of a refused program (report.ExecWalks).
+		// One event per PATH search of a refused program (report.ExecWalks);
+		// a merged try still adds its path to the listed bytes.
 		h.events, merged = h.walks.Add(h.events, ev)
-		if !merged {
-			h.evBytes += size
-		}
+		h.evBytes += size
 	} else {
 		h.evDropped++
 	}
