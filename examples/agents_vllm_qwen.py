@@ -29,7 +29,7 @@ import os
 import sys
 
 from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
-from openai import AsyncOpenAI
+from openai import APIConnectionError, APIStatusError, AsyncOpenAI
 
 from tracecell.agents import TracecellContext, tracecell_tools
 
@@ -44,10 +44,7 @@ async def main(question: str) -> None:
     set_tracing_disabled(True)
     model = OpenAIChatCompletionsModel(
         model=os.environ.get("VLLM_MODEL", "Qwen/Qwen3-8B"),
-        openai_client=AsyncOpenAI(
-            base_url=os.environ.get("VLLM_BASE_URL", "http://127.0.0.1:8000/v1"),
-            api_key=os.environ.get("VLLM_API_KEY", "not-needed"),
-        ),
+        openai_client=AsyncOpenAI(base_url=BASE_URL, api_key=os.environ.get("VLLM_API_KEY", "not-needed")),
     )
     agent = Agent(name="analyst", instructions=INSTRUCTIONS, model=model, tools=tracecell_tools())
 
@@ -63,5 +60,27 @@ async def main(question: str) -> None:
                 print("\nFiles in the sandbox %s (removed on exit):\n  %s" % (ctx.sandbox, "\n  ".join(made)))
 
 
+BASE_URL = os.environ.get("VLLM_BASE_URL", "http://127.0.0.1:8000/v1")
+
+
+def root_cause(e: BaseException) -> str:
+    """The innermost exception's message ("[Errno 111] Connection refused")."""
+    while e.__cause__ is not None or e.__context__ is not None:
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+    if isinstance(e, OSError) and e.errno:
+        return os.strerror(e.errno)
+    return str(e) or type(e).__name__
+
+
 if __name__ == "__main__":
-    asyncio.run(main(" ".join(sys.argv[1:]) or "What is the sum of the first 100 primes? Plot their gaps and save the plot."))
+    question = " ".join(sys.argv[1:]) or "What is the sum of the first 100 primes? Plot their gaps and save the plot."
+    try:
+        asyncio.run(main(question))
+    except APIConnectionError as e:
+        # One line instead of the SDK's 40-line traceback: the usual cause is
+        # that vLLM is not running (yet) or listens elsewhere.
+        sys.exit("agents_vllm_qwen: the model server VLLM_BASE_URL=%s is unreachable (%s): start `vllm serve` "
+                 "(see the top of this file) or set VLLM_BASE_URL to where it listens" % (BASE_URL, root_cause(e)))
+    except APIStatusError as e:
+        sys.exit("agents_vllm_qwen: the model server VLLM_BASE_URL=%s answered HTTP %d: %s (check VLLM_MODEL and VLLM_API_KEY)"
+                 % (BASE_URL, e.status_code, e.message))

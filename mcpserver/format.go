@@ -237,8 +237,11 @@ func trimTraceback(tb string) string {
 }
 
 // blockedLines turns denials into one actionable line each, duplicates
-// counted, at most maxBlocked lines.
+// counted, at most maxBlocked lines. The tries of one PATH search are one
+// denial (report.ExecWalks; the worker groups them already, this keeps
+// results of other sources right): "blocked 2 times" is two attempts.
 func blockedLines(evs []report.Event, c Context) []string {
+	evs = report.GroupExecWalks(evs)
 	var lines []string
 	count := map[string]int{}
 	for i := range evs {

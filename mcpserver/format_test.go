@@ -92,9 +92,15 @@ func TestFormatResult(t *testing.T) {
 		{name: "extra write roots named", ctx: Context{Sandbox: sbx, ExtraWrite: []string{"/srv/shared"}},
 			res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindDelete, Rule: policy.RuleOutsideRoots, Paths: []policy.Path{{Given: "/etc/x", Resolved: "/etc/x"}}}}},
 			has: []string{"delete /etc/x blocked", "and /srv/shared"}},
-		{name: "exec deduplicated", res: worker.Result{Denials: []report.Event{
-			{Decision: report.Deny, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/usr/bin/ls", Resolved: "/usr/bin/ls"}}},
-			{Decision: report.Deny, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/bin/ls", Resolved: "/usr/bin/ls"}}}}},
+		{name: "one PATH search is one line", res: worker.Result{Denials: []report.Event{
+			{Decision: report.Deny, Pid: 7, Tid: 7, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/usr/bin/ls", Resolved: "/usr/bin/ls"}}},
+			{Decision: report.Deny, Pid: 7, Tid: 7, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/bin/ls", Resolved: "/usr/bin/ls"}}}}},
+			has: []string{"running the program /usr/bin/ls blocked: running programs is not allowed"}, hasNot: []string{"blocked 2 times", "program /bin/ls"}},
+		{name: "two attempts deduplicated", res: worker.Result{Denials: []report.Event{
+			{Decision: report.Deny, Pid: 7, Tid: 7, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/usr/bin/ls", Resolved: "/usr/bin/ls"}}},
+			{Decision: report.Deny, Pid: 7, Tid: 7, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/bin/ls", Resolved: "/usr/bin/ls"}}},
+			{Decision: report.Deny, Pid: 8, Tid: 8, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/usr/bin/ls", Resolved: "/usr/bin/ls"}}},
+			{Decision: report.Deny, Pid: 8, Tid: 8, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/bin/ls", Resolved: "/usr/bin/ls"}}}}},
 			has: []string{"running the program /usr/bin/ls blocked: running programs is not allowed", "(blocked 2 times)"}},
 		{name: "exec through a link", res: worker.Result{Denials: []report.Event{
 			{Decision: report.Deny, Kind: syscalls.KindExec, Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Given: "/bin/sh", Resolved: "/usr/bin/dash"}}}}},

@@ -172,6 +172,7 @@ func (m *MCP) newServer(h http.Header, transport string) *mcp.Server {
 		Title:       "Run Python code",
 		Description: m.instructions,
 		Annotations: &mcp.ToolAnnotations{Title: "Run Python code", OpenWorldHint: boolp(m.limits.Net == "allow")},
+		Meta:        promptMeta(),
 	}, recovered(m.log, c.python))
 	mcp.AddTool(s, &mcp.Tool{
 		Name:  "cleanup_session",
@@ -181,6 +182,7 @@ func (m *MCP) newServer(h http.Header, transport string) *mcp.Server {
 			"unless session_id names it. session_id may name only this request's or connection's own session, or one this " +
 			"connection ran code in.",
 		Annotations: &mcp.ToolAnnotations{Title: "End a Python session", DestructiveHint: boolp(true), IdempotentHint: true, OpenWorldHint: boolp(false)},
+		Meta:        promptMeta(),
 	}, recovered(m.log, c.cleanup))
 	s.AddReceivingMiddleware(hideFromPrompt)
 	return s
@@ -211,13 +213,22 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// promptMeta is the _meta of both tools: "include_in_prompt": false. vLLM
+// drops such tools from the prompt's function list (it calls python itself,
+// with the model's message as the code, and cleanup_session at the end of a
+// request), so the model sees the server's instructions as its built-in
+// python tool, as GPT-OSS was trained. vLLM 0.30 and later read the flag
+// from the tool's _meta (tool.meta, vllm/entrypoints/mcp/tool_server.py
+// post_process_tools_description); vLLM 0.20 to 0.29 read it from the
+// annotations (hideFromPrompt), which the mcp 2.x Python client drops as an
+// unknown field. Both are set, so either vLLM sees it.
+func promptMeta() mcp.Meta { return mcp.Meta{"include_in_prompt": false} }
+
 // hideFromPrompt adds "include_in_prompt": false to the annotations of
-// every tool in tools/list. vLLM drops such tools from the prompt's
-// function list (it calls python itself, with the model's message as the
-// code, and cleanup_session at the end of a request), so the model sees
-// the server's instructions as its built-in python tool, as GPT-OSS was
-// trained. The go-sdk's ToolAnnotations has no field for it, hence a
-// result type that marshals the extra key.
+// every tool in tools/list, where vLLM 0.20 to 0.29 (with an mcp client
+// before 2.0, which keeps unknown annotation keys) read it; see promptMeta
+// for vLLM 0.30 and later. The go-sdk's ToolAnnotations has no field for
+// it, hence a result type that marshals the extra key.
 func hideFromPrompt(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)

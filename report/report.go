@@ -56,6 +56,12 @@ type Event struct {
 	Rule         string `json:"rule,omitempty"`
 	Reason       string `json:"reason,omitempty"`
 	Errno        string `json:"errno,omitempty"`
+	// Tried is set on an exec denial that stands for a PATH search
+	// (execvp, posix_spawnp, subprocess, os.system's shell): every program
+	// path the search tried and was refused, in order, the first being
+	// Paths[0]'s. Each try was a refused execve of its own (Counts.Denied
+	// and the --trace file count and list each); see ExecWalks.
+	Tried []policy.Path `json:"tried,omitempty"`
 }
 
 // Notice is the one line printed on tracecell's stderr for a denial, e.g.
@@ -109,7 +115,139 @@ func (e *Event) Notice() string {
 			b.WriteString(" [" + p.Given + " -> " + p.Resolved + "]")
 		}
 	}
+	if len(e.Tried) > 1 {
+		var ts []string
+		for _, p := range e.Tried {
+			ts = append(ts, strconv.Quote(p.Given))
+		}
+		b.WriteString(" (PATH search tried " + strings.Join(ts, ", ") + ")")
+	}
 	return strings.ReplaceAll(b.String(), "\n", `\n`)
+}
+
+// ExecWalks groups the exec denials of one PATH search into one event.
+//
+// execvp(3), posix_spawnp(3) and CPython's subprocess (_posixsubprocess's
+// child_exec) look a bare program name up by calling execve(2) on each
+// PATH entry in turn until one succeeds; with exec denied, each entry
+// where the program exists (/usr/bin/uname and, on a merged-/usr system,
+// /bin/uname) is one refused call, for one action of the program. The
+// rule: an exec denial continues the walk of the previous denial of the
+// same process when that one was an exec denial too, from the same thread,
+// with the same decision (deny or audit), of a program with the same base
+// name, and this path was not tried in the walk yet (a walk tries each
+// entry once; a second os.execvp of the same name starts a new walk).
+// Nothing runs between the tries of a walk (the loops above make no other
+// system call), so any other recorded event of the process ends it.
+//
+// The zero value is ready to use; it is not safe for concurrent use.
+type ExecWalks struct {
+	open map[int]*execWalk // by Pid: the walk its last denial may continue
+}
+
+type execWalk struct {
+	idx      int // index of the walk's event in the caller's list (Add)
+	tid      int
+	base     string
+	decision string
+	tried    map[string]bool
+}
+
+// maxOpenWalks bounds the processes remembered: each is forgotten when
+// its next event is recorded, but a process that exits after a refused
+// walk (the child of a failed subprocess) is never heard from again.
+const maxOpenWalks = 4096
+
+func execBase(e *Event) string {
+	if e.Kind != syscalls.KindExec || e.Decision == Allow || len(e.Paths) == 0 || e.Paths[0].Given == "" {
+		return ""
+	}
+	return filepath.Base(e.Paths[0].Given)
+}
+
+// Continues reports whether e continues the open walk of its process
+// (then e adds to that walk's event rather than standing for an action of
+// its own), and records e as the process's last event either way.
+func (w *ExecWalks) Continues(e *Event) bool {
+	_, ok := w.step(e, -1)
+	return ok
+}
+
+// step is Continues; idx is where e is stored when it starts a walk, and
+// the index of the walk's event is returned when it continues one.
+func (w *ExecWalks) step(e *Event, idx int) (int, bool) {
+	base := execBase(e)
+	wk := w.open[e.Pid]
+	if base == "" {
+		delete(w.open, e.Pid)
+		return 0, false
+	}
+	tries := e.Tried
+	if len(tries) == 0 {
+		tries = e.Paths[:1]
+	}
+	if wk != nil && wk.tid == e.Tid && wk.base == base && wk.decision == e.Decision && !anyTried(wk.tried, tries) {
+		for _, p := range tries {
+			wk.tried[p.Given] = true
+		}
+		return wk.idx, true
+	}
+	if w.open == nil || len(w.open) >= maxOpenWalks {
+		w.open = map[int]*execWalk{}
+	}
+	wk = &execWalk{idx: idx, tid: e.Tid, base: base, decision: e.Decision, tried: map[string]bool{}}
+	for _, p := range tries {
+		wk.tried[p.Given] = true
+	}
+	w.open[e.Pid] = wk
+	return 0, false
+}
+
+func anyTried(tried map[string]bool, ps []policy.Path) bool {
+	for _, p := range ps {
+		if tried[p.Given] {
+			return true
+		}
+	}
+	return false
+}
+
+// Add appends e to list, or, when e continues a walk (Continues), adds
+// its paths to the Tried of the walk's event in list instead; merged says
+// which. list must be the list earlier calls returned.
+func (w *ExecWalks) Add(list []Event, e *Event) (out []Event, merged bool) {
+	i, ok := w.step(e, len(list))
+	if !ok {
+		return append(list, *e), false
+	}
+	first := &list[i]
+	if len(first.Tried) == 0 {
+		first.Tried = []policy.Path{first.Paths[0]}
+	}
+	// [:n:n]: append copies, never writing into an array the caller's
+	// events share (GroupExecWalks leaves its input as it was).
+	first.Tried = first.Tried[:len(first.Tried):len(first.Tried)]
+	if len(e.Tried) > 0 {
+		first.Tried = append(first.Tried, e.Tried...)
+	} else {
+		first.Tried = append(first.Tried, e.Paths[0])
+	}
+	return list, true
+}
+
+// GroupExecWalks returns evs with the exec denials of each PATH search
+// merged into its first (ExecWalks); evs is not changed. Grouping a
+// grouped list changes nothing.
+func GroupExecWalks(evs []Event) []Event {
+	if evs == nil {
+		return nil
+	}
+	var w ExecWalks
+	out := make([]Event, 0, len(evs))
+	for i := range evs {
+		out, _ = w.Add(out, &evs[i])
+	}
+	return out
 }
 
 // Exit describes how the command ended.

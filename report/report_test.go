@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,4 +92,86 @@ func TestWriteTargetDirSwapped(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir+".moved", "r.json")); !strings.Contains(string(b), `"version": 1`) {
 		t.Errorf("report in the original directory: %q", b)
 	}
+}
+
+func TestGroupExecWalks(t *testing.T) {
+	exec := func(pid int, given, resolved string) Event {
+		return Event{Decision: Deny, Pid: pid, Tid: pid, Program: "python3", Syscall: "execve", Kind: syscalls.KindExec,
+			Reason: "exec of " + resolved + " not allowed", Paths: []policy.Path{{Role: "program", Given: given, Resolved: resolved}}}
+	}
+	write := func(pid int) Event {
+		return Event{Decision: Deny, Pid: pid, Tid: pid, Syscall: "openat", Kind: syscalls.KindWrite, Paths: []policy.Path{{Given: "/etc/x", Resolved: "/etc/x"}}}
+	}
+	audit := func(e Event) Event { e.Decision = Audit; return e }
+	thread := func(e Event, tid int) Event { e.Tid = tid; return e }
+	uname1, uname2 := exec(10, "/usr/bin/uname", "/usr/bin/uname"), exec(10, "/bin/uname", "/usr/bin/uname")
+	for _, tc := range []struct {
+		name string
+		in   []Event
+		want [][]string // per event out: the paths tried (one entry: no Tried)
+	}{
+		{"one walk", []Event{uname1, uname2}, [][]string{{"/usr/bin/uname", "/bin/uname"}}},
+		{"three directories", []Event{exec(10, "/usr/local/bin/uname", "/usr/local/bin/uname"), uname1, uname2},
+			[][]string{{"/usr/local/bin/uname", "/usr/bin/uname", "/bin/uname"}}},
+		{"another process between", []Event{uname1, write(11), exec(12, "/usr/bin/ls", "/usr/bin/ls"), uname2},
+			[][]string{{"/usr/bin/uname", "/bin/uname"}, {"/etc/x"}, {"/usr/bin/ls"}}},
+		{"another call of the process between", []Event{uname1, write(10), uname2},
+			[][]string{{"/usr/bin/uname"}, {"/etc/x"}, {"/bin/uname"}}},
+		{"two processes", []Event{uname1, exec(11, "/bin/uname", "/usr/bin/uname")}, [][]string{{"/usr/bin/uname"}, {"/bin/uname"}}},
+		{"two programs", []Event{uname1, exec(10, "/bin/ls", "/usr/bin/ls")}, [][]string{{"/usr/bin/uname"}, {"/bin/ls"}}},
+		{"two walks of one name", []Event{uname1, uname2, uname1, uname2},
+			[][]string{{"/usr/bin/uname", "/bin/uname"}, {"/usr/bin/uname", "/bin/uname"}}},
+		{"deny then audit", []Event{uname1, audit(uname2)}, [][]string{{"/usr/bin/uname"}, {"/bin/uname"}}},
+		{"audits", []Event{audit(uname1), audit(uname2)}, [][]string{{"/usr/bin/uname", "/bin/uname"}}},
+		{"two threads", []Event{uname1, thread(uname2, 13)}, [][]string{{"/usr/bin/uname"}, {"/bin/uname"}}},
+		{"fexecve (no path given)", []Event{exec(10, "", "/usr/bin/uname"), exec(10, "", "/usr/bin/uname")},
+			[][]string{{""}, {""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in, _ := json.Marshal(tc.in)
+			got := GroupExecWalks(tc.in)
+			if after, _ := json.Marshal(tc.in); string(after) != string(in) {
+				t.Fatalf("the input was changed:\n%s\n%s", in, after)
+			}
+			check := func(got []Event) {
+				t.Helper()
+				var paths [][]string
+				for _, e := range got {
+					var ps []string
+					for _, p := range e.Tried {
+						ps = append(ps, p.Given)
+					}
+					if len(e.Tried) == 0 {
+						ps = []string{e.Paths[0].Given}
+					} else if e.Tried[0].Given != e.Paths[0].Given {
+						t.Errorf("Tried starts with %q, the event's path is %q", e.Tried[0].Given, e.Paths[0].Given)
+					}
+					paths = append(paths, ps)
+				}
+				if g, w := fmt.Sprint(paths), fmt.Sprint(tc.want); g != w {
+					t.Fatalf("got %s, want %s", g, w)
+				}
+			}
+			check(got)
+			check(GroupExecWalks(got)) // grouping a grouped list changes nothing
+			// Continues (the notices) agrees with Add (the lists).
+			var w ExecWalks
+			n := 0
+			for i := range tc.in {
+				if !w.Continues(&tc.in[i]) {
+					n++
+				}
+			}
+			if n != len(tc.want) {
+				t.Errorf("Continues: %d notices, want %d", n, len(tc.want))
+			}
+		})
+	}
+	t.Run("notice", func(t *testing.T) {
+		g := GroupExecWalks([]Event{uname1, uname2})
+		want := `tracecell: blocked exec: execve("/usr/bin/uname") by python3[10]: exec of /usr/bin/uname not allowed (PATH search tried "/usr/bin/uname", "/bin/uname")`
+		if got := g[0].Notice(); got != want {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	})
 }

@@ -59,4 +59,13 @@ if [ "${1:-}" = "venv" ]; then
     fi
     echo "$sum" > "$stamp"
   fi
+  # The vLLM wheel python/tests/test_vllm_prompt.py reads vLLM's MCP tool
+  # server and prompt code from: downloaded once (no dependencies, not
+  # installed) and kept in bin/wheels across venv rebuilds.
+  vllm_pin=$(grep -E '^vllm==' python/requirements-vllm.txt)
+  if ! ls bin/wheels/vllm-"${vllm_pin#vllm==}"-*.whl >/dev/null 2>&1; then
+    echo "deps: downloading the $vllm_pin wheel into bin/wheels (PyPI, about 340 MB, once)"
+    mkdir -p bin/wheels
+    "$venv/bin/python" -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d bin/wheels "$vllm_pin"
+  fi
 fi

@@ -173,6 +173,7 @@ type host struct {
 	events    []report.Event
 	evBytes   int
 	evDropped int
+	walks     report.ExecWalks // guarded by evMu
 
 	// protoErr gets why the worker broke the fd 4 protocol.
 	protoErr chan string
@@ -303,6 +304,13 @@ func (h *host) start() (*Info, error) {
 	}
 	if _, ok := env["MPLBACKEND"]; !ok {
 		env["MPLBACKEND"] = "Agg"
+	}
+	if _, ok := env["MPLCONFIGDIR"]; !ok {
+		// matplotlib's font cache (fontlist-v*.json, written on first
+		// import) goes under TMPDIR, tracecell's own .tmp, not .config:
+		// the model lists the sandbox (os.listdir, the files API) and
+		// should find only what its code made there.
+		env["MPLCONFIGDIR"] = filepath.Join(sbx, ".tmp", "matplotlib")
 	}
 	s.Env = env
 	if len(s.Read) > 0 {
@@ -495,17 +503,21 @@ func (h *host) onEvent(ev *report.Event) {
 	}
 	h.evMu.Lock()
 	kept := len(h.events) < maxDenials && h.evBytes+size <= maxDenialBytes
+	merged := false
 	if kept {
-		h.events = append(h.events, *ev)
+		// One event per PATH search of a refused program (report.ExecWalks);
+		// a merged try still adds its path to the listed bytes.
+		h.events, merged = h.walks.Add(h.events, ev)
 		h.evBytes += size
 	} else {
 		h.evDropped++
 	}
 	h.evMu.Unlock()
-	if !kept {
+	if !kept || merged {
 		// Logged as a count when the execution ends: a loop of denied
 		// calls would otherwise write megabytes per second to the
-		// server's log for as long as it runs.
+		// server's log for as long as it runs. A PATH search is logged
+		// once, at its first try.
 		return
 	}
 	var given, resolved []string
@@ -529,6 +541,7 @@ func (h *host) takeEvents() ([]report.Event, int) {
 	defer h.evMu.Unlock()
 	ev, n := h.events, h.evDropped
 	h.events, h.evDropped, h.evBytes = nil, 0, 0
+	h.walks = report.ExecWalks{}
 	return ev, n
 }
 

@@ -360,6 +360,7 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 	}
 
 	var noticeMu sync.Mutex
+	var walks report.ExecWalks // guarded by noticeMu
 	onEvent := func(ev *report.Event) {
 		if trace != nil {
 			trace.Write(ev)
@@ -369,6 +370,12 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 		noticeMu.Lock()
 		defer noticeMu.Unlock()
+		if walks.Continues(ev) {
+			// One notice per PATH search of a refused program, printed at
+			// its first try (whether more follow is not known yet); the
+			// report lists every path tried, the trace every call.
+			return
+		}
 		if s.LogFormat == "json" {
 			log.Warn().Str("decision", ev.Decision).Str("syscall", ev.Syscall).Str("kind", ev.Kind.String()).
 				Int("pid", ev.Pid).Int("tid", ev.Tid).Str("program", ev.Program).Interface("paths", ev.Paths).
@@ -436,7 +443,7 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 			rep.Capabilities = &report.Capabilities{Kept: res.CapsKept.Names(), Dropped: res.CapsDropped.Names()}
 			log.Debug().Stringer("kept", res.CapsKept).Stringer("dropped", res.CapsDropped).Msg("capabilities of the tree")
 		}
-		rep.Denials = res.Denials
+		rep.Denials = report.GroupExecWalks(res.Denials)
 		rep.DenialsDropped = res.Dropped
 		rep.ScratchLeft = res.ScratchLeft
 		rep.Exit = report.Exit{Code: res.ExitCode, TimedOut: res.TimedOut}

@@ -46,6 +46,9 @@ def denial_line(i, d):
              + (f" (rule {d['rule']})" if d.get("rule") else "")]
     if d.get("decision") and d["decision"] != "deny":
         lines[0] += f"  [{d['decision']}]"
+    if len(d.get("tried") or []) > 1:
+        # One PATH search (execvp, subprocess): every directory's copy was refused.
+        lines.append("      PATH search tried: " + ", ".join(p.get("given", "?") for p in d["tried"]))
     return "\n".join(lines)
 
 
@@ -71,7 +74,9 @@ def summary(r):
     out.append("counts  : " + ", ".join(f"{k} {v}" for k, v in c.items()))
     den = r.get("denials") or []
     dropped = r.get("denials_dropped") or 0
-    out.append(f"denials : {len(den)}" + (f" (+{dropped} not kept)" if dropped else ""))
+    calls = sum(max(1, len(d.get("tried") or [])) for d in den)
+    out.append(f"denials : {len(den)}" + (f" (+{dropped} not kept)" if dropped else "")
+               + (f" ({calls} refused calls: a PATH search tries each directory)" if calls > len(den) else ""))
     for i, d in enumerate(den, 1):
         out.append(denial_line(i, d))
     if r.get("scratch_left"):

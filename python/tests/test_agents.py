@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -311,6 +312,27 @@ class ExampleTest(unittest.TestCase):
         self.assertEqual(fake.requests[0]["model"], "Qwen/Qwen3-8B")
         self.assertEqual(fake.requests[0]["messages"][-1], {"role": "user", "content": "Sum and plot 1, 4, 9."})
         self.assertIn("result: 14", fake.results()[0][2])
+
+    def test_examples_agents_vllm_qwen_without_a_model_server(self) -> None:
+        """No vLLM: one line naming VLLM_BASE_URL, not the SDK's traceback, and a non-zero exit."""
+        assert SRV is not None
+        example = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "agents_vllm_qwen.py")
+        # A bound socket that does not listen: connecting to its port is refused, and
+        # no other program can take the port while the test runs.
+        with socket.socket() as held:
+            held.bind(("127.0.0.1", 0))
+            url = "http://127.0.0.1:%d/v1" % held.getsockname()[1]
+            pkg_dir = os.path.dirname(os.path.dirname(os.path.abspath(tracecell.__file__)))
+            env = dict(os.environ, VLLM_BASE_URL=url, TRACECELL_URL=SRV.url,
+                       PYTHONPATH=os.pathsep.join(x for x in (pkg_dir, os.environ.get("PYTHONPATH", "")) if x))
+            p = subprocess.run([sys.executable, example, "What is 1+1?"], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout, "")
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn("VLLM_BASE_URL=%s is unreachable" % url, lines[0])
+        self.assertIn("Connection refused", lines[0])
 
 
 if __name__ == "__main__":

@@ -258,6 +258,24 @@ class SyncClientTest(unittest.TestCase):
         self.assertEqual(data[:8], b"\x89PNG\r\n\x1a\n")
         self.assertEqual(len(data), paths["plot.png"].size)
 
+    def test_matplotlib_cache_is_not_among_the_sandbox_files(self) -> None:
+        # matplotlib writes its font cache on first import; it is tracecell's
+        # (MPLCONFIGDIR), not the code's: the code's own listing of its working
+        # directory, the files API and the artifacts must show only what it made.
+        s = self.new_session()
+        r = self.c.execute(s.id, "import os\nimport matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig('p.png')\n"
+                                 "sorted(n for n in os.listdir('.') if n != '.tmp')")
+        self.assertIsNone(r.error, r.error)
+        self.assertEqual(r.result, "['p.png']")  # outputs/ is made after the code ran
+        self.assertEqual(sorted(a.path for a in r.artifacts), ["outputs/figure-1-1.png", "p.png"])
+        listed = [f.path for f in self.c.list_files(s.id).files if not f.path.startswith(".tmp")]
+        self.assertEqual(sorted(listed), ["outputs", "outputs/figure-1-1.png", "p.png"])
+        self.assertNotIn("matplotlib", r.stderr)  # no "created a temporary cache directory" warning
+        # Ground truth on disk: matplotlib still has a cache (the sandbox's .tmp), no .config.
+        self.assertFalse(os.path.exists(os.path.join(s.sandbox, ".config")), os.listdir(s.sandbox))
+        cache = os.path.join(s.sandbox, ".tmp", "matplotlib")
+        self.assertTrue(any(n.startswith("fontlist-") for n in os.listdir(cache)), os.listdir(cache))
+
     def test_download_capped(self) -> None:
         # The code can grow a file after its execution listed it (a sparse terabyte
         # named plot.png): a capped download refuses it without reading it, and the

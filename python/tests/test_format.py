@@ -15,6 +15,7 @@ from tracecell.format import (
     format_copy_result,
     format_file_list,
     format_result,
+    group_exec_walks,
     strip_ansi,
     strip_code_fences,
     truncate,
@@ -114,6 +115,40 @@ class DenialTableTest(unittest.TestCase):
         lines = describe_denials(many, limit=10)
         self.assertEqual(len(lines), 11)
         self.assertEqual(lines[-1], "... and 5 more blocked operations")
+
+    def test_path_search_is_one_denial(self) -> None:
+        def try_(pid: int, given: str, tid: int = 0, decision: str = "deny") -> Denial:
+            return Denial.from_dict(ev("exec", "execve", "exec-not-allowed", "exec of /usr/bin/uname not allowed",
+                                       [p(given, True, role="program", resolved="/usr/bin/uname")],
+                                       pid=pid, tid=tid or pid, decision=decision))
+
+        write = Denial.from_dict(ev("write", "openat", "outside-writable-roots", OUT, [p("/etc/x", True)], pid=10, tid=10))
+        a, b = "/usr/bin/uname", "/bin/uname"
+        cases = [
+            ("one search", [try_(10, a), try_(10, b)], [[a, b]]),
+            ("another process between", [try_(10, a), try_(11, "/usr/bin/ls"), try_(10, b)], [[a, b], ["/usr/bin/ls"]]),
+            ("another call of the process between", [try_(10, a), write, try_(10, b)], [[a], ["/etc/x"], [b]]),
+            ("two processes", [try_(10, a), try_(11, b)], [[a], [b]]),
+            ("two searches in one process", [try_(10, a), try_(10, b), try_(10, a), try_(10, b)], [[a, b], [a, b]]),
+            ("two threads", [try_(10, a), try_(10, b, tid=12)], [[a], [b]]),
+            ("deny then audit", [try_(10, a), try_(10, b, decision="audit")], [[a], [b]]),
+        ]
+        for name, denials, want in cases:
+            with self.subTest(name=name):
+                got = group_exec_walks(denials)
+                self.assertEqual([[x.given for x in (d.tried or d.paths[:1])] for d in got], want)
+                again = group_exec_walks(got)
+                self.assertEqual(again, got, "grouping twice changed the list")
+                self.assertEqual([d.tried for d in denials if d.kind == "exec"], [[]] * sum(d.kind == "exec" for d in denials),
+                                 "the input was changed")
+        # One search is one sentence; two searches (two subprocess calls) are two attempts.
+        self.assertEqual(describe_denials([try_(10, a), try_(10, b)]), ["running /usr/bin/uname blocked: running programs is not allowed here; do it in Python instead"])
+        self.assertEqual(describe_denials([try_(10, a), try_(10, b), try_(11, a), try_(11, b)]),
+                         ["running /usr/bin/uname blocked: running programs is not allowed here; do it in Python instead (2 times)"])
+        # The server's grouped form parses.
+        grouped = Denial.from_dict(ev("exec", "execve", "exec-not-allowed", "r", [p(a, True, role="program")],
+                                      tried=[p(a, True, role="program"), p(b, True, role="program", resolved=a)]))
+        self.assertEqual([x.given for x in grouped.tried], [a, b])
 
     def test_allow_events_are_not_blocked_operations(self) -> None:
         self.assertEqual(describe_denials([Denial.from_dict(dict(CASES[0][1], decision="allow"))]), [])
@@ -249,6 +284,36 @@ class LiveFormatTest(unittest.TestCase):
                 self.assertNotIn(SRV.state_dir, text)
         with open(os.path.join(h, "data.csv")) as f:
             self.assertEqual(f.read(), "a\n")
+
+    def test_live_path_search(self) -> None:
+        # A program in two PATH directories: subprocess tries both, each try is
+        # refused; that is one blocked operation (with both paths), not two.
+        h = self.host
+        mark = os.path.join(h, "ran")
+        dirs = [os.path.join(h, "bin1"), os.path.join(h, "bin2")]
+        for d in dirs:
+            os.makedirs(d, exist_ok=True)
+            tool = os.path.join(d, "tctool")
+            with open(tool, "w") as f:
+                f.write("#!/bin/sh\necho ran > %s\n" % mark)
+            os.chmod(tool, 0o755)
+        code = ("import subprocess\nfor _ in range(%d):\n    try:\n        subprocess.run(['tctool'], env={'PATH': %r})\n"
+                "    except PermissionError:\n        pass\n")
+        for n in (1, 2):
+            with self.subTest(searches=n):
+                assert SRV is not None
+                SRV.note_processes()
+                r = self.c.execute_oneshot(code % (n, os.pathsep.join(dirs)))
+                execs = [d for d in r.denials if d.kind == "exec"]
+                self.assertEqual(len(execs), n, r.denials)
+                for d in execs:
+                    self.assertEqual([x.given for x in d.tried], [os.path.join(x, "tctool") for x in dirs])
+                text = format_result(r)
+                line = "running %s/tctool blocked: running programs is not allowed here" % dirs[0]
+                self.assertIn(line, text)
+                self.assertEqual(text.count("- running "), 1, text)
+                self.assertEqual(" (2 times)" in text, n == 2, text)
+                self.assertFalse(os.path.exists(mark), "tctool ran")
 
 
 if __name__ == "__main__":

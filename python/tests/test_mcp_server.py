@@ -120,6 +120,11 @@ class MCPServerTest(unittest.TestCase):
         self.assertEqual(set(tools), {"python", "cleanup_session"})
         self.assertEqual(list(tools["python"].input_schema["properties"]), ["code"])
         self.assertEqual(tools["python"].input_schema.get("required"), ["code"])
+        # vLLM >= 0.30 leaves a tool out of GPT-OSS's prompt when tool.meta has
+        # include_in_prompt false (vllm/entrypoints/mcp/tool_server.py); the
+        # mcp 2.x client keeps _meta but drops the unknown annotation key.
+        for name, tool in tools.items():
+            self.assertEqual((tool.meta or {}).get("include_in_prompt"), False, "%s: meta %r" % (name, tool.meta))
 
         async def py(code: str) -> Any:
             res = await session.call_tool("python", {"code": code})

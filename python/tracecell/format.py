@@ -7,14 +7,15 @@ blocked and the way forward.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import posixpath
 import re
-from typing import Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from .types import Artifact, CopyResult, Denial, ExecutionResult, FileList
 
 __all__ = [
-    "DEFAULT_MAX_CHARS", "strip_ansi", "truncate", "describe_denial", "describe_denials", "format_result",
+    "DEFAULT_MAX_CHARS", "strip_ansi", "truncate", "describe_denial", "describe_denials", "group_exec_walks", "format_result",
     "format_copy_result", "format_file_list", "image_artifacts", "data_url", "strip_code_fences",
 ]
 
@@ -127,11 +128,52 @@ def describe_denial(d: Denial, sandbox: Optional[str] = None) -> str:
     return "%s %s: not allowed here" % (what, blocked)
 
 
+def _exec_base(d: Denial) -> str:
+    if d.kind != "exec" or d.decision == "allow" or not d.paths or not d.paths[0].given:
+        return ""
+    return posixpath.basename(d.paths[0].given)
+
+
+def group_exec_walks(denials: Iterable[Denial]) -> List[Denial]:
+    """``denials`` with the refused tries of one PATH search merged into one (its ``tried``).
+
+    subprocess, execvp and posix_spawnp look a program name up by trying each PATH
+    directory in turn; with programs refused, each directory holding it (``/usr/bin/uname``,
+    ``/bin/uname``) is one refused call for one action. The rule, as the server's
+    (Go ``report.ExecWalks``): an exec denial continues the previous denial of the same
+    process when that was an exec denial from the same thread, with the same decision,
+    of a program of the same name, and this path was not tried yet. The server groups
+    already; this keeps results from older servers right. Grouping twice changes nothing.
+    """
+    out: List[Denial] = []
+    # pid -> (index in out, tid, name, decision, paths tried)
+    walks: Dict[int, Tuple[int, int, str, str, Set[str]]] = {}
+    for d in denials:
+        base = _exec_base(d)
+        if not base:
+            walks.pop(d.pid, None)
+            out.append(d)
+            continue
+        tries = d.tried or d.paths[:1]
+        w = walks.get(d.pid)
+        if w is not None and w[1:4] == (d.tid, base, d.decision) and not any(p.given in w[4] for p in tries):
+            first = out[w[0]]
+            out[w[0]] = dataclasses.replace(first, tried=(first.tried or first.paths[:1]) + tries)
+            w[4].update(p.given for p in tries)
+            continue
+        walks[d.pid] = (len(out), d.tid, base, d.decision, {p.given for p in tries})
+        out.append(d)
+    return out
+
+
 def describe_denials(denials: Iterable[Denial], sandbox: Optional[str] = None, limit: int = 10) -> List[str]:
-    """The sentences for ``denials``, duplicates merged (with a count), at most ``limit`` plus a line for the rest."""
+    """The sentences for ``denials``, duplicates merged (with a count), at most ``limit`` plus a line for the rest.
+
+    The tries of one PATH search are one denial (:func:`group_exec_walks`): "(2 times)" means two attempts.
+    """
     seen: List[str] = []
     counts: Dict[str, int] = {}
-    for d in denials:
+    for d in group_exec_walks(denials):
         if d.decision == "allow":
             continue
         s = describe_denial(d, sandbox)

@@ -79,6 +79,10 @@ class Denial:
     family: str = ""
     pid: int = 0
     time: str = ""
+    tid: int = 0
+    tried: List[DenialPath] = field(default_factory=list)
+    """For a refused program found by a PATH search (subprocess, execvp): every path
+    the search tried, in order, the first being ``paths[0]``; empty for one try."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -89,7 +93,8 @@ class Denial:
             paths=[DenialPath.from_dict(_dict(p)) for p in _list(d, "paths")],
             rule=_str(d, "rule"), reason=_str(d, "reason"), errno=_str(d, "errno"),
             flags=_str(d, "flags"), address=_str(d, "address"), port=_int(d, "port"),
-            family=_str(d, "family"), pid=_int(d, "pid"), time=_str(d, "time"), raw=dict(d),
+            family=_str(d, "family"), pid=_int(d, "pid"), time=_str(d, "time"), tid=_int(d, "tid"),
+            tried=[DenialPath.from_dict(_dict(p)) for p in _list(d, "tried")], raw=dict(d),
         )
 
 
