@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -255,66 +256,94 @@ func TestIoctlEncodings(t *testing.T) {
 		kind Kind
 	}
 	want := map[string]enc{
-		"FS_IOC_SETFLAGS":              {ioc(w, 'f', 2, 8), 0x40086602, KindChmod},
-		"FS_IOC32_SETFLAGS":            {ioc(w, 'f', 2, 4), 0x40046602, KindChmod},
-		"FS_IOC_FSSETXATTR":            {ioc(w, 'X', 32, 28), 0x401c5820, KindChmod}, // struct fsxattr
-		"FS_IOC_SETVERSION":            {ioc(w, 'v', 2, 8), 0x40087602, KindChmod},
-		"FS_IOC32_SETVERSION":          {ioc(w, 'v', 2, 4), 0x40047602, KindChmod},
-		"EXT4_IOC_SETVERSION":          {ioc(w, 'f', 4, 8), 0x40086604, KindChmod},
-		"EXT4_IOC32_SETVERSION":        {ioc(w, 'f', 4, 4), 0x40046604, KindChmod},
-		"EXT4_IOC_MIGRATE":             {ioc(n, 'f', 9, 0), 0x6609, KindChmod},
-		"FS_IOC_ENABLE_VERITY":         {ioc(w, 'f', 133, 128), 0x40806685, KindChmod}, // struct fsverity_enable_arg
-		"FS_IOC_SET_ENCRYPTION_POLICY": {ioc(r, 'f', 19, 12), 0x800c6613, KindChmod},   // struct fscrypt_policy_v1
-		"FIFREEZE":                     {ioc(rw, 'X', 119, 4), 0xc0045877, KindForbidden},
-		"FITHAW":                       {ioc(rw, 'X', 120, 4), 0xc0045878, KindForbidden},
-		"FS_IOC_SETFSLABEL":            {ioc(w, 0x94, 50, 256), 0x41009432, KindForbidden},
-		"EXT4_IOC_SHUTDOWN":            {ioc(r, 'X', 125, 4), 0x8004587d, KindForbidden}, // = XFS_IOC_GOINGDOWN, F2FS_IOC_SHUTDOWN
-		"EXT4_IOC_GROUP_EXTEND":        {ioc(w, 'f', 7, 8), 0x40086607, KindForbidden},
-		"EXT4_IOC_GROUP_ADD":           {ioc(w, 'f', 8, 40), 0x40286608, KindForbidden}, // struct ext4_new_group_input: u32, 3 u64, u32, 2 u16
-		"EXT4_IOC_RESIZE_FS":           {ioc(w, 'f', 16, 8), 0x40086610, KindForbidden},
-		"EXT4_IOC_SETFSUUID":           {ioc(w, 'f', 44, 8), 0x4008662c, KindForbidden},   // struct fsuuid: 2 u32 and a flexible array
-		"EXT4_IOC_SET_TUNE_SB_PARAM":   {ioc(w, 'f', 46, 232), 0x40e8662e, KindForbidden}, // struct ext4_tune_sb_params (228 or 232 bytes, padded to 232)
-		"EXT4_IOC_SWAP_BOOT":           {ioc(n, 'f', 17, 0), 0x6611, KindForbidden},
-		"USERFAULTFD_IOC_NEW":          {ioc(n, 0xAA, 0, 0), 0xaa00, KindForbidden},
-		"TIOCSTI":                      {0x5412, 0x5412, KindForbidden},
-		"TIOCLINUX":                    {0x541c, 0x541c, KindForbidden},
-		"TIOCGPTN":                     {ioc(r, 'T', 0x30, 4), 0x80045430, KindNone}, // unsigned int
-		"TCSETS":                       {0x5402, 0x5402, KindWrite},
-		"TCSETSW":                      {0x5403, 0x5403, KindWrite},
-		"TCSETSF":                      {0x5404, 0x5404, KindWrite},
-		"TCSETA":                       {0x5406, 0x5406, KindWrite},
-		"TCSETAW":                      {0x5407, 0x5407, KindWrite},
-		"TCSETAF":                      {0x5408, 0x5408, KindWrite},
-		"TCSBRK":                       {0x5409, 0x5409, KindWrite},
-		"TCXONC":                       {0x540a, 0x540a, KindWrite},
-		"TCFLSH":                       {0x540b, 0x540b, KindWrite},
-		"TIOCEXCL":                     {0x540c, 0x540c, KindWrite},
-		"TIOCNXCL":                     {0x540d, 0x540d, KindWrite},
-		"TIOCSCTTY":                    {0x540e, 0x540e, KindWrite},
-		"TIOCSPGRP":                    {0x5410, 0x5410, KindWrite},
-		"TIOCSWINSZ":                   {0x5414, 0x5414, KindWrite},
-		"TIOCMBIS":                     {0x5416, 0x5416, KindWrite},
-		"TIOCMBIC":                     {0x5417, 0x5417, KindWrite},
-		"TIOCMSET":                     {0x5418, 0x5418, KindWrite},
-		"TIOCSSOFTCAR":                 {0x541a, 0x541a, KindWrite},
-		"TIOCCONS":                     {0x541d, 0x541d, KindWrite},
-		"TIOCSSERIAL":                  {0x541f, 0x541f, KindWrite},
-		"TIOCSETD":                     {0x5423, 0x5423, KindWrite},
-		"TCSBRKP":                      {0x5425, 0x5425, KindWrite},
-		"TIOCSBRK":                     {0x5427, 0x5427, KindWrite},
-		"TIOCCBRK":                     {0x5428, 0x5428, KindWrite},
-		"TIOCSRS485":                   {0x542f, 0x542f, KindWrite},
-		"TCSETX":                       {0x5433, 0x5433, KindWrite},
-		"TCSETXF":                      {0x5434, 0x5434, KindWrite},
-		"TCSETXW":                      {0x5435, 0x5435, KindWrite},
-		"TIOCVHANGUP":                  {0x5437, 0x5437, KindWrite},
-		"TIOCSLCKTRMIOS":               {0x5457, 0x5457, KindWrite},
-		"TCSETS2":                      {ioc(w, 'T', 0x2b, 44), 0x402c542b, KindWrite}, // struct termios2
-		"TCSETSW2":                     {ioc(w, 'T', 0x2c, 44), 0x402c542c, KindWrite},
-		"TCSETSF2":                     {ioc(w, 'T', 0x2d, 44), 0x402c542d, KindWrite},
-		"FIOSETOWN":                    {0x8901, 0x8901, KindSignal},
-		"FIOASYNC":                     {0x5452, 0x5452, KindSignal},
-		"SIOCSPGRP":                    {0x8902, 0x8902, KindSignal},
+		"FS_IOC_SETFLAGS":                        {ioc(w, 'f', 2, 8), 0x40086602, KindChmod},
+		"FS_IOC32_SETFLAGS":                      {ioc(w, 'f', 2, 4), 0x40046602, KindChmod},
+		"FS_IOC_FSSETXATTR":                      {ioc(w, 'X', 32, 28), 0x401c5820, KindChmod}, // struct fsxattr
+		"FS_IOC_SETVERSION":                      {ioc(w, 'v', 2, 8), 0x40087602, KindChmod},
+		"FS_IOC32_SETVERSION":                    {ioc(w, 'v', 2, 4), 0x40047602, KindChmod},
+		"EXT4_IOC_SETVERSION":                    {ioc(w, 'f', 4, 8), 0x40086604, KindChmod},
+		"EXT4_IOC32_SETVERSION":                  {ioc(w, 'f', 4, 4), 0x40046604, KindChmod},
+		"EXT4_IOC_MIGRATE":                       {ioc(n, 'f', 9, 0), 0x6609, KindChmod},
+		"FS_IOC_ENABLE_VERITY":                   {ioc(w, 'f', 133, 128), 0x40806685, KindChmod}, // struct fsverity_enable_arg
+		"FS_IOC_SET_ENCRYPTION_POLICY":           {ioc(r, 'f', 19, 12), 0x800c6613, KindChmod},   // struct fscrypt_policy_v1
+		"FIFREEZE":                               {ioc(rw, 'X', 119, 4), 0xc0045877, KindForbidden},
+		"FITHAW":                                 {ioc(rw, 'X', 120, 4), 0xc0045878, KindForbidden},
+		"FS_IOC_SETFSLABEL":                      {ioc(w, 0x94, 50, 256), 0x41009432, KindForbidden},
+		"EXT4_IOC_SHUTDOWN":                      {ioc(r, 'X', 125, 4), 0x8004587d, KindForbidden}, // = XFS_IOC_GOINGDOWN, F2FS_IOC_SHUTDOWN
+		"EXT4_IOC_GROUP_EXTEND":                  {ioc(w, 'f', 7, 8), 0x40086607, KindForbidden},
+		"EXT4_IOC_GROUP_ADD":                     {ioc(w, 'f', 8, 40), 0x40286608, KindForbidden}, // struct ext4_new_group_input: u32, 3 u64, u32, 2 u16
+		"EXT4_IOC_RESIZE_FS":                     {ioc(w, 'f', 16, 8), 0x40086610, KindForbidden},
+		"EXT4_IOC_SETFSUUID":                     {ioc(w, 'f', 44, 8), 0x4008662c, KindForbidden},   // struct fsuuid: 2 u32 and a flexible array
+		"EXT4_IOC_SET_TUNE_SB_PARAM":             {ioc(w, 'f', 46, 232), 0x40e8662e, KindForbidden}, // struct ext4_tune_sb_params (228 or 232 bytes, padded to 232)
+		"EXT4_IOC_SWAP_BOOT":                     {ioc(n, 'f', 17, 0), 0x6611, KindForbidden},
+		"USERFAULTFD_IOC_NEW":                    {ioc(n, 0xAA, 0, 0), 0xaa00, KindForbidden},
+		"FITRIM":                                 {ioc(rw, 'X', 121, 24), 0xc0185879, KindForbidden}, // struct fstrim_range
+		"EXT4_IOC_CHECKPOINT":                    {ioc(w, 'f', 43, 4), 0x4004662b, KindForbidden},
+		"FS_IOC_GET_ENCRYPTION_PWSALT":           {ioc(w, 'f', 20, 16), 0x40106614, KindForbidden},
+		"FS_IOC_ADD_ENCRYPTION_KEY":              {ioc(rw, 'f', 23, 80), 0xc0506617, KindForbidden}, // struct fscrypt_add_key_arg
+		"FS_IOC_REMOVE_ENCRYPTION_KEY":           {ioc(rw, 'f', 24, 64), 0xc0406618, KindForbidden}, // struct fscrypt_remove_key_arg
+		"FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS": {ioc(rw, 'f', 25, 64), 0xc0406619, KindForbidden},
+		"OCFS2_IOC_REFLINK":                      {ioc(w, 'o', 4, 24), 0x40186f04, KindForbidden}, // struct reflink_arguments: 3 u64
+		"BTRFS_IOC_SNAP_CREATE":                  {ioc(w, 0x94, 1, 4096), 0x50009401, KindCreate},
+		"BTRFS_IOC_SUBVOL_CREATE":                {ioc(w, 0x94, 14, 4096), 0x5000940e, KindCreate},
+		"BTRFS_IOC_SNAP_CREATE_V2":               {ioc(w, 0x94, 23, 4096), 0x50009417, KindCreate},
+		"BTRFS_IOC_SUBVOL_CREATE_V2":             {ioc(w, 0x94, 24, 4096), 0x50009418, KindCreate},
+		"BTRFS_IOC_SUBVOL_SETFLAGS":              {ioc(w, 0x94, 26, 8), 0x4008941a, KindChmod},
+		"RNDADDTOENTCNT":                         {ioc(w, 'R', 1, 4), 0x40045201, KindForbidden},
+		"RNDADDENTROPY":                          {ioc(w, 'R', 3, 8), 0x40085203, KindForbidden},
+		"RNDZAPENTCNT":                           {ioc(n, 'R', 4, 0), 0x5204, KindForbidden},
+		"RNDCLEARPOOL":                           {ioc(n, 'R', 6, 0), 0x5206, KindForbidden},
+		"RNDRESEEDCRNG":                          {ioc(n, 'R', 7, 0), 0x5207, KindForbidden},
+		"VT_SETMODE":                             {0x5602, 0x5602, KindForbidden},
+		"VT_RELDISP":                             {0x5605, 0x5605, KindForbidden},
+		"VT_ACTIVATE":                            {0x5606, 0x5606, KindForbidden},
+		"VT_WAITACTIVE":                          {0x5607, 0x5607, KindForbidden},
+		"VT_DISALLOCATE":                         {0x5608, 0x5608, KindForbidden},
+		"VT_RESIZE":                              {0x5609, 0x5609, KindForbidden},
+		"VT_RESIZEX":                             {0x560a, 0x560a, KindForbidden},
+		"VT_LOCKSWITCH":                          {0x560b, 0x560b, KindForbidden},
+		"VT_UNLOCKSWITCH":                        {0x560c, 0x560c, KindForbidden},
+		"VT_SETACTIVATE":                         {0x560f, 0x560f, KindForbidden},
+		"TIOCSIG":                                {ioc(w, 'T', 0x36, 4), 0x40045436, KindWrite},
+		"TIOCSTI":                                {0x5412, 0x5412, KindForbidden},
+		"TIOCLINUX":                              {0x541c, 0x541c, KindForbidden},
+		"TIOCGPTN":                               {ioc(r, 'T', 0x30, 4), 0x80045430, KindNone}, // unsigned int
+		"TCSETS":                                 {0x5402, 0x5402, KindWrite},
+		"TCSETSW":                                {0x5403, 0x5403, KindWrite},
+		"TCSETSF":                                {0x5404, 0x5404, KindWrite},
+		"TCSETA":                                 {0x5406, 0x5406, KindWrite},
+		"TCSETAW":                                {0x5407, 0x5407, KindWrite},
+		"TCSETAF":                                {0x5408, 0x5408, KindWrite},
+		"TCSBRK":                                 {0x5409, 0x5409, KindWrite},
+		"TCXONC":                                 {0x540a, 0x540a, KindWrite},
+		"TCFLSH":                                 {0x540b, 0x540b, KindWrite},
+		"TIOCEXCL":                               {0x540c, 0x540c, KindWrite},
+		"TIOCNXCL":                               {0x540d, 0x540d, KindWrite},
+		"TIOCSCTTY":                              {0x540e, 0x540e, KindWrite},
+		"TIOCSPGRP":                              {0x5410, 0x5410, KindWrite},
+		"TIOCSWINSZ":                             {0x5414, 0x5414, KindWrite},
+		"TIOCMBIS":                               {0x5416, 0x5416, KindWrite},
+		"TIOCMBIC":                               {0x5417, 0x5417, KindWrite},
+		"TIOCMSET":                               {0x5418, 0x5418, KindWrite},
+		"TIOCSSOFTCAR":                           {0x541a, 0x541a, KindWrite},
+		"TIOCCONS":                               {0x541d, 0x541d, KindWrite},
+		"TIOCSSERIAL":                            {0x541f, 0x541f, KindWrite},
+		"TIOCSETD":                               {0x5423, 0x5423, KindWrite},
+		"TCSBRKP":                                {0x5425, 0x5425, KindWrite},
+		"TIOCSBRK":                               {0x5427, 0x5427, KindWrite},
+		"TIOCCBRK":                               {0x5428, 0x5428, KindWrite},
+		"TIOCSRS485":                             {0x542f, 0x542f, KindWrite},
+		"TCSETX":                                 {0x5433, 0x5433, KindWrite},
+		"TCSETXF":                                {0x5434, 0x5434, KindWrite},
+		"TCSETXW":                                {0x5435, 0x5435, KindWrite},
+		"TIOCVHANGUP":                            {0x5437, 0x5437, KindWrite},
+		"TIOCSLCKTRMIOS":                         {0x5457, 0x5457, KindWrite},
+		"TCSETS2":                                {ioc(w, 'T', 0x2b, 44), 0x402c542b, KindWrite}, // struct termios2
+		"TCSETSW2":                               {ioc(w, 'T', 0x2c, 44), 0x402c542c, KindWrite},
+		"TCSETSF2":                               {ioc(w, 'T', 0x2d, 44), 0x402c542d, KindWrite},
+		"FIOSETOWN":                              {0x8901, 0x8901, KindSignal},
+		"FIOASYNC":                               {0x5452, 0x5452, KindSignal},
+		"SIOCSPGRP":                              {0x8902, 0x8902, KindSignal},
 	}
 	if len(Ioctls) != len(want) {
 		t.Fatalf("%d trapped ioctls, test knows %d", len(Ioctls), len(want))
@@ -341,6 +370,86 @@ func TestIoctlEncodings(t *testing.T) {
 	}
 	if _, ok := LookupIoctl(0x5401); ok { // TCGETS
 		t.Fatal("TCGETS must not be trapped")
+	}
+}
+
+// TestIoctlAllowed: the allow-list holds each number once, shares none with
+// the commands decided by the tracer (which the filter must trap), and
+// spells the numbers the headers give.
+func TestIoctlAllowed(t *testing.T) {
+	const w, r, rw = 1, 2, 3
+	enc := map[string]uint32{
+		"TCGETS2":                          ioc(r, 'T', 0x2a, 44),
+		"TIOCGPTLCK":                       ioc(r, 'T', 0x39, 4),
+		"TIOCSPTLCK":                       ioc(w, 'T', 0x31, 4),
+		"TIOCGDEV":                         ioc(r, 'T', 0x32, 4),
+		"SIOCGSTAMP_NEW":                   ioc(r, 0x89, 6, 16),
+		"FS_IOC_GETFLAGS":                  ioc(r, 'f', 1, 8),
+		"FS_IOC_FSGETXATTR":                ioc(r, 'X', 31, 28),
+		"FS_IOC_FIEMAP":                    ioc(rw, 'f', 11, 32),
+		"FS_IOC_GETFSMAP":                  ioc(rw, 'X', 59, 192),
+		"FS_IOC_GETFSLABEL":                ioc(r, 0x94, 49, 256),
+		"FS_IOC_GET_ENCRYPTION_POLICY":     ioc(w, 'f', 21, 12),
+		"FS_IOC_GET_ENCRYPTION_POLICY_EX":  ioc(rw, 'f', 22, 9),
+		"FS_IOC_GET_ENCRYPTION_KEY_STATUS": ioc(rw, 'f', 26, 128),
+		"BTRFS_IOC_SUBVOL_GETFLAGS":        ioc(r, 0x94, 25, 8),
+		"FICLONE":                          ioc(w, 0x94, 9, 4),
+		"FICLONERANGE":                     ioc(w, 0x94, 13, 32),
+		"BLKGETSIZE64":                     ioc(r, 0x12, 114, 8),
+	}
+	seen := map[uint32]string{}
+	for _, a := range IoctlAllowed {
+		if prev, dup := seen[a.Cmd]; dup {
+			t.Errorf("%s and %s share %#x", prev, a.Name, a.Cmd)
+		}
+		seen[a.Cmd] = a.Name
+		if s, ok := LookupIoctl(a.Cmd); ok {
+			t.Errorf("%s (%#x) is allowed and decided as %s", a.Name, a.Cmd, s.Name)
+		}
+		if !IoctlPasses(a.Cmd) {
+			t.Errorf("IoctlPasses(%s) = false", a.Name)
+		}
+		if got := FormatIoctl(a.Cmd); got != a.Name {
+			t.Errorf("FormatIoctl(%#x) = %q, want %q", a.Cmd, got, a.Name)
+		}
+		if e, ok := enc[a.Name]; ok && e != a.Cmd {
+			t.Errorf("%s = %#x, the header's encoding is %#x", a.Name, a.Cmd, e)
+		}
+	}
+	for name := range enc {
+		if !slices.ContainsFunc(IoctlAllowed, func(a IoctlName) bool { return a.Name == name }) {
+			t.Errorf("%s is not allowed", name)
+		}
+	}
+	cmds := IoctlAllowedCmds()
+	if !slices.IsSorted(cmds) || len(cmds) != len(IoctlAllowed) {
+		t.Errorf("IoctlAllowedCmds not sorted or short: %d of %d", len(cmds), len(IoctlAllowed))
+	}
+	for _, c := range []struct {
+		cmd  uint32
+		want string
+	}{
+		{0x5412, "TIOCSTI"}, {0x4c01, "LOOP_CLR_FD"}, {0x12345678, "0x12345678"}, {0x5000940e, "BTRFS_IOC_SUBVOL_CREATE"},
+	} {
+		if got := FormatIoctl(c.cmd); got != c.want {
+			t.Errorf("FormatIoctl(%#x) = %q, want %q", c.cmd, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		cmd uint32
+		fam bool
+	}{
+		{0x5000943f, true},  // BTRFS_IOC_SNAP_DESTROY_V2
+		{0xc0189436, false}, // FIDEDUPERANGE: decided on its fd
+		{0xc018586a, true},  // XFS_IOC_OPEN_BY_HANDLE: _IOWR('X', 107, struct xfs_fsop_handlereq)
+		{0xf509, true},      // f2fs
+		{0x4b3a, true},      // KDSETMODE
+		{0x5422, false},     // TIOCNOTTY
+		{0x4c01, false},     // LOOP_CLR_FD: decided on its fd
+	} {
+		if _, got := IoctlFamily(c.cmd); got != c.fam {
+			t.Errorf("IoctlFamily(%#x) = %v, want %v", c.cmd, got, c.fam)
+		}
 	}
 }
 
