@@ -147,6 +147,12 @@ type Op struct {
 	// Exec: Initial is true for the exec of the command tracecell was asked
 	// to run (always allowed).
 	Initial bool `json:"initial,omitempty"`
+
+	// Ioctl names an ioctl command that neither the filter's allow-list
+	// nor a rule of its own covers (its name, or its number in hex), with
+	// Kind KindWrite and Paths[0] what its fd points to: it is allowed
+	// only where the tree may write that (decideIoctl).
+	Ioctl string `json:"ioctl,omitempty"`
 }
 
 // Decision is the answer of the policy.
