@@ -1102,7 +1102,7 @@ func TestDecideIoctl(t *testing.T) {
 // create of the new entry (and a snapshot's source must be writable too).
 func TestDecideSubvolCreate(t *testing.T) {
 	p := mustNew(t, baseConfig())
-	tgt := func(res string) Path { return Path{Role: "path", Given: path.Base(res), Resolved: res} }
+	tgt := func(res string) Path { return Path{Role: "target", Given: path.Base(res), Resolved: res} }
 	src := func(res string) Path { return Path{Role: "source", Given: "fd 4", Resolved: res, Exists: true, IsDir: true} }
 	cases := []struct {
 		name   string
@@ -1114,7 +1114,7 @@ func TestDecideSubvolCreate(t *testing.T) {
 		{"subvol_in_root", []Path{tgt("/srv/sbx/sub")}, true, RuleInsideRoot, ""},
 		{"subvol_outside", []Path{tgt("/home/u/bin")}, false, RuleOutsideRoots, "outside writable roots"},
 		{"snap_in_root", []Path{tgt("/srv/sbx/snap"), src("/srv/sbx/sub")}, true, RuleInsideRoot, ""},
-		{"snap_to_outside", []Path{tgt("/home/u/bin"), src("/srv/sbx/sub")}, false, RuleOutsideRoots, "path outside"},
+		{"snap_to_outside", []Path{tgt("/home/u/bin"), src("/srv/sbx/sub")}, false, RuleOutsideRoots, "target outside"},
 		{"snap_of_outside", []Path{tgt("/srv/sbx/snap"), src("/home")}, false, RuleOutsideRoots, "source outside"},
 		{"snap_of_root_itself", []Path{tgt("/srv/sbx/snap"), src("/srv/sbx")}, true, RuleInsideRoot, ""},
 	}

@@ -926,7 +926,7 @@ func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 		c.fail = syscall.ENOTTY // no btrfs directory: no btrfs handler
 		return nil
 	}
-	target := policy.Path{Role: "path", Given: string(name), Dirfd: dir.Dirfd, Base: dir.Resolved, Resolved: filepath.Join(dir.Resolved, string(name))}
+	target := policy.Path{Role: "target", Given: string(name), Dirfd: dir.Dirfd, Base: dir.Resolved, Resolved: filepath.Join(dir.Resolved, string(name))}
 	var st unix.Stat_t
 	target.Exists = unix.Lstat(target.Resolved, &st) == nil
 	target.IsDir = target.Exists && st.Mode&unix.S_IFMT == unix.S_IFDIR
