@@ -1103,7 +1103,9 @@ func TestDecideIoctl(t *testing.T) {
 func TestDecideSubvolCreate(t *testing.T) {
 	p := mustNew(t, baseConfig())
 	tgt := func(res string) Path { return Path{Role: "target", Given: path.Base(res), Resolved: res} }
-	src := func(res string) Path { return Path{Role: "source", Given: "fd 4", Resolved: res, Exists: true, IsDir: true} }
+	src := func(res string) Path {
+		return Path{Role: "source", Given: "fd 4", Resolved: res, Exists: true, IsDir: true}
+	}
 	cases := []struct {
 		name   string
 		paths  []Path
