@@ -10,13 +10,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -27,46 +25,24 @@ import (
 	"github.com/tracecell/tracecell/syscalls"
 )
 
-var (
-	ioctlOnce sync.Once
-	ioctlBin  string
-	ioctlErr  error
-)
-
-// ioctlProg is testdata/escapes/ioctl.c, compiled once (or
-// TRACECELL_IOCTL_BIN, already compiled, where the machine has no gcc).
+// ioctlProg is testdata/escapes/ioctl.c, compiled into the test's temp
+// dir (or TRACECELL_IOCTL_BIN, already compiled, where the machine has no
+// gcc).
 func ioctlProg(t *testing.T) string {
 	t.Helper()
-	ioctlOnce.Do(func() {
-		if b := os.Getenv("TRACECELL_IOCTL_BIN"); b != "" {
-			ioctlBin = b
-			return
-		}
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			ioctlErr = fmt.Errorf("gcc is required to build testdata/escapes/ioctl.c (scripts/deps.sh installs it): %v", err)
-			return
-		}
-		dir, err := os.MkdirTemp("", "tracecell-ioctl-prog-")
-		if err != nil {
-			ioctlErr = err
-			return
-		}
-		// Readable and runnable by nobody (scripts/as-nobody.sh).
-		if err := os.Chmod(dir, 0o755); err != nil {
-			ioctlErr = err
-			return
-		}
-		ioctlBin = filepath.Join(dir, "ioctl")
-		src := filepath.Join(repoRoot, "testdata", "escapes", "ioctl.c")
-		if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", ioctlBin, src).CombinedOutput(); err != nil {
-			ioctlErr = fmt.Errorf("gcc %s: %v\n%s", src, err, out)
-		}
-	})
-	if ioctlErr != nil {
-		t.Fatal(ioctlErr)
+	if b := os.Getenv("TRACECELL_IOCTL_BIN"); b != "" {
+		return b
 	}
-	return ioctlBin
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Fatalf("gcc is required to build testdata/escapes/ioctl.c (scripts/deps.sh installs it): %v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "ioctl")
+	src := filepath.Join(repoRoot, "testdata", "escapes", "ioctl.c")
+	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", src, err, out)
+	}
+	return bin
 }
 
 // btrfsMount makes a 128 MiB btrfs image (mkfs.btrfs wants 109 MiB at
