@@ -335,7 +335,7 @@ func TestIoctlUnknownCommand(t *testing.T) {
 	for _, w := range wantDen {
 		found := false
 		for _, e := range r.report.Denials {
-			if e.Syscall == "ioctl" && e.Flags == w.flags && e.Rule == "ioctl-not-allowed" && e.Errno == "EPERM" && e.hasResolved(w.path) &&
+			if e.Syscall == "ioctl" && e.Kind == "ioctl" && e.Flags == w.flags && e.Rule == "ioctl-not-allowed" && e.Errno == "EPERM" && e.hasResolved(w.path) &&
 				strings.Contains(e.Reason, w.flags) && strings.Contains(e.Reason, w.path) {
 				found = true
 			}

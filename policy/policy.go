@@ -209,7 +209,7 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 		return deny(syscall.EPERM, RuleUnknownKind, "no operation")
 	}
 	switch k := op.Kind; {
-	case op.Ioctl != "":
+	case k == syscalls.KindIoctl:
 		return p.decideIoctl(op, l)
 	case k.ChecksAsWrite():
 		return p.decideFS(op, l)
@@ -732,6 +732,9 @@ func (p *Policy) decideUnix(op *Op, l Ledger) Decision {
 // protocol's devices (Bluetooth's HCIDEVUP).
 func (p *Policy) decideIoctl(op *Op, l Ledger) Decision {
 	what := "ioctl " + op.Ioctl
+	if op.Ioctl == "" {
+		what = "an ioctl command"
+	}
 	if len(op.Paths) == 0 {
 		return deny(syscall.EPERM, RuleIoctlNotAllowed, what+" without a file to decide on")
 	}

@@ -1067,7 +1067,7 @@ func TestDecideIoctl(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			op := &Op{Kind: syscalls.KindWrite, Syscall: "ioctl", Ioctl: c.cmd, Paths: []Path{c.path}}
+			op := &Op{Kind: syscalls.KindIoctl, Syscall: "ioctl", Ioctl: c.cmd, Paths: []Path{c.path}}
 			d := p.Decide(op, owned)
 			if d.Rule != c.rule {
 				t.Fatalf("%s on %s: %+v, want rule %s", c.cmd, c.path.Resolved, d, c.rule)
@@ -1088,11 +1088,11 @@ func TestDecideIoctl(t *testing.T) {
 			}
 		})
 	}
-	if d := p.Decide(&Op{Kind: syscalls.KindWrite, Syscall: "ioctl", Ioctl: "0x1"}, nil); d.Allow || d.Rule != RuleIoctlNotAllowed {
+	if d := p.Decide(&Op{Kind: syscalls.KindIoctl, Syscall: "ioctl", Ioctl: "0x1"}, nil); d.Allow || d.Rule != RuleIoctlNotAllowed {
 		t.Errorf("no path: %+v", d)
 	}
-	// Without Ioctl the same op is an ordinary write: the terminal
-	// changes of syscalls.Ioctls keep their foreign-pty rule.
+	// As a write the same op is decided like one: the terminal changes
+	// of syscalls.Ioctls keep their foreign-pty rule.
 	if d := p.Decide(&Op{Kind: syscalls.KindWrite, Syscall: "ioctl", Paths: []Path{ex("/dev/pts/3")}}, nil); d.Rule != RuleForeignPty {
 		t.Errorf("TCSETS on a foreign pty: %+v", d)
 	}

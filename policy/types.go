@@ -148,9 +148,9 @@ type Op struct {
 	// to run (always allowed).
 	Initial bool `json:"initial,omitempty"`
 
-	// Ioctl names an ioctl command that neither the filter's allow-list
-	// nor a rule of its own covers (its name, or its number in hex), with
-	// Kind KindWrite and Paths[0] what its fd points to: it is allowed
+	// Ioctl names the command of a KindIoctl operation, one that neither
+	// the filter's allow-list nor a rule of its own covers (its name, or
+	// its number in hex); Paths[0] is what its fd points to. It is allowed
 	// only where the tree may write that (decideIoctl).
 	Ioctl string `json:"ioctl,omitempty"`
 }

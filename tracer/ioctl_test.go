@@ -69,9 +69,9 @@ stop.set()
 		kind              syscalls.Kind
 	}
 	wantDen := []den{
-		{"0x7a7b", policy.RuleIoctlNotAllowed, hostFile, syscalls.KindWrite},
-		{"0x7a7b", policy.RuleIoctlNotAllowed, hostFile, syscalls.KindWrite},
-		{"SIOCSIFFLAGS", policy.RuleIoctlNotAllowed, "", syscalls.KindWrite},
+		{"0x7a7b", policy.RuleIoctlNotAllowed, hostFile, syscalls.KindIoctl},
+		{"0x7a7b", policy.RuleIoctlNotAllowed, hostFile, syscalls.KindIoctl},
+		{"SIOCSIFFLAGS", policy.RuleIoctlNotAllowed, "", syscalls.KindIoctl},
 		{"BTRFS_IOC_DEFAULT_SUBVOL", policy.RuleForbiddenSyscall, filepath.Join(realSbx, "mine.csv"), syscalls.KindForbidden},
 	}
 	if len(o.res.Denials) != len(wantDen) {

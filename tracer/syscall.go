@@ -820,7 +820,7 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 		if fam, whole := syscalls.IoctlFamily(cmd); whole {
 			return t.forbiddenIoctl(c, c.flags+" ("+fam+" commands reach beyond the file their fd points to)")
 		}
-		op := t.decodeFdMeta(c, 0, syscalls.KindWrite)
+		op := t.decodeFdMeta(c, 0, syscalls.KindIoctl)
 		if op != nil {
 			op.Ioctl = c.flags
 		}
