@@ -349,6 +349,9 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		if d, ok := p.movesDenyRead(kind, res); ok {
 			return d, ""
 		}
+		if d, ok := p.copiesDenyRead(kind, r, res); ok {
+			return d, ""
+		}
 		return allow(RuleInsideRoot), ""
 	}
 	if kind == syscalls.KindWrite && p.device(res) {
@@ -375,6 +378,22 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree (scratch dir %s is create-only)", s)), ""
 	}
 	return deny(syscall.EACCES, RuleOutsideRoots, "outside writable roots ("+p.writeText+")"), ""
+}
+
+// copiesDenyRead denies the source of a create that copies a whole tree
+// (a btrfs snapshot, the only create with a source) when a deny-read entry
+// lies inside it: the copy of sbx/sub/.env at sbx/snap/.env would be
+// readable.
+func (p *Policy) copiesDenyRead(kind syscalls.Kind, r, res string) (Decision, bool) {
+	if kind != syscalls.KindCreate || r != "source" {
+		return Decision{}, false
+	}
+	for _, d := range p.cfg.DenyRead {
+		if Under(d, res) {
+			return deny(syscall.EACCES, RuleDenyRead, fmt.Sprintf("copies %s, which holds deny-read %s", res, d)), true
+		}
+	}
+	return Decision{}, false
 }
 
 // movesDenyRead denies a rename of a directory above a deny-read entry:

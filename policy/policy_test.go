@@ -1118,7 +1118,10 @@ func TestDecideSubvolCreate(t *testing.T) {
 		{"snap_in_root", []Path{tgt("/srv/sbx/snap"), src("/srv/sbx/sub")}, true, RuleInsideRoot, ""},
 		{"snap_to_outside", []Path{tgt("/home/u/bin"), src("/srv/sbx/sub")}, false, RuleOutsideRoots, "target outside"},
 		{"snap_of_outside", []Path{tgt("/srv/sbx/snap"), src("/home")}, false, RuleOutsideRoots, "source outside"},
-		{"snap_of_root_itself", []Path{tgt("/srv/sbx/snap"), src("/srv/sbx")}, true, RuleInsideRoot, ""},
+		{"snap_of_other_root", []Path{tgt("/srv/sbx/snap"), src("/work/b")}, true, RuleInsideRoot, ""},
+		// baseConfig denies reading /srv/sbx/.secret: a snapshot of the
+		// tree above it would copy it to a name deny-read does not cover.
+		{"snap_above_deny_read", []Path{tgt("/srv/sbx/snap"), src("/srv/sbx")}, false, RuleDenyRead, "source copies /srv/sbx, which holds deny-read /srv/sbx/.secret"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
