@@ -883,10 +883,13 @@ func (t *tracer) forbiddenIoctl(c *call, what string) *policy.Op {
 // of that entry, resolved from the fd; a snapshot's source subvolume must
 // be writable too (a snapshot copies a whole tree, the files a deny-read
 // or read root keeps from the program included, with owners and modes).
-// The kernel takes the name up to its first NUL and at most the struct's
-// last byte (vol_args->name[BTRFS_PATH_NAME_MAX] = '\0'), refuses one with
-// a '/' (EINVAL) and "." or ".." (EEXIST), and never follows an existing
-// entry (EEXIST): the decision is on the entry the kernel makes.
+// The kernel (fs/btrfs/ioctl.c, btrfs_ioctl_snap_create*: the same since
+// well before 4.18) copies the struct once (memdup_user), takes the name up
+// to its first NUL and at most the struct's last byte
+// (vol_args->name[BTRFS_PATH_NAME_MAX] = '\0'), refuses one with a '/'
+// (EINVAL) and "." or ".." (EEXIST, __btrfs_ioctl_snap_create), and never
+// follows an existing entry (EEXIST, btrfs_mksubvol): the decision is on
+// the entry the kernel makes.
 func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 	v2 := cmd == syscalls.BtrfsIocSnapCreateV2 || cmd == syscalls.BtrfsIocSubvolCreateV2
 	snap := cmd == syscalls.BtrfsIocSnapCreate || cmd == syscalls.BtrfsIocSnapCreateV2
@@ -922,8 +925,12 @@ func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 	if !ok {
 		return nil
 	}
-	if dir.Special != "" || !dir.IsDir {
-		c.fail = syscall.ENOTTY // no btrfs directory: no btrfs handler
+	switch {
+	case dir.Special != "":
+		c.fail = syscall.ENOTTY // a pipe or socket: no btrfs handler
+		return nil
+	case !dir.IsDir:
+		c.fail = syscall.ENOTDIR // the new entry goes in a directory
 		return nil
 	}
 	target := policy.Path{Role: "target", Given: string(name), Dirfd: dir.Dirfd, Base: dir.Resolved, Resolved: filepath.Join(dir.Resolved, string(name))}
