@@ -339,10 +339,11 @@ const TIOCGPTN = 0x80045430
 // transid; __u64 flags; __u64 unused[4]; char name[4040]} (v2), 4096 bytes
 // either way; fd is the snapshot's source subvolume, name the new entry in
 // the directory the ioctl's own fd points to. None of them looks at the
-// fd's open mode (fs/btrfs/ioctl.c btrfs_ioctl_snap_create*: a read-only
-// directory fd does): the kernel checks write and search permission on the
-// directory (btrfs_may_create), as mkdir would, and ownership of the
-// source for a snapshot.
+// fd's open mode (fs/btrfs/ioctl.c btrfs_ioctl_snap_create*,
+// btrfs_ioctl_subvol_setflags: a read-only directory fd will do): the
+// kernel checks write and search permission on the directory
+// (btrfs_may_create), as mkdir would, and ownership of the source for a
+// snapshot or of the subvolume for its flags.
 const (
 	BtrfsIocSnapCreate     = 0x50009401 // _IOW(0x94, 1, struct btrfs_ioctl_vol_args)
 	BtrfsIocSubvolCreate   = 0x5000940e // _IOW(0x94, 14, struct btrfs_ioctl_vol_args)
