@@ -1027,8 +1027,8 @@ func TestPathPageOff(t *testing.T) {
 		// Then +1: TIOCGPTN (the tree's own ptys). Then +33 (x86_64 +34 with
 		// net: one more long jump): the terminal changes (TCSETS, ...).
 		// Then +70: ioctl became an allow-list (issue 16): a binary search
-		// over the 94 commands of syscalls.IoctlAllowed (128 instructions
-		// with its ja) instead of 57 comparisons with the trapped ones.
+		// over the 84 commands of syscalls.IoctlAllowed (132 instructions
+		// with its load) instead of a comparison with each trapped one.
 		"x86_64":  {498, 492, 503, 497, 532, 526, 537, 531}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 		"aarch64": {448, 445, 445, 442, 470, 467, 467, 464}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
