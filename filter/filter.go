@@ -99,6 +99,9 @@ type cond struct {
 	// oneOf: trap when the low 32 bits equal one of vals (an int or
 	// unsigned int command).
 	vals []uint32
+	// allowVals (sorted, no duplicates): allow when the low 32 bits equal
+	// one of them and trap otherwise (an allow-list of commands).
+	allowVals []uint32
 	// nonZero64: trap when the whole 64-bit argument is not 0 (a pointer).
 	nonZero64 bool
 	// mem: trap when one of the ranges may overlap the path page
@@ -112,6 +115,11 @@ func (c *cond) check() error {
 	if len(c.mem) == 0 {
 		if c.arg < 0 || c.arg > 5 {
 			return fmt.Errorf("bad argument index %d", c.arg)
+		}
+		for i := 1; i < len(c.allowVals); i++ {
+			if c.allowVals[i] <= c.allowVals[i-1] {
+				return fmt.Errorf("allowed values not sorted or repeated at %#x", c.allowVals[i])
+			}
 		}
 		return nil
 	}
@@ -193,11 +201,12 @@ func rules(o Options) ([]rule, error) {
 			// connect was checked.
 			c = &cond{arg: s.AddrArg, nonZero64: true}
 		case "ioctl":
-			vals := make([]uint32, len(syscalls.Ioctls))
-			for i, io := range syscalls.Ioctls {
-				vals[i] = io.Cmd
-			}
-			c = &cond{arg: s.FlagsArg, vals: vals}
+			// An allow-list (issue 16): the commands programs are
+			// measured to use that only read or act on their own fd
+			// pass; every other one stops and is decided
+			// (syscalls.IoctlAllowed). The cmd is an unsigned int:
+			// compared on its low 32 bits, as the kernel reads it.
+			c = &cond{arg: s.FlagsArg, allowVals: syscalls.IoctlAllowedCmds()}
 		case "fcntl":
 			c = &cond{arg: s.FlagsArg, vals: []uint32{syscalls.FcntlSetFl, syscalls.FcntlSetOwn, syscalls.FcntlSetOwnEx, syscalls.FcntlSetLease, syscalls.FcntlSetDeleg}}
 		case "seccomp":
@@ -360,11 +369,16 @@ func appendLeaf(out []bpf.Instruction, rs []rule) ([]bpf.Instruction, error) {
 			out = appendArgCheck(out, *r.c)
 		}
 		n := len(out) - at - 1
-		if n > 255 {
-			return nil, fmt.Errorf("%s: argument check of %d instructions is too long", r.name, n)
+		if n <= 255 {
+			// Not this call: skip its block (which ends in returns).
+			out[at] = bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: uint8(n)}
+			continue
 		}
-		// Not this call: skip its block (which ends in returns).
-		out[at] = bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipFalse: uint8(n)}
+		// A block longer than a conditional jump reaches (the ioctl
+		// allow-list): this call enters it past a ja that skips it.
+		// The block's own jumps are relative, so it may move down one.
+		out = slices.Insert(out, at+1, bpf.Instruction(bpf.Jump{Skip: uint32(n)}))
+		out[at] = bpf.JumpIf{Cond: bpf.JumpEqual, Val: r.nr, SkipTrue: 1}
 	}
 	return append(out, bpf.RetConstant{Val: RetAllow}), nil
 }
@@ -386,6 +400,8 @@ func appendArgCheck(out []bpf.Instruction, c cond) []bpf.Instruction {
 			hi, bpf.JumpIf{Cond: bpf.JumpEqual, Val: 0, SkipTrue: 1},
 			trace, allow,
 		)
+	case c.allowVals != nil:
+		return appendAllowSet(append(out, lo), c.allowVals)
 	}
 	out = append(out, lo)
 	n := len(c.vals)
@@ -394,6 +410,39 @@ func appendArgCheck(out []bpf.Instruction, c cond) []bpf.Instruction {
 		out = append(out, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(n - 1 - i + 1)})
 	}
 	return append(out, allow, trace)
+}
+
+// allowLeaf is the largest group of allowed values compared one after the
+// other in appendAllowSet.
+const allowLeaf = 8
+
+// appendAllowSet appends a binary search of the accumulator (the low 32
+// bits of the argument) over vals, sorted: RET_ALLOW when it is one of
+// them, RET_TRACE otherwise. Each leaf ends in its own pair of returns, so
+// every jump stays short; a command costs about log2(len(vals)/allowLeaf)
+// + allowLeaf comparisons at most (4 + 6 for the 84 commands of
+// syscalls.IoctlAllowed, in 131 instructions: about 1.6 a value).
+func appendAllowSet(out []bpf.Instruction, vals []uint32) []bpf.Instruction {
+	if len(vals) <= allowLeaf {
+		n := len(vals)
+		for i, v := range vals {
+			// Equal: to the allow return after the last comparison's
+			// trace return.
+			out = append(out, bpf.JumpIf{Cond: bpf.JumpEqual, Val: v, SkipTrue: uint8(n - i)})
+		}
+		return append(out, bpf.RetConstant{Val: RetTrace}, bpf.RetConstant{Val: RetAllow})
+	}
+	mid := len(vals) / 2
+	at := len(out)
+	out = append(out, nil) // A > vals[mid-1]: to the right half, set below
+	out = appendAllowSet(out, vals[:mid])
+	if n := len(out) - at - 1; n <= 255 {
+		out[at] = bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: vals[mid-1], SkipTrue: uint8(n)}
+	} else {
+		out = slices.Insert(out, at+1, bpf.Instruction(bpf.Jump{Skip: uint32(n)}))
+		out[at] = bpf.JumpIf{Cond: bpf.JumpGreaterThan, Val: vals[mid-1], SkipFalse: 1}
+	}
+	return appendAllowSet(out, vals[mid:])
 }
 
 // The range test below works on 32-bit halves and depends on where the path

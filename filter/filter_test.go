@@ -247,14 +247,31 @@ func TestFilterCases(t *testing.T) {
 			{name: "sendto_dest_net_allowed", call: "sendto", args: arg(4, 0x7ffc12345678), want: RetAllow},
 			{name: "sendto_len_not_dest", o: net, call: "sendto", args: [6]uint64{3, 0x1000, 10, 0, 0, 16}, want: RetAllow},
 
-			// ioctl and fcntl: only the listed commands.
+			// ioctl: an allow-list (syscalls.IoctlAllowed); fcntl: only
+			// the listed commands.
 			{name: "ioctl_tcgets", call: "ioctl", args: arg(1, tcgets), want: RetAllow},
+			{name: "ioctl_tcgets_hi_garbage", call: "ioctl", args: arg(1, 0xdead<<32|tcgets), want: RetAllow}, // the kernel sees TCGETS
+			{name: "ioctl_cmd_zero", call: "ioctl", args: arg(1, 0), want: RetTrace},
+			{name: "ioctl_unknown", call: "ioctl", args: arg(1, 0x12345678), want: RetTrace},
+			{name: "ioctl_unknown_hi_garbage", call: "ioctl", args: arg(1, 1<<32|0x12345678), want: RetTrace},
+			{name: "ioctl_tcgets_plus_one_hi", call: "ioctl", args: arg(1, 1<<32|(tcgets+0x10000)), want: RetTrace},
+			{name: "ioctl_btrfs_subvol_create", call: "ioctl", args: arg(1, 0x5000940e), want: RetTrace},
+			{name: "ioctl_btrfs_snap_create_v2", call: "ioctl", args: arg(1, 0x50009417), want: RetTrace},
+			{name: "ioctl_btrfs_subvol_setflags", call: "ioctl", args: arg(1, 0x4008941a), want: RetTrace},
+			{name: "ioctl_btrfs_subvol_setflags_hi_garbage", call: "ioctl", args: arg(1, 0xffffffff<<32|0x4008941a), want: RetTrace},
+			{name: "ioctl_btrfs_subvol_getflags", call: "ioctl", args: arg(1, 0x80089419), want: RetAllow},
+			{name: "ioctl_loop_clr_fd", call: "ioctl", args: arg(1, 0x4c01), want: RetTrace},
+			{name: "ioctl_fat_set_attributes", call: "ioctl", args: arg(1, 0x40047211), want: RetTrace},
+			{name: "ioctl_remove_encryption_key", call: "ioctl", args: arg(1, 0xc0406618), want: RetTrace},
+			{name: "ioctl_ocfs2_reflink", call: "ioctl", args: arg(1, 0x40186f04), want: RetTrace},
+			{name: "ioctl_siocsifflags", call: "ioctl", args: arg(1, 0x8914), want: RetTrace},
 			{name: "ioctl_fionread", call: "ioctl", args: arg(1, 0x541b), want: RetAllow},
 			{name: "ioctl_tiocsti", call: "ioctl", args: arg(1, tiocsti), want: RetTrace},
 			{name: "ioctl_tiocsti_hi_garbage", call: "ioctl", args: arg(1, 1<<32|tiocsti), want: RetTrace},
 			{name: "ioctl_setflags", call: "ioctl", args: arg(1, fsIocSetfl), want: RetTrace},
-			{name: "ioctl_cmd_in_fd_arg", call: "ioctl", args: arg(0, tiocsti), want: RetAllow},
-			{name: "ioctl_fifreeze_in_fd_arg", call: "ioctl", args: arg(0, 0xc0045877), want: RetAllow},
+			{name: "ioctl_cmd_in_fd_arg", call: "ioctl", args: [6]uint64{tiocsti, tcgets}, want: RetAllow},
+			{name: "ioctl_fifreeze_in_fd_arg", call: "ioctl", args: [6]uint64{0xc0045877, tcgets}, want: RetAllow},
+			{name: "ioctl_tcgets_in_arg2", call: "ioctl", args: [6]uint64{3, 0x5412, tcgets}, want: RetTrace},
 			{name: "ioctl_userfaultfd_new", call: "ioctl", args: arg(1, 0xaa00), want: RetTrace},
 			{name: "fcntl_getfl", call: "fcntl", args: arg(1, 3), want: RetAllow},
 			{name: "fcntl_setfd", call: "fcntl", args: arg(1, 2), want: RetAllow},
@@ -332,18 +349,33 @@ func TestFilterCases(t *testing.T) {
 			{"tcgets2", 0x802c542a},
 			{"fionread", 0x541b},
 			{"fs_ioc_getversion", 0x80087601},
-			{"ext4_ioc_getversion", 0x80086603},
 			{"fs_ioc_getflags", 0x80086601},
 			{"fs_ioc_fsgetxattr", 0x801c581f},
 			{"fs_ioc_getfslabel", 0x81009431},
-			{"ext4_ioc_getfsuuid", 0x8008662c},
-			{"ext4_ioc_get_tune_sb_param", 0x80e8662d},
-			{"fitrim", 0xc0185879},            // discards free blocks only
-			{"ficlone", 0x40049409},           // the fd must be open for writing
-			{"fideduperange", 0xc0189436},     // equal bytes only
-			{"ext4_ioc_move_ext", 0xc028660f}, // both fds open for writing
+			{"ficlone", 0x40049409}, // the fd must be open for writing
+			{"ficlonerange", 0x4020940d},
+			{"tiocgptpeer", 0x5441},
+			{"tiocsptlck", 0x40045431},
+			{"siocgifconf", 0x8912},
+			{"siocgifindex", 0x8933},
 		} {
 			cases = append(cases, tc{name: "ioctl_" + io.name + "_allowed", call: "ioctl", args: [6]uint64{3, io.cmd, 0x7ffc12345678}, want: RetAllow})
+		}
+		// Not on the allow-list any more (issue 16): they stop and are
+		// decided on what their fd points to (or, for FITRIM, never
+		// allowed: it discards the free blocks of a whole file system).
+		for _, io := range []struct {
+			name string
+			cmd  uint64
+		}{
+			{"ext4_ioc_getversion", 0x80086603},
+			{"ext4_ioc_getfsuuid", 0x8008662c},
+			{"ext4_ioc_get_tune_sb_param", 0x80e8662d},
+			{"fitrim", 0xc0185879},
+			{"fideduperange", 0xc0189436},     // needs no writable fd (allow_file_dedupe: the owner will do)
+			{"ext4_ioc_move_ext", 0xc028660f}, // both fds open for writing
+		} {
+			cases = append(cases, tc{name: "ioctl_" + io.name + "_decided", call: "ioctl", args: [6]uint64{3, io.cmd, 0x7ffc12345678}, want: RetTrace})
 		}
 		if tbl == syscalls.AMD64 {
 			cases = append(cases,
@@ -424,11 +456,12 @@ func TestForbiddenTrapped(t *testing.T) {
 // options that make them unconditional. With all arguments zero they are
 // allowed.
 var conditional = map[string]func(Options) bool{
-	"open":       func(o Options) bool { return o.TrapReadOpens },
-	"openat":     func(o Options) bool { return o.TrapReadOpens },
-	"clone":      func(o Options) bool { return o.TrapAllClones },
-	"sendto":     never,
-	"ioctl":      never,
+	"open":   func(o Options) bool { return o.TrapReadOpens },
+	"openat": func(o Options) bool { return o.TrapReadOpens },
+	"clone":  func(o Options) bool { return o.TrapAllClones },
+	"sendto": never,
+	// ioctl is an allow-list: command 0 is not on it and traps.
+	"ioctl":      always,
 	"fcntl":      never,
 	"seccomp":    never,
 	"prctl":      never,
@@ -445,6 +478,9 @@ var conditional = map[string]func(Options) bool{
 
 // never: the all-zero arguments of TestEveryNumber never trap the call.
 func never(Options) bool { return false }
+
+// always: they always do.
+func always(Options) bool { return true }
 
 // TestEveryNumber runs every number of each table through the program, so a
 // mistake in the binary search (a wrong pivot or skip) cannot hide: the
@@ -993,8 +1029,11 @@ func TestPathPageOff(t *testing.T) {
 		// Then fanotify_init and fanotify_mark (x86_64 +8, aarch64 +4).
 		// Then +1: TIOCGPTN (the tree's own ptys). Then +33 (x86_64 +34 with
 		// net: one more long jump): the terminal changes (TCSETS, ...).
-		"x86_64":  {428, 422, 433, 427, 463, 457, 468, 462}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {378, 375, 375, 372, 400, 397, 397, 394}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		// Then +70: ioctl became an allow-list (issue 16): a binary search
+		// over the 84 commands of syscalls.IoctlAllowed (132 instructions
+		// with its load) instead of a comparison with each trapped one.
+		"x86_64":  {498, 492, 503, 497, 532, 526, 537, 531}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {448, 445, 445, 442, 470, 467, 467, 464}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {
@@ -1075,12 +1114,88 @@ func TestMemCondErrors(t *testing.T) {
 		t.Errorf("mremap's ranges: %v", err)
 	}
 	// So many ranges that the call's block is longer than a conditional
-	// jump reaches: search must fail rather than emit a wrapped skip.
+	// jump reaches: the leaf must enter it past a ja rather than emit a
+	// wrapped skip, and the calls around it must still be decided.
 	var many []syscalls.MemRange
 	for i := 0; i < 30; i++ {
 		many = append(many, syscalls.MemRange{Addr: 0, Len: 1, FlagsArg: 3, FlagsMask: 1})
 	}
-	if _, err := search([]rule{{nr: 1, name: "big", ret: RetTrace, c: &cond{mem: many}}}); err == nil {
-		t.Error("a block of 30 ranges was emitted")
+	prog, err := search([]rule{{nr: 1, name: "big", ret: RetTrace, c: &cond{mem: many}}, {nr: 2, name: "after", ret: RetTrace}})
+	if err != nil {
+		t.Fatalf("a block of 30 ranges: %v", err)
+	}
+	vm, err := bpf.NewVM(append([]bpf.Instruction{bpf.LoadAbsolute{Off: offNr, Size: 4}}, prog...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		nr   uint32
+		args [6]uint64
+		want uint32
+	}{
+		{1, [6]uint64{3: 1}, RetAllow},             // flag set, [0, 1): below the page
+		{1, [6]uint64{0: 2 << 32, 3: 1}, RetTrace}, // flag set, in the page
+		{1, [6]uint64{}, RetAllow},                 // no flag: no range in use
+		{2, [6]uint64{}, RetTrace},
+		{3, [6]uint64{}, RetAllow},
+	} {
+		r, err := vm.Run(seccompData(c.nr, 0, c.args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uint32(r) != c.want {
+			t.Errorf("nr %d args %x: %s, want %s", c.nr, c.args, retName(uint32(r)), retName(c.want))
+		}
+	}
+}
+
+// TestIoctlAllowList: ioctl is an allow-list (issue 16). Every command of
+// syscalls.IoctlAllowed passes, whatever the high half of the register
+// holds (the kernel reads an unsigned int); every command the tracer
+// decides (syscalls.Ioctls) and every other number traps, including the
+// neighbours of each allowed value (an off-by-one in the search) and
+// whole ranges of terminal, socket and btrfs numbers.
+func TestIoctlAllowList(t *testing.T) {
+	for _, tbl := range tables {
+		for _, o := range []Options{{}, {TrapReadOpens: true, TrapAllClones: true, TrapNet: true, PathPage: true}} {
+			o.Table = tbl
+			t.Run(fmt.Sprintf("%s/all=%v", tbl.ABI, o.TrapNet), func(t *testing.T) {
+				m := newMachine(t, o)
+				check := func(cmd uint64, want uint32) {
+					t.Helper()
+					for _, hi := range []uint64{0, 1, 0xffffffff} {
+						if got := m.run("ioctl", [6]uint64{3, hi<<32 | cmd, 0x7ffc12345678}); got != want {
+							t.Errorf("ioctl(3, %#x): %s, want %s", hi<<32|cmd, retName(got), retName(want))
+						}
+					}
+				}
+				for _, a := range syscalls.IoctlAllowed {
+					check(uint64(a.Cmd), RetAllow)
+					for _, n := range []uint32{a.Cmd - 1, a.Cmd + 1} {
+						if !syscalls.IoctlPasses(n) {
+							check(uint64(n), RetTrace)
+						}
+					}
+				}
+				for _, s := range syscalls.Ioctls {
+					if syscalls.IoctlPasses(s.Cmd) {
+						t.Errorf("%s is both decided and allowed", s.Name)
+					}
+					check(uint64(s.Cmd), RetTrace)
+				}
+				for _, base := range []uint32{0x5400, 0x8900, 0x9400, 0x4b00, 0x5600, 0x5800} {
+					for cmd := base; cmd < base+0x100; cmd++ {
+						want := uint32(RetTrace)
+						if syscalls.IoctlPasses(cmd) {
+							want = RetAllow
+						}
+						check(uint64(cmd), want)
+					}
+				}
+				for _, cmd := range []uint64{0, 0xffffffff, 0x5000940e, 0x50009417, 0x4008941a, 0x4c01, 0x40047211, 0xc0406618, 0x40186f04} {
+					check(cmd, RetTrace)
+				}
+			})
+		}
 	}
 }

@@ -42,6 +42,10 @@ const (
 	RuleUnresolvedPath   = "unresolved-path"
 	RuleUnknownKind      = "unknown-kind"
 	RuleNoPath           = "no-path"
+	// RuleIoctlNotAllowed denies an ioctl command that is not known to
+	// only read or to act on its own fd alone, made on an fd the tree may
+	// not write (issue 16).
+	RuleIoctlNotAllowed = "ioctl-not-allowed"
 
 	// Allows (Decision.Allow true), for --trace.
 	RuleInsideRoot    = "inside-writable-root"
@@ -211,6 +215,8 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 		return deny(syscall.EPERM, RuleUnknownKind, "no operation")
 	}
 	switch k := op.Kind; {
+	case k == syscalls.KindIoctl:
+		return p.decideIoctl(op, l)
 	case k.ChecksAsWrite():
 		return p.decideFS(op, l)
 	case k == syscalls.KindRead:
@@ -349,6 +355,9 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		if d, ok := p.movesDenyRead(kind, res); ok {
 			return d, ""
 		}
+		if d, ok := p.copiesDenyRead(kind, r, res); ok {
+			return d, ""
+		}
 		return allow(RuleInsideRoot), ""
 	}
 	if kind == syscalls.KindWrite && p.device(res) {
@@ -375,6 +384,22 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree (scratch dir %s is create-only)", s)), ""
 	}
 	return deny(syscall.EACCES, RuleOutsideRoots, "outside writable roots ("+p.writeText+")"), ""
+}
+
+// copiesDenyRead denies the source of a create that copies a whole tree
+// (a btrfs snapshot, the only create with a source) when a deny-read entry
+// lies inside it: the copy of sbx/sub/.env at sbx/snap/.env would be
+// readable.
+func (p *Policy) copiesDenyRead(kind syscalls.Kind, r, res string) (Decision, bool) {
+	if kind != syscalls.KindCreate || r != "source" {
+		return Decision{}, false
+	}
+	for _, d := range p.cfg.DenyRead {
+		if Under(d, res) {
+			return deny(syscall.EACCES, RuleDenyRead, fmt.Sprintf("copies %s, which holds deny-read %s", res, d)), true
+		}
+	}
+	return Decision{}, false
 }
 
 // movesDenyRead denies a rename of a directory above a deny-read entry:
@@ -768,6 +793,42 @@ func (p *Policy) decideUnix(op *Op, l Ledger) Decision {
 		}
 	}
 	return deny(syscall.EACCES, RuleUnixOutsideRoots, fmt.Sprintf("unix socket %s is outside writable roots (%s)", res, p.writeText))
+}
+
+// decideIoctl decides an ioctl command that is neither on the filter's
+// allow-list (syscalls.IoctlAllowed: measured, only reads or acts on its
+// own fd) nor decided by a rule of its own. Its effect is unknown, so it is
+// taken to change what its fd points to, which any read-only open reaches
+// (btrfs subvolume and FAT attribute commands ignore the fd's mode): it is
+// allowed where the tree may write that (inside a writable root, an
+// allowed device, its own pty or tracecell's terminal) and on the pipes,
+// eventfds and other anonymous objects of the tree. Not on a socket, even
+// its own: socket commands beyond the allow-list configure the network of
+// the whole host (SIOCSIF*, SIOCADDRT: net/core/dev_ioctl.c) or a
+// protocol's devices (Bluetooth's HCIDEVUP).
+func (p *Policy) decideIoctl(op *Op, l Ledger) Decision {
+	what := "ioctl " + op.Ioctl
+	if op.Ioctl == "" {
+		what = "an ioctl command"
+	}
+	if len(op.Paths) == 0 {
+		return deny(syscall.EPERM, RuleIoctlNotAllowed, what+" without a file to decide on")
+	}
+	pa := &op.Paths[0]
+	if pa.Special != "" {
+		switch {
+		case strings.HasPrefix(pa.Special, "socket:"):
+			return deny(syscall.EPERM, RuleIoctlNotAllowed, fmt.Sprintf("%s on %s: socket commands other than the queries tracecell allows reach the network configuration or devices of the whole host", what, pa.Special))
+		case pa.SpecialInTree:
+			return allow(RuleSpecialObject)
+		}
+		return deny(syscall.EPERM, RuleIoctlNotAllowed, fmt.Sprintf("%s on %s, which belongs to %s outside the traced tree", what, pa.Special, procOwner(pa.Resolved)))
+	}
+	d, _ := p.writable(syscalls.KindWrite, "path", pa, l)
+	if d.Allow {
+		return d
+	}
+	return deny(syscall.EPERM, RuleIoctlNotAllowed, fmt.Sprintf("%s on %s: a command not known to only read may change what its fd points to, and this is not writable (%s)", what, pa.Resolved, d.Reason))
 }
 
 // decideTarget: signals and process calls only within the traced tree.

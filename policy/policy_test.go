@@ -1076,3 +1076,103 @@ func TestPropertyNoWayOut(t *testing.T) {
 	}
 	t.Logf("%d of %d random operations allowed", allowedN, n)
 }
+
+// TestDecideIoctl: an ioctl command that is neither on the filter's
+// allow-list nor decided by a rule of its own (issue 16) is allowed only on
+// what the tree may write, and on its own non-socket objects; otherwise it
+// is denied as ioctl-not-allowed, naming the command and the path.
+func TestDecideIoctl(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	own := ex("/dev/pts/7")
+	own.OwnPty = true
+	cases := []struct {
+		name string
+		cmd  string
+		path Path
+		rule string
+	}{
+		{"unknown_in_root", "0x12345678", ex("/srv/sbx/f"), RuleInsideRoot},
+		{"unknown_root_dir_itself", "0x12345678", ex("/srv/sbx"), RuleInsideRoot},
+		{"subvol_destroy_like_outside", "0x12345678", ex("/home/u/bin"), RuleIoctlNotAllowed},
+		{"fat_set_attributes_outside", "FAT_IOCTL_SET_ATTRIBUTES", ex("/mnt/usb/f"), RuleIoctlNotAllowed},
+		{"loop_clr_fd", "LOOP_CLR_FD", ex("/dev/loop0"), RuleIoctlNotAllowed},
+		{"loop_control", "LOOP_CTL_GET_FREE", ex("/dev/loop-control"), RuleIoctlNotAllowed},
+		{"dev_null", "0x12345678", ex("/dev/null"), RuleDevice},
+		{"own_pty", "TIOCNOTTY", own, RuleOwnPty},
+		{"foreign_pty", "TIOCNOTTY", ex("/dev/pts/3"), RuleIoctlNotAllowed},
+		{"deny_read_in_root", "0x12345678", ex("/srv/sbx/.secret"), RuleIoctlNotAllowed},
+		{"proc", "0x12345678", ex("/proc/1/status"), RuleIoctlNotAllowed},
+		{"scratch_not_owned", "0x12345678", ex("/dev/shm/theirs"), RuleIoctlNotAllowed},
+		{"scratch_owned", "0x12345678", ex("/dev/shm/mine"), RuleScratchOwned},
+		{"pipe_of_tree", "0x12345678", Path{Resolved: "/proc/9/task/9/fd/3", Exists: true, Special: "pipe:[77]", SpecialInTree: true}, RuleSpecialObject},
+		{"eventfd_of_tree", "0x12345678", Path{Resolved: "/proc/9/task/9/fd/4", Exists: true, Special: "anon_inode:[eventfd]", SpecialInTree: true}, RuleSpecialObject},
+		{"socket_of_tree", "SIOCSIFFLAGS", Path{Resolved: "/proc/9/task/9/fd/5", Exists: true, Special: "socket:[88]", SpecialInTree: true}, RuleIoctlNotAllowed},
+		{"unresolved", "0x12345678", ex("/srv/sbx/../etc"), RuleIoctlNotAllowed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			op := &Op{Kind: syscalls.KindIoctl, Syscall: "ioctl", Ioctl: c.cmd, Paths: []Path{c.path}}
+			d := p.Decide(op, owned)
+			if d.Rule != c.rule {
+				t.Fatalf("%s on %s: %+v, want rule %s", c.cmd, c.path.Resolved, d, c.rule)
+			}
+			if d.Allow != (c.rule != RuleIoctlNotAllowed) {
+				t.Fatalf("allow %v with rule %s", d.Allow, d.Rule)
+			}
+			if !d.Allow {
+				if d.Errno != syscall.EPERM {
+					t.Errorf("errno %v, want EPERM", d.Errno)
+				}
+				if !strings.Contains(d.Reason, c.cmd) {
+					t.Errorf("reason %q does not name %s", d.Reason, c.cmd)
+				}
+				if c.path.Special == "" && !strings.Contains(d.Reason, c.path.Resolved) {
+					t.Errorf("reason %q does not name %s", d.Reason, c.path.Resolved)
+				}
+			}
+		})
+	}
+	if d := p.Decide(&Op{Kind: syscalls.KindIoctl, Syscall: "ioctl", Ioctl: "0x1"}, nil); d.Allow || d.Rule != RuleIoctlNotAllowed {
+		t.Errorf("no path: %+v", d)
+	}
+	// As a write the same op is decided like one: the terminal changes
+	// of syscalls.Ioctls keep their foreign-pty rule.
+	if d := p.Decide(&Op{Kind: syscalls.KindWrite, Syscall: "ioctl", Paths: []Path{ex("/dev/pts/3")}}, nil); d.Rule != RuleForeignPty {
+		t.Errorf("TCSETS on a foreign pty: %+v", d)
+	}
+}
+
+// TestDecideSubvolCreate: a btrfs subvolume or snapshot creation is a
+// create of the new entry (and a snapshot's source must be writable too).
+func TestDecideSubvolCreate(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	tgt := func(res string) Path { return Path{Role: "target", Given: path.Base(res), Resolved: res} }
+	src := func(res string) Path {
+		return Path{Role: "source", Given: "fd 4", Resolved: res, Exists: true, IsDir: true}
+	}
+	cases := []struct {
+		name   string
+		paths  []Path
+		allow  bool
+		rule   string
+		reason string
+	}{
+		{"subvol_in_root", []Path{tgt("/srv/sbx/sub")}, true, RuleInsideRoot, ""},
+		{"subvol_outside", []Path{tgt("/home/u/bin")}, false, RuleOutsideRoots, "outside writable roots"},
+		{"snap_in_root", []Path{tgt("/srv/sbx/snap"), src("/srv/sbx/sub")}, true, RuleInsideRoot, ""},
+		{"snap_to_outside", []Path{tgt("/home/u/bin"), src("/srv/sbx/sub")}, false, RuleOutsideRoots, "target outside"},
+		{"snap_of_outside", []Path{tgt("/srv/sbx/snap"), src("/home")}, false, RuleOutsideRoots, "source outside"},
+		{"snap_of_other_root", []Path{tgt("/srv/sbx/snap"), src("/work/b")}, true, RuleInsideRoot, ""},
+		// baseConfig denies reading /srv/sbx/.secret: a snapshot of the
+		// tree above it would copy it to a name deny-read does not cover.
+		{"snap_above_deny_read", []Path{tgt("/srv/sbx/snap"), src("/srv/sbx")}, false, RuleDenyRead, "source copies /srv/sbx, which holds deny-read /srv/sbx/.secret"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := p.Decide(&Op{Kind: syscalls.KindCreate, Syscall: "ioctl", Paths: c.paths}, nil)
+			if d.Allow != c.allow || d.Rule != c.rule || !strings.Contains(d.Reason, c.reason) {
+				t.Fatalf("%+v, want allow %v rule %s reason with %q", d, c.allow, c.rule, c.reason)
+			}
+		})
+	}
+}

@@ -158,6 +158,12 @@ type Op struct {
 	// Exec: Initial is true for the exec of the command tracecell was asked
 	// to run (always allowed).
 	Initial bool `json:"initial,omitempty"`
+
+	// Ioctl names the command of a KindIoctl operation, one that neither
+	// the filter's allow-list nor a rule of its own covers (its name, or
+	// its number in hex); Paths[0] is what its fd points to. It is allowed
+	// only where the tree may write that (decideIoctl).
+	Ioctl string `json:"ioctl,omitempty"`
 }
 
 // Decision is the answer of the policy.

@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-want=(gcc libc6-dev make strace python3 python3-numpy python3-pandas python3-matplotlib)
+want=(gcc libc6-dev make strace python3 python3-numpy python3-pandas python3-matplotlib btrfs-progs sqlite3 git)
 # `deps.sh bench`: also what the session benchmark compares against.
 if [ "${1:-}" = "bench" ]; then
   want+=(python3-jupyter-client python3-ipykernel)

@@ -26,6 +26,7 @@ const (
 	KindChdir                 // chdir, fchdir: always allowed; trapped so that the tracer knows the cwd
 	KindMemory                // mmap, munmap, mprotect, ... on tracecell's path page (tracer: pathpage.go)
 	KindLease                 // fcntl(F_SETLEASE): a lease holds back other processes' opens of the file for writing
+	KindIoctl                 // an ioctl command off the allow-list with no rule of its own: decided on what its fd points to
 	kindCount
 )
 
@@ -49,6 +50,7 @@ var kindNames = [kindCount]string{
 	KindChdir:     "chdir",
 	KindMemory:    "memory",
 	KindLease:     "lease",
+	KindIoctl:     "ioctl",
 }
 
 // String returns the report name of the kind.

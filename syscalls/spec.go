@@ -81,7 +81,7 @@ const (
 	HSignal                   // kill, tkill, tgkill, rt_*sigqueueinfo, pidfd_send_signal, pidfd_open
 	HProcess                  // calls aimed at a pid: prlimit64, setpriority, sched_*, ...
 	HFdMeta                   // fchmod, fchown, fsetxattr, fremovexattr: metadata change through FdArg
-	HIoctl                    // ioctl: the filter traps only the commands of Ioctls; see LookupIoctl
+	HIoctl                    // ioctl: the filter traps every command not in IoctlAllowed; see LookupIoctl
 	HClone                    // clone, fork, vfork
 	HForbidden                // never allowed
 	HProcMem                  // process_vm_readv, process_vm_writev
@@ -358,9 +358,8 @@ func buildSpecs() map[string]*Spec {
 		// that FS_IOC_FSSETXATTR sets through an fd.
 		mk("file_setattr", KindChmod, HPath, at(1, 0, atNoFol, "path", true)).flags(4),
 
-		// ioctl: only the commands of Ioctls are trapped (inode flags and
-		// generation, whole-file-system changes, terminal input
-		// injection, SIGIO owner).
+		// ioctl: every command but those of IoctlAllowed is trapped;
+		// Ioctls, IoctlFamily and the policy's decideIoctl decide them.
 		mk("ioctl", KindChmod, HIoctl).fd(0).flags(1),
 		// fcntl: only F_SETOWN, F_SETOWN_EX, F_SETLEASE and F_SETDELEG are
 		// trapped (HFcntl).

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -316,6 +317,42 @@ func TestIoctlEncodings(t *testing.T) {
 		"FIOASYNC":                     {0x5452, 0x5452, KindSignal},
 		"SIOCSPGRP":                    {0x8902, 0x8902, KindSignal},
 	}
+	// Issue 16: the rest of the whole-file-system class, the btrfs
+	// subvolume commands, the host entropy pool, console switching and
+	// TIOCSIG.
+	added := map[string]enc{
+		"FITRIM":                                 {ioc(rw, 'X', 121, 24), 0xc0185879, KindForbidden}, // struct fstrim_range
+		"EXT4_IOC_CHECKPOINT":                    {ioc(w, 'f', 43, 4), 0x4004662b, KindForbidden},
+		"FS_IOC_GET_ENCRYPTION_PWSALT":           {ioc(w, 'f', 20, 16), 0x40106614, KindForbidden},
+		"FS_IOC_ADD_ENCRYPTION_KEY":              {ioc(rw, 'f', 23, 80), 0xc0506617, KindForbidden}, // struct fscrypt_add_key_arg
+		"FS_IOC_REMOVE_ENCRYPTION_KEY":           {ioc(rw, 'f', 24, 64), 0xc0406618, KindForbidden}, // struct fscrypt_remove_key_arg
+		"FS_IOC_REMOVE_ENCRYPTION_KEY_ALL_USERS": {ioc(rw, 'f', 25, 64), 0xc0406619, KindForbidden},
+		"OCFS2_IOC_REFLINK":                      {ioc(w, 'o', 4, 24), 0x40186f04, KindForbidden}, // struct reflink_arguments: 3 u64
+		"BTRFS_IOC_SNAP_CREATE":                  {ioc(w, 0x94, 1, 4096), 0x50009401, KindCreate},
+		"BTRFS_IOC_SUBVOL_CREATE":                {ioc(w, 0x94, 14, 4096), 0x5000940e, KindCreate},
+		"BTRFS_IOC_SNAP_CREATE_V2":               {ioc(w, 0x94, 23, 4096), 0x50009417, KindCreate},
+		"BTRFS_IOC_SUBVOL_CREATE_V2":             {ioc(w, 0x94, 24, 4096), 0x50009418, KindCreate},
+		"BTRFS_IOC_SUBVOL_SETFLAGS":              {ioc(w, 0x94, 26, 8), 0x4008941a, KindChmod},
+		"RNDADDTOENTCNT":                         {ioc(w, 'R', 1, 4), 0x40045201, KindForbidden},
+		"RNDADDENTROPY":                          {ioc(w, 'R', 3, 8), 0x40085203, KindForbidden},
+		"RNDZAPENTCNT":                           {ioc(n, 'R', 4, 0), 0x5204, KindForbidden},
+		"RNDCLEARPOOL":                           {ioc(n, 'R', 6, 0), 0x5206, KindForbidden},
+		"RNDRESEEDCRNG":                          {ioc(n, 'R', 7, 0), 0x5207, KindForbidden},
+		"VT_SETMODE":                             {0x5602, 0x5602, KindForbidden},
+		"VT_RELDISP":                             {0x5605, 0x5605, KindForbidden},
+		"VT_ACTIVATE":                            {0x5606, 0x5606, KindForbidden},
+		"VT_WAITACTIVE":                          {0x5607, 0x5607, KindForbidden},
+		"VT_DISALLOCATE":                         {0x5608, 0x5608, KindForbidden},
+		"VT_RESIZE":                              {0x5609, 0x5609, KindForbidden},
+		"VT_RESIZEX":                             {0x560a, 0x560a, KindForbidden},
+		"VT_LOCKSWITCH":                          {0x560b, 0x560b, KindForbidden},
+		"VT_UNLOCKSWITCH":                        {0x560c, 0x560c, KindForbidden},
+		"VT_SETACTIVATE":                         {0x560f, 0x560f, KindForbidden},
+		"TIOCSIG":                                {ioc(w, 'T', 0x36, 4), 0x40045436, KindWrite},
+	}
+	for k, v := range added {
+		want[k] = v
+	}
 	if len(Ioctls) != len(want) {
 		t.Fatalf("%d trapped ioctls, test knows %d", len(Ioctls), len(want))
 	}
@@ -341,6 +378,86 @@ func TestIoctlEncodings(t *testing.T) {
 	}
 	if _, ok := LookupIoctl(0x5401); ok { // TCGETS
 		t.Fatal("TCGETS must not be trapped")
+	}
+}
+
+// TestIoctlAllowed: the allow-list holds each number once, shares none with
+// the commands decided by the tracer (which the filter must trap), and
+// spells the numbers the headers give.
+func TestIoctlAllowed(t *testing.T) {
+	const w, r, rw = 1, 2, 3
+	enc := map[string]uint32{
+		"TCGETS2":                          ioc(r, 'T', 0x2a, 44),
+		"TIOCGPTLCK":                       ioc(r, 'T', 0x39, 4),
+		"TIOCSPTLCK":                       ioc(w, 'T', 0x31, 4),
+		"TIOCGDEV":                         ioc(r, 'T', 0x32, 4),
+		"SIOCGSTAMP_NEW":                   ioc(r, 0x89, 6, 16),
+		"FS_IOC_GETFLAGS":                  ioc(r, 'f', 1, 8),
+		"FS_IOC_FSGETXATTR":                ioc(r, 'X', 31, 28),
+		"FS_IOC_FIEMAP":                    ioc(rw, 'f', 11, 32),
+		"FS_IOC_GETFSMAP":                  ioc(rw, 'X', 59, 192),
+		"FS_IOC_GETFSLABEL":                ioc(r, 0x94, 49, 256),
+		"FS_IOC_GET_ENCRYPTION_POLICY":     ioc(w, 'f', 21, 12),
+		"FS_IOC_GET_ENCRYPTION_POLICY_EX":  ioc(rw, 'f', 22, 9),
+		"FS_IOC_GET_ENCRYPTION_KEY_STATUS": ioc(rw, 'f', 26, 128),
+		"BTRFS_IOC_SUBVOL_GETFLAGS":        ioc(r, 0x94, 25, 8),
+		"FICLONE":                          ioc(w, 0x94, 9, 4),
+		"FICLONERANGE":                     ioc(w, 0x94, 13, 32),
+		"BLKGETSIZE64":                     ioc(r, 0x12, 114, 8),
+	}
+	seen := map[uint32]string{}
+	for _, a := range IoctlAllowed {
+		if prev, dup := seen[a.Cmd]; dup {
+			t.Errorf("%s and %s share %#x", prev, a.Name, a.Cmd)
+		}
+		seen[a.Cmd] = a.Name
+		if s, ok := LookupIoctl(a.Cmd); ok {
+			t.Errorf("%s (%#x) is allowed and decided as %s", a.Name, a.Cmd, s.Name)
+		}
+		if !IoctlPasses(a.Cmd) {
+			t.Errorf("IoctlPasses(%s) = false", a.Name)
+		}
+		if got := FormatIoctl(a.Cmd); got != a.Name {
+			t.Errorf("FormatIoctl(%#x) = %q, want %q", a.Cmd, got, a.Name)
+		}
+		if e, ok := enc[a.Name]; ok && e != a.Cmd {
+			t.Errorf("%s = %#x, the header's encoding is %#x", a.Name, a.Cmd, e)
+		}
+	}
+	for name := range enc {
+		if !slices.ContainsFunc(IoctlAllowed, func(a IoctlName) bool { return a.Name == name }) {
+			t.Errorf("%s is not allowed", name)
+		}
+	}
+	cmds := IoctlAllowedCmds()
+	if !slices.IsSorted(cmds) || len(cmds) != len(IoctlAllowed) {
+		t.Errorf("IoctlAllowedCmds not sorted or short: %d of %d", len(cmds), len(IoctlAllowed))
+	}
+	for _, c := range []struct {
+		cmd  uint32
+		want string
+	}{
+		{0x5412, "TIOCSTI"}, {0x4c01, "LOOP_CLR_FD"}, {0x12345678, "0x12345678"}, {0x5000940e, "BTRFS_IOC_SUBVOL_CREATE"},
+	} {
+		if got := FormatIoctl(c.cmd); got != c.want {
+			t.Errorf("FormatIoctl(%#x) = %q, want %q", c.cmd, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		cmd uint32
+		fam bool
+	}{
+		{0x5000943f, true},  // BTRFS_IOC_SNAP_DESTROY_V2
+		{0xc0189436, false}, // FIDEDUPERANGE: decided on its fd
+		{0xc018586a, true},  // XFS_IOC_OPEN_BY_HANDLE: _IOWR('X', 107, struct xfs_fsop_handlereq)
+		{0xf509, true},      // f2fs
+		{0x4b3a, true},      // KDSETMODE
+		{0x5422, false},     // TIOCNOTTY
+		{0x4c01, false},     // LOOP_CLR_FD: decided on its fd
+	} {
+		if _, got := IoctlFamily(c.cmd); got != c.fam {
+			t.Errorf("IoctlFamily(%#x) = %v, want %v", c.cmd, got, c.fam)
+		}
 	}
 }
 

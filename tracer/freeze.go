@@ -173,7 +173,7 @@ func (t *tracer) needsFreeze(c *call) bool {
 			return false // no address: a connected socket, nothing read
 		}
 	case syscalls.HIoctl:
-		if _, ok := syscalls.LookupIoctl(uint32(t.regs.Arg(1))); !ok {
+		if syscalls.IoctlPasses(uint32(t.regs.Arg(1))) {
 			return false // passed on the command number alone
 		}
 	case syscalls.HFcntl:

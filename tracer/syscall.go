@@ -809,34 +809,44 @@ func (t *tracer) decodeFdMeta(c *call, fdArg int, kind syscalls.Kind) *policy.Op
 	return &policy.Op{Kind: kind, Syscall: c.name, Paths: []policy.Path{p}}
 }
 
-// decodeIoctl checks the ioctl commands the filter traps (syscalls.Ioctls):
-// inode attribute changes on the fd's file (they work on read-only fds),
-// terminal input injection and whole-file-system changes (forbidden), and
-// SIGIO owner changes; TIOCGPTN passes, followed to its end (pty.go).
+// decodeIoctl decides the ioctl commands the filter traps: every command
+// not on its allow-list (syscalls.IoctlAllowed). Those of syscalls.Ioctls
+// by their own rule: inode attribute changes on the fd's file (they work on
+// read-only fds), terminal input injection and whole-file-system changes
+// (forbidden), SIGIO owner changes, btrfs subvolume creations (a create of
+// the name in the fd's directory); TIOCGPTN passes, followed to its end
+// (pty.go). A command of a whole-file-system family (syscalls.IoctlFamily)
+// is forbidden; any other is decided as a change of what its fd points to
+// (policy: decideIoctl), since nothing says what it does.
 func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	cmd := uint32(t.regs.Arg(1)) // an unsigned int: the kernel ignores the high half
-	is, ok := syscalls.LookupIoctl(cmd)
-	if !ok {
+	if syscalls.IoctlPasses(cmd) {
+		// Our filter lets these through; this stop came from a filter
+		// of the program's own (SECCOMP_RET_TRACE).
 		c.pass = true
 		return nil
 	}
-	c.flags = is.Name
+	c.flags = syscalls.FormatIoctl(cmd)
+	is, ok := syscalls.LookupIoctl(cmd)
+	if !ok {
+		if fam, whole := syscalls.IoctlFamily(cmd); whole {
+			return t.forbiddenIoctl(c, c.flags+" ("+fam+" commands reach beyond the file their fd points to)")
+		}
+		op := t.decodeFdMeta(c, 0, syscalls.KindIoctl)
+		if op != nil {
+			op.Ioctl = c.flags
+		}
+		return op
+	}
 	switch is.Kind {
 	case syscalls.KindNone:
 		t.ptyStarts(c)
 		c.pass = true
 		return nil
 	case syscalls.KindForbidden:
-		op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name + "(" + is.Name + ")"}
-		// Denied whatever the fd is; the report names what it points to
-		// (for FIFREEZE and the like, a file on the file system aimed at)
-		// when that resolves. A bad fd is denied all the same, not failed.
-		fd := t.regs.Int32Arg(0)
-		if p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd); ok {
-			op.Paths = []policy.Path{p}
-		}
-		c.fail, c.failWhy, c.failPath = 0, "", policy.Path{}
-		return op
+		return t.forbiddenIoctl(c, is.Name)
+	case syscalls.KindCreate:
+		return t.decodeSubvolCreate(c, cmd)
 	case syscalls.KindWrite:
 		// A terminal change: on tracecell's own terminal (any kind, the
 		// command's stdio) it passes; elsewhere it is decided as a write of
@@ -862,6 +872,94 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 		return t.ownerOp(c, v)
 	}
 	return t.decodeFdMeta(c, 0, is.Kind)
+}
+
+// forbiddenIoctl denies an ioctl whatever its fd is; the report names what
+// the fd points to (for FIFREEZE and the like, a file on the file system
+// aimed at) when that resolves. A bad fd is denied all the same, not
+// failed.
+func (t *tracer) forbiddenIoctl(c *call, what string) *policy.Op {
+	op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name + "(" + what + ")"}
+	fd := t.regs.Int32Arg(0)
+	if p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd); ok {
+		op.Paths = []policy.Path{p}
+	}
+	c.fail, c.failWhy, c.failPath = 0, "", policy.Path{}
+	return op
+}
+
+// decodeSubvolCreate decides BTRFS_IOC_SUBVOL_CREATE(_V2) and
+// BTRFS_IOC_SNAP_CREATE(_V2) (syscalls.BtrfsIocSubvolCreate): a new
+// subvolume, an empty directory or a copy of the source subvolume, named
+// by a plain name in the directory fd points to. It is decided as a create
+// of that entry, resolved from the fd; a snapshot's source subvolume must
+// be writable too (a snapshot copies a whole tree, the files a deny-read
+// or read root keeps from the program included, with owners and modes).
+// The kernel (fs/btrfs/ioctl.c, btrfs_ioctl_snap_create*: the same since
+// well before 4.18) copies the struct once (memdup_user), takes the name up
+// to its first NUL and at most the struct's last byte
+// (vol_args->name[BTRFS_PATH_NAME_MAX] = '\0'), refuses one with a '/'
+// (EINVAL) and "." or ".." (EEXIST, __btrfs_ioctl_snap_create), and never
+// follows an existing entry (EEXIST, btrfs_mksubvol): the decision is on
+// the entry the kernel makes.
+func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
+	v2 := cmd == syscalls.BtrfsIocSnapCreateV2 || cmd == syscalls.BtrfsIocSubvolCreateV2
+	snap := cmd == syscalls.BtrfsIocSnapCreate || cmd == syscalls.BtrfsIocSnapCreateV2
+	b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), syscalls.BtrfsVolArgsSize)
+	if err != nil {
+		c.fail = syscall.EFAULT
+		return nil
+	}
+	off := syscalls.BtrfsNameOffV1
+	if v2 {
+		off = syscalls.BtrfsNameOffV2
+		if fl := binary.LittleEndian.Uint64(b[syscalls.BtrfsFlagsOffV2:]); fl&^syscalls.BtrfsSubvolRdonly != 0 {
+			return t.forbiddenIoctl(c, fmt.Sprintf("%s with flags %#x: quota-group inheritance and subvolume ids act on the whole file system", c.flags, fl))
+		}
+	}
+	name := b[off : len(b)-1]
+	if i := bytes.IndexByte(name, 0); i >= 0 {
+		name = name[:i]
+	}
+	switch {
+	case bytes.IndexByte(name, '/') >= 0:
+		c.fail = syscall.EINVAL
+		return nil
+	case string(name) == "." || string(name) == "..":
+		c.fail = syscall.EEXIST
+		return nil
+	case len(name) == 0:
+		c.fail = syscall.EINVAL
+		return nil
+	}
+	fd := t.regs.Int32Arg(0)
+	dir, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd)
+	if !ok {
+		return nil
+	}
+	switch {
+	case dir.Special != "":
+		c.fail = syscall.ENOTTY // a pipe or socket: no btrfs handler
+		return nil
+	case !dir.IsDir:
+		c.fail = syscall.ENOTDIR // the new entry goes in a directory
+		return nil
+	}
+	target := policy.Path{Role: "target", Given: string(name), Dirfd: dir.Dirfd, Base: dir.Resolved, Resolved: filepath.Join(dir.Resolved, string(name))}
+	var st unix.Stat_t
+	target.Exists = unix.Lstat(target.Resolved, &st) == nil
+	target.IsDir = target.Exists && st.Mode&unix.S_IFMT == unix.S_IFDIR
+	op := &policy.Op{Kind: syscalls.KindCreate, Syscall: c.name, Paths: []policy.Path{target}}
+	if snap {
+		// __s64 fd, which the kernel hands to fdget(unsigned int).
+		sfd := int32(binary.LittleEndian.Uint32(b[0:4]))
+		src, ok := t.fdPath(c, policy.Path{Role: "source", Given: "fd " + strconv.Itoa(int(sfd))}, sfd)
+		if !ok {
+			return nil
+		}
+		op.Paths = append(op.Paths, src)
+	}
+	return op
 }
 
 // asyncOp checks signal-driven I/O going on for the fd in argument 0 (fcntl F_SETFL with O_ASYNC, ioctl FIOASYNC). On most files
