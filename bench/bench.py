@@ -169,7 +169,7 @@ def clean_env(wd):
     env.update(HOME=wd, TMPDIR=os.path.join(wd, ".tmp"),
                XDG_CACHE_HOME=os.path.join(wd, ".cache"),
                XDG_CONFIG_HOME=os.path.join(wd, ".config"),
-               MPLCONFIGDIR=os.path.join(wd, ".config", "matplotlib"),
+               MPLCONFIGDIR=os.path.join(wd, ".tmp", "matplotlib"),
                # The harness runs as whoever calls it, maybe root: a bare
                # run must not byte-compile into /usr/lib.  Set for all modes.
                PYTHONDONTWRITEBYTECODE="1")

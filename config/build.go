@@ -352,7 +352,9 @@ func buildEnv(s *Settings, environ []string, sandbox string) ([]string, string, 
 	m["TMPDIR"] = tmp
 	m["XDG_CACHE_HOME"] = filepath.Join(sandbox, ".cache")
 	m["XDG_CONFIG_HOME"] = filepath.Join(sandbox, ".config")
-	m["MPLCONFIGDIR"] = filepath.Join(sandbox, ".config", "matplotlib")
+	// matplotlib's font cache (fontlist-v*.json) is tracecell's doing, not
+	// the program's: under .tmp it stays out of the files a program lists.
+	m["MPLCONFIGDIR"] = filepath.Join(tmp, "matplotlib")
 	for k, v := range s.Env {
 		if k == "" || strings.Contains(k, "=") {
 			return nil, "", usagef("--env %q: want KEY=VALUE", k+"="+v)

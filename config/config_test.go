@@ -210,7 +210,7 @@ func TestBuild(t *testing.T) {
 		t.Errorf("sandbox %q cwd %q created %v", p.Sandbox, p.Cwd, p.SandboxCreated)
 	}
 	joined := strings.Join(p.Env, "\n")
-	for _, want := range []string{"HOME=" + real, "TMPDIR=" + real + "/.tmp", "MPLCONFIGDIR=" + real + "/.config/matplotlib", "LC_ALL=C.UTF-8", "PATH=/usr/bin:/bin"} {
+	for _, want := range []string{"HOME=" + real, "TMPDIR=" + real + "/.tmp", "MPLCONFIGDIR=" + real + "/.tmp/matplotlib", "LC_ALL=C.UTF-8", "PATH=/usr/bin:/bin"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("env lacks %s: %v", want, p.Env)
 		}
