@@ -86,7 +86,9 @@ func under(p, root string) bool {
 // collapse drops the grants inside another grant, folding their reasons
 // into it.
 func collapse(l []Grant) []Grant {
-	sort.Slice(l, func(i, j int) bool { return len(l[i].Value) < len(l[j].Value) || len(l[i].Value) == len(l[j].Value) && l[i].Value < l[j].Value })
+	sort.Slice(l, func(i, j int) bool {
+		return len(l[i].Value) < len(l[j].Value) || len(l[i].Value) == len(l[j].Value) && l[i].Value < l[j].Value
+	})
 	var out []Grant
 next:
 	for _, g := range l {
