@@ -477,7 +477,8 @@ func (a *Aggregator) Summary() *Summary {
 		if x.Count != y.Count {
 			return x.Count > y.Count
 		}
-		return x.Address+x.Path+strconv.Itoa(x.Port)+x.Decision+x.Syscall < y.Address+y.Path+strconv.Itoa(y.Port)+y.Decision+y.Syscall
+		return strings.Join([]string{x.Address, x.Path, strconv.Itoa(x.Port), x.Decision, x.Syscall, x.Family, x.Program, x.Rule}, "\x00") <
+			strings.Join([]string{y.Address, y.Path, strconv.Itoa(y.Port), y.Decision, y.Syscall, y.Family, y.Program, y.Rule}, "\x00")
 	})
 	for _, o := range a.procOps {
 		s.ProcOps = append(s.ProcOps, o)
@@ -487,7 +488,8 @@ func (a *Aggregator) Summary() *Summary {
 		if x.Count != y.Count {
 			return x.Count > y.Count
 		}
-		return x.Syscall+x.Signal+strconv.Itoa(x.TargetPid)+x.Decision < y.Syscall+y.Signal+strconv.Itoa(y.TargetPid)+y.Decision
+		return strings.Join([]string{x.Syscall, x.Signal, strconv.Itoa(x.TargetPid), x.Decision, x.Program, strconv.FormatBool(x.InTree)}, "\x00") <
+			strings.Join([]string{y.Syscall, y.Signal, strconv.Itoa(y.TargetPid), y.Decision, y.Program, strconv.FormatBool(y.InTree)}, "\x00")
 	})
 
 	if a.hasTrace {

@@ -33,6 +33,9 @@ type Suggestion struct {
 	// Incomplete says why the suggestion may miss grants (caps hit).
 	Incomplete []string
 	Sources    []string
+	// Session: learned from a session server's sessions, whose own
+	// sandboxes are writable without a grant.
+	Session bool
 }
 
 // Grant is one value of the policy and what needed it.
@@ -143,8 +146,21 @@ func Suggest(s *Summary) *Suggestion {
 	}
 	readRestricted := false
 	deniedRead := map[string]bool{}
+	// A session server's sandboxes live in its state directory, which no
+	// --write of the server may overlap (server.checkWriteRoots); the
+	// session's own sandbox is writable without a grant.
+	stateDir := ""
+	for _, src := range s.Sources {
+		if src.Kind == "session-execution" && src.Sandbox != "" {
+			stateDir = filepath.Dir(src.Sandbox)
+		}
+	}
+	sg.Session = stateDir != ""
 	if base != nil {
 		for _, w := range base.WriteRoots {
+			if stateDir != "" && under(w, stateDir) {
+				continue
+			}
 			write.add(w, "a writable root of the recorded run", 0)
 		}
 		if base.ReadRoots != nil {
@@ -205,6 +221,10 @@ func Suggest(s *Summary) *Suggestion {
 					dir := grantDir(r, d.Kind, p.Exists && p.IsDir && g.Rule != policy.RuleRootItself)
 					if dir == "" || dir == "/" {
 						sg.Ungrantable = append(sg.Ungrantable, w+": would need the whole file system writable")
+						continue
+					}
+					if stateDir != "" && (under(dir, stateDir) || under(stateDir, dir)) {
+						sg.Ungrantable = append(sg.Ungrantable, w+": "+dir+" overlaps the server's state directory "+stateDir+", which a server's --write may not")
 						continue
 					}
 					write.add(dir, w, d.Count)
@@ -320,7 +340,11 @@ func (sg *Suggestion) WriteYAML(w io.Writer) error {
 			}
 		}
 	}
-	grantList("write", sg.Write, "a fresh sandbox under $TMPDIR per run")
+	if sg.Session {
+		grantList("write", sg.Write, "each session writes its own sandbox")
+	} else {
+		grantList("write", sg.Write, "a fresh sandbox under $TMPDIR per run")
+	}
 	if sg.Read != nil {
 		if len(sg.Read) == 0 {
 			p("read: []  # reads restricted to the runtime and the writable roots\n")
