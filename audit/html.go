@@ -15,7 +15,7 @@ import (
 const htmlStyle = `body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#1d1d1f;background:#fff}
 h1{font-size:22px;margin:0 0 12px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}
 table{border-collapse:collapse;margin:4px 0 8px}th,td{border:1px solid #ddd;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f4f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums}code{font:12.5px ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
+th{background:#f4f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums}code{font:12.5px ui-monospace,Menlo,Consolas,monospace;overflow-wrap:anywhere}
 .deny{color:#b3261e;font-weight:600}.audit{color:#9a6700;font-weight:600}.allow{color:#1a7f37}
 table.kv th{width:110px}.muted{color:#666}svg text{font:12px ui-monospace,Menlo,Consolas,monospace}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}`
@@ -234,10 +234,8 @@ func timelineSVG(out *bufio.Writer, s *Summary, rows []treeRow) {
 		lanes = lanes[:60]
 	}
 	height := histH + 40 + len(lanes)*laneH + 20
-	span := tl.End.Sub(tl.Start).Seconds()
-	if span <= 0 {
-		span = tl.Width
-	}
+	// The buckets cover whole widths: the last may end after tl.End.
+	span := max(tl.End.Sub(tl.Start).Seconds(), tl.Width*float64(len(tl.Buckets)))
 	if span <= 0 {
 		span = 1e-3
 	}
@@ -275,7 +273,11 @@ func timelineSVG(out *bufio.Writer, s *Summary, rows []treeRow) {
 	fmt.Fprintf(out, "<text x=\"%d\" y=\"%d\">events (max %d per %s)</text>\n", 4, 14, max, seconds(tl.Width))
 	for i := 0; i <= 4; i++ {
 		sec := span * float64(i) / 4
-		fmt.Fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\" fill=\"#555\">+%s</text>\n", xOf(sec), histH+16, seconds(sec))
+		anchor := map[int]string{0: "start", 4: "end"}[i]
+		if anchor == "" {
+			anchor = "middle"
+		}
+		fmt.Fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\" fill=\"#555\">+%s</text>\n", xOf(sec), histH+16, anchor, seconds(sec))
 	}
 	top := histH + 34
 	laneY := map[int]int{}

@@ -129,6 +129,13 @@ func validFormat(f string) bool {
 // --session) into a summary, with a progress line on a terminal.
 func readInputs(c *cli.Context, stdin io.Reader, stderr io.Writer) (*audit.Summary, error) {
 	args := c.Args().Slice()
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") && a != "-" {
+			if _, err := os.Stat(a); err != nil {
+				return nil, fmt.Errorf("%s after the input files: put the options first, e.g. tracecell %s --format html -o out.html FILE", a, c.Command.FullName())
+			}
+		}
+	}
 	if c.String("session") != "" || c.String("server") != "" {
 		if c.String("session") == "" || c.String("server") == "" {
 			return nil, fmt.Errorf("--server and --session go together: e.g. --server unix:/var/tmp/tracecell-1000/tracecell.sock --session s1")
