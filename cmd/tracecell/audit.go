@@ -36,13 +36,13 @@ func reportCommand(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 			&cli.StringFlag{Name: "token-file", Usage: "`FILE` holding the server's bearer token (default: $TRACECELL_TOKEN)"},
 		}),
 		Action: func(c *cli.Context) error {
-			s, err := readInputs(c, stdin, stderr)
-			if err != nil {
-				return &exitError{statusFailed, err}
-			}
 			format := c.String("format")
 			if !validFormat(format) {
 				return &exitError{statusFailed, fmt.Errorf("--format %q: want text, markdown, html or json", format)}
+			}
+			s, err := readInputs(c, stdin, stderr)
+			if err != nil {
+				return &exitError{statusFailed, err}
 			}
 			var color bool
 			switch c.String("color") {
