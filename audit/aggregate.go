@@ -20,6 +20,7 @@ type Aggregator struct {
 
 	procs     map[int]*Process
 	procOrder []int
+	dropped   []uint64 // bitset of the pids past MaxProcesses
 	denials   map[string]*Denial
 	rules     map[string]*RuleGroup
 	files     map[string]*FileOp
@@ -160,7 +161,7 @@ func (a *Aggregator) proc(pid int, at time.Time) *Process {
 		if len(a.procs) < MaxProcesses {
 			a.procs[pid] = p
 			a.procOrder = append(a.procOrder, pid)
-		} else {
+		} else if a.markDropped(pid) {
 			a.s.ProcessesDropped++
 		}
 	}
@@ -420,6 +421,27 @@ func (a *Aggregator) mark(ev *report.Event, what, label string) {
 	}
 	a.marks = append(a.marks, Mark{Pid: ev.Pid, What: what, Label: label})
 	a.markT = append(a.markT, ev.Time)
+}
+
+// pidLimit is PID_MAX_LIMIT on 64-bit Linux (include/linux/threads.h):
+// no pid is larger, so a bitset of dropped pids has a fixed bound (512 KiB).
+const pidLimit = 4 << 20
+
+// markDropped records pid as a process past MaxProcesses; it reports
+// whether pid is new there.
+func (a *Aggregator) markDropped(pid int) bool {
+	if pid < 0 || pid >= pidLimit {
+		return true
+	}
+	if a.dropped == nil {
+		a.dropped = make([]uint64, pidLimit/64)
+	}
+	w, bit := pid/64, uint64(1)<<(pid%64)
+	if a.dropped[w]&bit != 0 {
+		return false
+	}
+	a.dropped[w] |= bit
+	return true
 }
 
 // Summary finishes the aggregation. The Aggregator must not be used after.

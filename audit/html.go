@@ -80,10 +80,13 @@ func renderHTML(w io.Writer, s *Summary) error {
 	}
 	p("<p class=\"muted\">%s</p>\n", esc(totalsLine(s)))
 
-	rows := treeRows(s)
+	rows, more := treeRows(s)
 	if len(rows) > 0 {
 		p("<h2>Process tree</h2>\n")
 		treeSVG(out, rows)
+		if more > 0 {
+			p("<p class=\"muted\">… %d more processes (the json format lists them).</p>\n", more)
+		}
 		if s.ProcessesDropped > 0 {
 			p("<p class=\"muted\">… %d more processes past the cap of %d.</p>\n", s.ProcessesDropped, MaxProcesses)
 		}

@@ -70,7 +70,7 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 	}
 	fmt.Fprintf(out, "| Read | %s |\n", mdCell(totalsLine(s)))
 
-	if rows := treeRows(s); len(rows) > 0 {
+	if rows, more := treeRows(s); len(rows) > 0 {
 		fmt.Fprintln(out, "\n### Process tree")
 		fmt.Fprintln(out)
 		fmt.Fprintln(out, "```")
@@ -102,6 +102,9 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 				}
 				fmt.Fprintf(out, "%s   exec %s %s\n", pad, strings.ReplaceAll(cut(x.Program, 80), "```", "'''"), decisionWord(x.Decision))
 			}
+		}
+		if more > 0 {
+			fmt.Fprintf(out, "… %d more processes (the json format lists them)\n", more)
 		}
 		fmt.Fprintln(out, "```")
 	}

@@ -164,7 +164,19 @@ type treeRow struct {
 	last   bool
 }
 
-func treeRows(s *Summary) []treeRow {
+// MaxTreeRows caps the processes drawn (the json format has every one kept).
+const MaxTreeRows = 300
+
+// treeRows is the tree's first MaxTreeRows rows and how many more there are.
+func treeRows(s *Summary) ([]treeRow, int) {
+	rows := allTreeRows(s)
+	if len(rows) > MaxTreeRows {
+		return rows[:MaxTreeRows], len(rows) - MaxTreeRows
+	}
+	return rows, 0
+}
+
+func allTreeRows(s *Summary) []treeRow {
 	byPid := map[int]*Process{}
 	for _, p := range s.Processes {
 		byPid[p.Pid] = p

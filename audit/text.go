@@ -92,7 +92,7 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 	}
 	fmt.Fprintf(out, "  %-9s %s\n", "Events", totalsLine(s))
 
-	rows := treeRows(s)
+	rows, moreRows := treeRows(s)
 	if len(rows) > 0 {
 		t.head("Process tree")
 		for _, r := range rows {
@@ -134,8 +134,11 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 				fmt.Fprintf(out, "  %s   … %d more execs\n", r.prefix, p.ExecsDropped)
 			}
 		}
+		if moreRows > 0 {
+			fmt.Fprintf(out, "  … %d more processes (the json format lists them)\n", moreRows)
+		}
 		if s.ProcessesDropped > 0 {
-			fmt.Fprintf(out, "  … %d more processes (cap %d)\n", s.ProcessesDropped, MaxProcesses)
+			fmt.Fprintf(out, "  … %d more processes past the cap of %d\n", s.ProcessesDropped, MaxProcesses)
 		}
 	}
 

@@ -1,0 +1,77 @@
+package audit
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// TestStreamBounded feeds a trace far past every cap through a pipe (it is
+// never whole in memory, not even on disk) and checks that the counts stay
+// exact, the stored detail stays within its caps, and the heap stays small.
+func TestStreamBounded(t *testing.T) {
+	const n = 200000
+	pr, pw := io.Pipe()
+	go func() {
+		enc := json.NewEncoder(pw)
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for i := 0; i < n; i++ {
+			ev := report.Event{Time: t0.Add(time.Duration(i) * time.Millisecond), Decision: report.Allow, Pid: 1000 + i%5000, Tid: 1000 + i%5000,
+				Program: "python3", Syscall: "openat", Kind: syscalls.KindRead,
+				Paths: []policy.Path{{Role: "path", Given: fmt.Sprintf("/data/f%d", i), Resolved: fmt.Sprintf("/data/f%d", i)}}}
+			if i%3 == 0 {
+				ev.Decision, ev.Kind, ev.Rule, ev.Reason = report.Deny, syscalls.KindCreate, "outside-writable-roots", "outside writable roots"
+			}
+			if err := enc.Encode(&ev); err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		pw.Close()
+	}()
+	var ticks int
+	a := NewAggregator()
+	if err := Read(a, pr, "pipe", func(string, int64, int64) { ticks++ }); err != nil {
+		t.Fatal(err)
+	}
+	s := a.Summary()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	denied := int64((n + 2) / 3)
+	if s.Totals.Events != n || s.Totals.Denied != denied || s.Totals.Allowed != n-denied {
+		t.Errorf("totals %+v, want %d events, %d denied", s.Totals, n, denied)
+	}
+	if len(s.Processes) != MaxProcesses || s.ProcessesDropped != 5000-MaxProcesses {
+		t.Errorf("%d processes kept, %d dropped; want %d and %d", len(s.Processes), s.ProcessesDropped, MaxProcesses, 5000-MaxProcesses)
+	}
+	if g := s.Denials[0]; g.Count != denied || len(g.Ops) != MaxDenialKeys || g.OpsDropped != denied-MaxDenialKeys {
+		t.Errorf("denials: count %d, %d kept, %d dropped", g.Count, len(g.Ops), g.OpsDropped)
+	}
+	if r := s.Reads; r.Opens != n-denied || r.Distinct != MaxReadKeys || !r.Capped || len(r.Top) != TopReads {
+		t.Errorf("reads: %d opens, %d distinct, capped %v, %d listed", r.Opens, r.Distinct, r.Capped, len(r.Top))
+	}
+	if len(s.Timeline.Buckets) > MaxBuckets || len(s.Timeline.Marks) != MaxMarks {
+		t.Errorf("timeline: %d buckets, %d marks", len(s.Timeline.Buckets), len(s.Timeline.Marks))
+	}
+	var sum int64
+	for _, b := range s.Timeline.Buckets {
+		for _, c := range b.Counts {
+			sum += c
+		}
+	}
+	if sum != n {
+		t.Errorf("the timeline counts %d events, want %d", sum, n)
+	}
+	if ms.HeapAlloc > 64<<20 {
+		t.Errorf("heap %d MB after summarising %d events: not bounded", ms.HeapAlloc>>20, n)
+	}
+	t.Logf("heap in use %.1f MB after %d events (%d progress calls)", float64(ms.HeapAlloc)/(1<<20), n, ticks)
+}
