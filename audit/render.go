@@ -285,6 +285,8 @@ func procOpObject(o *ProcOp) string {
 	}
 	if o.Signal != "" {
 		s = o.Signal + " to " + s
+	} else if o.Kind == "signal" {
+		s = "signal 0 (does it exist?) to " + s
 	}
 	return s
 }

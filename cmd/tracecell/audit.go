@@ -147,10 +147,16 @@ func readInputs(c *cli.Context, stdin io.Reader, stderr io.Writer) (*audit.Summa
 	}
 	var progress audit.Progress
 	if isTerminal(stderr) {
+		shown := false
 		progress = func(name string, events, bytes int64) {
+			shown = true
 			fmt.Fprintf(stderr, "\rtracecell: reading %s: %d events, %.1f MB", filepath.Base(name), events, float64(bytes)/1e6)
 		}
-		defer fmt.Fprint(stderr, "\r\x1b[K")
+		defer func() {
+			if shown {
+				fmt.Fprint(stderr, "\r\x1b[K") // the report starts on a clean line
+			}
+		}()
 	}
 	a := audit.NewAggregator()
 	var files []string
