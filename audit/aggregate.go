@@ -214,7 +214,7 @@ func (a *Aggregator) exec(p *Process, ev *report.Event) {
 		p.ExecsDropped++
 		return
 	}
-	p.Execs = append(p.Execs, Exec{Time: ev.Time, Given: ev.Paths[0].Given, Program: ev.Paths[0].Resolved, Decision: ev.Decision})
+	p.Execs = append(p.Execs, Exec{Time: ev.Time, Given: ev.Paths[0].Given, Program: ev.Paths[0].Resolved, Decision: ev.Decision, Rule: ev.Rule})
 }
 
 func (a *Aggregator) denial(ev *report.Event) {
@@ -287,6 +287,8 @@ func containsInt(l []int, v int) bool {
 func (a *Aggregator) file(ev *report.Event) {
 	var k strings.Builder
 	k.WriteString(ev.Kind.String())
+	k.WriteByte(0)
+	k.WriteString(ev.Rule)
 	var paths, given []string
 	for _, p := range ev.Paths {
 		k.WriteByte(0)
@@ -301,7 +303,7 @@ func (a *Aggregator) file(ev *report.Event) {
 			a.s.FilesDropped++
 			return
 		}
-		f = &FileOp{Kind: ev.Kind.String(), Paths: paths, Given: given, First: ev.Time}
+		f = &FileOp{Kind: ev.Kind.String(), Rule: ev.Rule, Paths: paths, Given: given, First: ev.Time}
 		a.files[key] = f
 	}
 	f.Count++

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -186,13 +187,40 @@ func Suggest(s *Summary) *Suggestion {
 			netWhy = append(netWhy, "the network mode of the recorded run")
 		}
 	} else if s.hasTraceSource() {
-		// A trace alone names no policy: the writable roots are where the
-		// run changed files.
+		// A trace alone names no policy: learn what the policy in force
+		// allowed from the allowed events and the rules that allowed them.
 		for _, f := range s.Files {
-			for _, p := range f.Paths {
-				if dir := grantDir(p, f.Kind, false); dir != "" && dir != "/" {
-					write.add(dir, fmt.Sprintf("%s %s by %s ×%d (allowed)", f.Kind, cut(p, 120), strings.Join(f.Programs, ","), f.Count), f.Count)
+			w := fmt.Sprintf("%s %s by %s ×%d (allowed)", f.Kind, cut(strings.Join(f.Paths, " → "), 120), strings.Join(f.Programs, ","), f.Count)
+			switch f.Rule {
+			case policy.RuleInsideRoot, "":
+				for _, p := range f.Paths {
+					if dir := grantDir(p, f.Kind, false); dir != "" && dir != "/" {
+						write.add(dir, w, f.Count)
+					}
 				}
+			case policy.RuleDevice:
+				if !isDefaultDevice(f.Paths[0]) {
+					dev.add(f.Paths[0], w, f.Count)
+				}
+			}
+			// Scratch (/dev/shm), the tree's own ptys and pipes need no grant.
+		}
+		for _, p := range s.Processes {
+			for _, x := range p.Execs {
+				if x.Decision == "allow" && x.Rule == policy.RuleAllowExec {
+					exec.add(x.Program, fmt.Sprintf("exec %s by %s[%d] (allowed)", cut(x.Given, 120), p.Program, p.Pid), 1)
+				}
+			}
+		}
+		for _, n := range s.Network {
+			if n.Decision != "allow" {
+				continue
+			}
+			switch n.Rule {
+			case policy.RuleNetAllow:
+				needNet(policy.NetAllow, fmt.Sprintf("%s %s by %s (allowed)", n.Syscall, netObject(n), n.Program))
+			case policy.RuleLoopback:
+				needNet(policy.NetLoopback, fmt.Sprintf("%s %s by %s (allowed)", n.Syscall, netObject(n), n.Program))
 			}
 		}
 	}
@@ -293,6 +321,25 @@ func Suggest(s *Summary) *Suggestion {
 	return sg
 }
 
+func isDefaultDevice(p string) bool {
+	for _, pat := range policy.DefaultDevices() {
+		if ok, _ := filepath.Match(pat, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// broad names a grant that opens much more than the run used: a top-level
+// directory (/etc, /usr, /home, /tmp) or the user's home.
+func broad(dir string) bool {
+	if dir == "/" || strings.Count(strings.TrimSuffix(dir, "/"), "/") == 1 {
+		return true
+	}
+	home, err := os.UserHomeDir()
+	return err == nil && dir == filepath.Clean(home)
+}
+
 // grantDir is the writable root an operation on p needs: its directory
 // (write roots are directories, and creating, deleting or renaming an entry
 // changes its directory), or p itself when p is an existing directory whose
@@ -332,6 +379,9 @@ func (sg *Suggestion) WriteYAML(w io.Writer) error {
 		p("%s:\n", key)
 		for _, g := range l {
 			p("  - %s\n", q(g.Value))
+			if key == "write" && broad(g.Value) {
+				p("    #   WARNING: all of %s becomes writable; better make the program write elsewhere\n", oneLineComment(g.Value))
+			}
 			for _, y := range g.Why {
 				p("    #   needed by %s\n", oneLineComment(y))
 			}

@@ -119,6 +119,7 @@ type Exec struct {
 	Given    string    `json:"given"`
 	Program  string    `json:"program"` // resolved
 	Decision string    `json:"decision"`
+	Rule     string    `json:"rule,omitempty"` // the rule that decided ("allow-exec", "initial-exec", ...)
 }
 
 // ProcExit is how a process ended.
@@ -165,6 +166,7 @@ type Denial struct {
 // often it was made.
 type FileOp struct {
 	Kind     string    `json:"kind"`
+	Rule     string    `json:"rule,omitempty"` // the rule that allowed it ("inside-writable-root", "device", ...)
 	Paths    []string  `json:"paths"` // resolved; two for rename and link
 	Given    []string  `json:"given"`
 	Programs []string  `json:"programs"`
