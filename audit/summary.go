@@ -167,7 +167,7 @@ type Denial struct {
 type FileOp struct {
 	Kind     string    `json:"kind"`
 	Rule     string    `json:"rule,omitempty"` // the rule that allowed it ("inside-writable-root", "device", ...)
-	Paths    []string  `json:"paths"` // resolved; two for rename and link
+	Paths    []string  `json:"paths"`          // resolved; two for rename and link
 	Given    []string  `json:"given"`
 	Programs []string  `json:"programs"`
 	Count    int64     `json:"count"`
