@@ -122,3 +122,37 @@ func TestSuggestCommentsStayComments(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderEscapes: names the traced program chose (its argv, a file
+// name) are text in every format: no markup in html, no closed code span or
+// table cell in markdown, no terminal escape in text.
+func TestRenderEscapes(t *testing.T) {
+	a := NewAggregator()
+	a.begin(Source{Name: "t.jsonl", Kind: "trace"})
+	evil := "<script>alert(1)</script>`|\x1b[2J"
+	e := report.Event{Time: time.Unix(1, 0), Decision: report.Deny, Pid: 7, Program: evil, Argv: []string{evil}, Syscall: "openat",
+		Kind: syscalls.KindCreate, Rule: policy.RuleOutsideRoots, Reason: evil,
+		Paths: []policy.Path{{Given: evil, Resolved: "/srv/" + evil}}}
+	a.Event(&e)
+	s := a.Summary()
+	for _, f := range Formats {
+		var b bytes.Buffer
+		if err := Render(&b, s, f, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if strings.Contains(out, "\x1b") {
+			t.Errorf("%s: a terminal escape got through", f)
+		}
+		if f == "html" && (strings.Contains(out, "<script") || strings.Contains(out, "</script")) {
+			t.Errorf("html: markup got through")
+		}
+		if f == "markdown" {
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, "alert(1)") && strings.HasPrefix(line, "|") && !strings.Contains(line, "\\|") {
+					t.Errorf("markdown: a | in a cell is not escaped: %s", line)
+				}
+			}
+		}
+	}
+}
