@@ -1,6 +1,9 @@
 package main
 
 import (
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +120,57 @@ func TestReportFormatsCLI(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(o); !strings.HasPrefix(string(b), "## tracecell report") {
 		t.Errorf("-o wrote %q", b)
+	}
+}
+
+// TestReportFromServer: report reads a session report from a URL (with the
+// bearer token of --token-file) and from --server unix:SOCK --session ID.
+func TestReportFromServer(t *testing.T) {
+	body, err := os.ReadFile(filepath.Join("..", "..", "testdata", "reports", "session.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotAuth, gotPath string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotPath = r.Header.Get("Authorization"), r.URL.Path
+		if r.URL.Path != "/v1/sessions/demo/report" {
+			http.Error(w, `{"error":{"code":"session_not_found"}}`, 404)
+			return
+		}
+		w.Write(body)
+	})
+	dir := t.TempDir()
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("s3cret\n"), 0o600)
+
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	code, out, stderr := runCLI(t, "report", "--token-file", tok, hs.URL+"/v1/sessions/demo/report")
+	if code != 0 || !strings.Contains(out, "demo#2 (session-execution)") || !strings.Contains(out, "exec-not-allowed") {
+		t.Fatalf("status %d, stderr %q, out:\n%s", code, stderr, out)
+	}
+	if gotAuth != "Bearer s3cret" {
+		t.Errorf("Authorization %q", gotAuth)
+	}
+	code, _, stderr = runCLI(t, "report", hs.URL+"/v1/sessions/nope/report")
+	if code != 125 || !strings.Contains(stderr, "404") {
+		t.Errorf("missing session: status %d, %q", code, stderr)
+	}
+
+	sock := filepath.Join(dir, "s.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	us := &http.Server{Handler: h}
+	go us.Serve(l)
+	defer us.Close()
+	code, out, stderr = runCLI(t, "report", "--format", "json", "--server", "unix:"+sock, "--session", "demo")
+	if code != 0 || !strings.Contains(out, `"kind": "session-execution"`) || gotPath != "/v1/sessions/demo/report" {
+		t.Fatalf("unix: status %d, path %q, stderr %q", code, gotPath, stderr)
+	}
+	code, out, _ = runCLI(t, "policy", "suggest", "--server", "unix:"+sock, "--session", "demo")
+	if code != 0 || !strings.Contains(out, `  - "/usr/bin/curl"`) {
+		t.Errorf("policy suggest from the server: status %d:\n%s", code, out)
 	}
 }
