@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,8 +106,8 @@ func (a *Aggregator) Event(ev *report.Event) {
 		if ev.Exe != "" {
 			p.Exe = ev.Exe
 		}
-		if len(ev.Argv) > 0 {
-			p.Argv = ev.Argv
+		if len(ev.Argv) > 0 && !sameArgv(p.Argv, ev.Argv) {
+			p.Argv = capArgv(ev.Argv)
 		}
 	}
 	if lifecycle {
@@ -378,6 +379,53 @@ func (a *Aggregator) read(ev *report.Event) {
 	} else {
 		a.readsMore++
 	}
+}
+
+// An argv is kept cut (a program may pass megabytes of arguments, and
+// 2000 processes are kept): at most maxArgs arguments of maxArgLen bytes.
+const (
+	maxArgs   = 64
+	maxArgLen = 512
+)
+
+// sameArgv: kept (capped) is what capArgv made of argv. Most events repeat
+// their process's argv; this spares a copy per event.
+func sameArgv(kept, argv []string) bool {
+	if len(kept) != min(len(argv), maxArgs) {
+		return false
+	}
+	for i, a := range kept {
+		if i == maxArgs-1 && len(argv) > maxArgs {
+			return true
+		}
+		if len(argv[i]) > maxArgLen {
+			if !strings.HasPrefix(argv[i], strings.TrimSuffix(a, "…")) {
+				return false
+			}
+		} else if a != argv[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func capArgv(argv []string) []string {
+	out := make([]string, 0, min(len(argv), maxArgs))
+	for i, a := range argv {
+		if i == maxArgs {
+			out[maxArgs-1] = fmt.Sprintf("… (%d more arguments)", len(argv)-maxArgs+1)
+			break
+		}
+		if len(a) > maxArgLen {
+			i := maxArgLen
+			for i > 0 && (a[i]&0xc0) == 0x80 {
+				i--
+			}
+			a = a[:i] + "…"
+		}
+		out = append(out, strings.Clone(a))
+	}
+	return out
 }
 
 // count adds an event at time at to category cat of the timeline.

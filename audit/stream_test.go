@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,4 +75,26 @@ func TestStreamBounded(t *testing.T) {
 		t.Errorf("heap %d MB after summarising %d events: not bounded", ms.HeapAlloc>>20, n)
 	}
 	t.Logf("heap in use %.1f MB after %d events (%d progress calls)", float64(ms.HeapAlloc)/(1<<20), n, ticks)
+}
+
+// TestArgvCapped: a process's argv is kept cut, however long the program
+// made it.
+func TestArgvCapped(t *testing.T) {
+	a := NewAggregator()
+	a.begin(Source{Name: "t", Kind: "trace"})
+	long := make([]string, 5000)
+	for i := range long {
+		long[i] = strings.Repeat("a", 10000)
+	}
+	for i := 0; i < 3; i++ {
+		a.Event(&report.Event{Time: time.Unix(int64(i), 0), Decision: report.Allow, Pid: 1, Program: "p", Argv: long, Kind: syscalls.KindRead})
+	}
+	p := a.Summary().Processes[0]
+	n := 0
+	for _, x := range p.Argv {
+		n += len(x)
+	}
+	if len(p.Argv) != maxArgs || n > maxArgs*(maxArgLen+8) || !strings.HasPrefix(p.Argv[maxArgs-1], "… (4937 more") {
+		t.Errorf("argv kept: %d args, %d bytes, last %q", len(p.Argv), n, p.Argv[len(p.Argv)-1])
+	}
 }
