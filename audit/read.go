@@ -3,6 +3,7 @@ package audit
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,7 +94,18 @@ func looksLikeTrace(name string) bool {
 		return false
 	}
 	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadSlice('\n')
+	var r io.Reader = f
+	br := bufio.NewReader(f)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return false
+		}
+		r = zr
+	} else {
+		r = br
+	}
+	line, _ := bufio.NewReader(r).ReadSlice('\n')
 	t := bytes.TrimSpace(line)
 	return len(t) > 1 && t[0] == '{'
 }
@@ -110,6 +122,15 @@ type probe struct {
 // events), a run's report (one JSON object) or a session report.
 func Read(a *Aggregator, r io.Reader, name string, progress Progress) error {
 	br := bufio.NewReaderSize(r, 1<<20)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		// gzip (a trace compresses some 20 times): read through it.
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return fmt.Errorf("report %s: bad gzip: %v", name, err)
+		}
+		defer zr.Close()
+		br = bufio.NewReaderSize(zr, 1<<20)
+	}
 	dec := json.NewDecoder(br)
 	var first json.RawMessage
 	if err := dec.Decode(&first); err != nil {

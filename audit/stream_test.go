@@ -1,9 +1,13 @@
 package audit
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -96,5 +100,27 @@ func TestArgvCapped(t *testing.T) {
 	}
 	if len(p.Argv) != maxArgs || n > maxArgs*(maxArgLen+8) || !strings.HasPrefix(p.Argv[maxArgs-1], "… (4937 more") {
 		t.Errorf("argv kept: %d args, %d bytes, last %q", len(p.Argv), n, p.Argv[len(p.Argv)-1])
+	}
+}
+
+// TestGzipInput: a gzipped trace reads as the trace itself.
+func TestGzipInput(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "testdata", "reports", "tree.trace.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := filepath.Join(t.TempDir(), "tree.trace.jsonl.gz")
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	zw.Write(raw)
+	zw.Close()
+	os.WriteFile(gz, b.Bytes(), 0o644)
+	plain, zipped := summarise(t, []string{"tree.trace.jsonl"}), NewAggregator()
+	if err := ReadFiles(zipped, []string{gz}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	z := zipped.Summary()
+	if z.Totals.Events != plain.Totals.Events || len(z.Processes) != len(plain.Processes) || z.Sources[0].Kind != "trace" {
+		t.Errorf("gzipped: %d events, %d processes, kind %s; plain: %d, %d", z.Totals.Events, len(z.Processes), z.Sources[0].Kind, plain.Totals.Events, len(plain.Processes))
 	}
 }
