@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tracecell/tracecell/config"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of testdata/reports/golden")
@@ -115,6 +117,16 @@ func TestGoldenSuggest(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkGolden(t, in.name+".policy.yaml", b.Bytes())
+			// What suggest prints is a policy file run --policy accepts.
+			f := filepath.Join(t.TempDir(), "p.yaml")
+			os.WriteFile(f, b.Bytes(), 0o644)
+			st, err := config.LoadFile(f)
+			if err != nil {
+				t.Fatalf("the suggested policy does not load: %v", err)
+			}
+			if st.Mode != "enforce" || st.Net == "" {
+				t.Errorf("loaded mode %q, net %q", st.Mode, st.Net)
+			}
 		})
 	}
 }
