@@ -20,7 +20,7 @@ type Aggregator struct {
 	cur *Source // the source being read
 
 	procs     map[int]*Process
-	procOrder []int
+	procOrder []*Process // stored processes, in order of appearance
 	dropped   []uint64 // bitset of the pids past MaxProcesses
 	denials   map[string]*Denial
 	rules     map[string]*RuleGroup
@@ -60,6 +60,10 @@ func NewAggregator() *Aggregator {
 
 // begin starts a new source; later events belong to it.
 func (a *Aggregator) begin(src Source) *Source {
+	if len(a.procs) > 0 {
+		// Pids are per run: the next input's pid 42 is another process.
+		a.procs = map[int]*Process{}
+	}
 	a.s.Sources = append(a.s.Sources, src)
 	a.cur = &a.s.Sources[len(a.s.Sources)-1]
 	if src.Kind == "trace" {
@@ -158,10 +162,10 @@ func (a *Aggregator) Event(ev *report.Event) {
 func (a *Aggregator) proc(pid int, at time.Time) *Process {
 	p := a.procs[pid]
 	if p == nil {
-		p = &Process{Pid: pid, First: at, Last: at}
-		if len(a.procs) < MaxProcesses {
+		p = &Process{Pid: pid, First: at, Last: at, src: a.cur.Name}
+		if len(a.procOrder) < MaxProcesses {
 			a.procs[pid] = p
-			a.procOrder = append(a.procOrder, pid)
+			a.procOrder = append(a.procOrder, p)
 		} else if a.markDropped(pid) {
 			a.s.ProcessesDropped++
 		}
@@ -179,8 +183,10 @@ func (a *Aggregator) lifecycle(p *Process, ev *report.Event) {
 	switch {
 	case ev.ChildPid != 0:
 		c := a.proc(ev.ChildPid, ev.Time)
-		if c.Parent == 0 && c.Pid != p.Pid {
-			c.Parent = p.Pid
+		if c.parent == nil && c != p && a.procs[p.Pid] == p && a.procs[c.Pid] == c {
+			c.Parent, c.parent = p.Pid, p
+			p.kids = append(p.kids, c)
+			p.Children = append(p.Children, c.Pid)
 			if len(c.Argv) == 0 { // a fork runs its parent's program until it execs
 				c.Program, c.Exe, c.Argv = p.Program, p.Exe, p.Argv
 			}
@@ -497,23 +503,15 @@ func (a *Aggregator) markDropped(pid int) bool {
 // Summary finishes the aggregation. The Aggregator must not be used after.
 func (a *Aggregator) Summary() *Summary {
 	s := &a.s
-	// Processes, parents first, then by first appearance.
-	for _, pid := range a.procOrder {
-		p := a.procs[pid]
-		if p.Parent != 0 {
-			if pp := a.procs[p.Parent]; pp != nil {
-				pp.Children = append(pp.Children, pid)
-			} else {
-				p.Parent = 0
-			}
-		}
-	}
-	for _, pid := range a.procOrder {
-		s.Processes = append(s.Processes, a.procs[pid])
-	}
+	// Processes by first appearance; children by pid.
+	s.Processes = append(s.Processes, a.procOrder...)
 	sort.SliceStable(s.Processes, func(i, j int) bool { return s.Processes[i].First.Before(s.Processes[j].First) })
 	for _, p := range s.Processes {
 		sort.Ints(p.Children)
+		sort.SliceStable(p.kids, func(i, j int) bool { return p.kids[i].Pid < p.kids[j].Pid })
+		if len(s.Sources) > 1 {
+			p.Source = p.src
+		}
 	}
 
 	for _, g := range a.rules {
@@ -613,7 +611,7 @@ func (a *Aggregator) Summary() *Summary {
 	}
 	if len(s.Sources) == 1 && s.Sources[0].Kind == "trace" {
 		for _, p := range s.Processes {
-			if p.Parent == 0 {
+			if p.parent == nil {
 				s.Sources[0].Command = p.Argv
 				if p.Exit != nil && s.Sources[0].Exit == nil {
 					e := &report.Exit{Code: -1, Signal: p.Exit.Signal}

@@ -47,6 +47,9 @@ func summarise(t *testing.T, files []string) *Summary {
 	for i := range s.Sources {
 		s.Sources[i].Name = strings.TrimPrefix(s.Sources[i].Name, "../")
 	}
+	for _, p := range s.Processes {
+		p.Source = strings.TrimPrefix(p.Source, "../")
+	}
 	for _, g := range s.Denials {
 		for _, d := range g.Ops {
 			d.SourceName = strings.TrimPrefix(d.SourceName, "../")

@@ -176,17 +176,17 @@ func treeSVG(out *bufio.Writer, rows []treeRow) {
 	width := 1100
 	height := len(rows)*rowH + 10
 	fmt.Fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" aria-label=\"process tree\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, height, width, height)
-	y := map[int]int{} // pid -> row centre
-	x := map[int]int{} // pid -> box left
+	y := map[*Process]int{} // row centre
+	x := map[*Process]int{} // box left
 	for i, r := range rows {
-		y[r.p.Pid] = 5 + i*rowH + boxH/2
-		x[r.p.Pid] = 5 + r.depth*indent
+		y[r.p] = 5 + i*rowH + boxH/2
+		x[r.p] = 5 + r.depth*indent
 	}
 	for _, r := range rows {
-		if r.p.Parent != 0 {
-			if py, ok := y[r.p.Parent]; ok {
-				px := x[r.p.Parent] + 10
-				fmt.Fprintf(out, "<path d=\"M%d %d V%d H%d\" fill=\"none\" stroke=\"#999\"/>\n", px, py+boxH/2, y[r.p.Pid], x[r.p.Pid])
+		if par := r.p.parent; par != nil {
+			if py, ok := y[par]; ok {
+				px := x[par] + 10
+				fmt.Fprintf(out, "<path d=\"M%d %d V%d H%d\" fill=\"none\" stroke=\"#999\"/>\n", px, py+boxH/2, y[r.p], x[r.p])
 			}
 		}
 	}
@@ -201,7 +201,7 @@ func treeSVG(out *bufio.Writer, rows []treeRow) {
 		if p.Denied > 0 {
 			stroke, fill = "#c62828", "#fdecea"
 		}
-		bx, by := x[p.Pid], y[p.Pid]-boxH/2
+		bx, by := x[p], y[p]-boxH/2
 		fmt.Fprintf(out, "<g><title>%s</title><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" rx=\"4\" fill=\"%s\" stroke=\"%s\"/>",
 			esc(shellQuote(p.Argv, 300)), bx, by, w, boxH, fill, stroke)
 		fmt.Fprintf(out, "<text x=\"%d\" y=\"%d\">%s</text></g>\n", bx+7, by+15, esc(label))

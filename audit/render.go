@@ -177,18 +177,14 @@ func treeRows(s *Summary) ([]treeRow, int) {
 }
 
 func allTreeRows(s *Summary) []treeRow {
-	byPid := map[int]*Process{}
-	for _, p := range s.Processes {
-		byPid[p.Pid] = p
-	}
 	var rows []treeRow
-	seen := map[int]bool{}
+	seen := map[*Process]bool{}
 	var walk func(p *Process, depth int, prefix string, last bool)
 	walk = func(p *Process, depth int, prefix string, last bool) {
-		if seen[p.Pid] {
+		if seen[p] {
 			return
 		}
-		seen[p.Pid] = true
+		seen[p] = true
 		rows = append(rows, treeRow{p, depth, prefix, last})
 		next := prefix
 		if depth > 0 {
@@ -198,14 +194,12 @@ func allTreeRows(s *Summary) []treeRow {
 				next += "│  "
 			}
 		}
-		for i, c := range p.Children {
-			if cp := byPid[c]; cp != nil {
-				walk(cp, depth+1, next, i == len(p.Children)-1)
-			}
+		for i, c := range p.kids {
+			walk(c, depth+1, next, i == len(p.kids)-1)
 		}
 	}
 	for _, p := range s.Processes {
-		if p.Parent == 0 {
+		if p.parent == nil {
 			walk(p, 0, "", true)
 		}
 	}

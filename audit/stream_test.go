@@ -124,3 +124,27 @@ func TestGzipInput(t *testing.T) {
 		t.Errorf("gzipped: %d events, %d processes, kind %s; plain: %d, %d", z.Totals.Events, len(z.Processes), z.Sources[0].Kind, plain.Totals.Events, len(plain.Processes))
 	}
 }
+
+// TestPidsPerInput: two traces that reuse a pid give two processes, each
+// in its own tree.
+func TestPidsPerInput(t *testing.T) {
+	a := NewAggregator()
+	for _, name := range []string{"run1", "run2"} {
+		a.begin(Source{Name: name, Kind: "trace"})
+		a.Event(&report.Event{Time: time.Unix(1, 0), Decision: report.Allow, Pid: 100, Program: "sh-" + name, Kind: syscalls.KindProcess, Syscall: "fork", Rule: report.RuleLifecycle, ChildPid: 101})
+		a.Event(&report.Event{Time: time.Unix(2, 0), Decision: report.Allow, Pid: 101, Program: "ls-" + name, Kind: syscalls.KindRead})
+	}
+	s := a.Summary()
+	rows, _ := treeRows(s)
+	if len(s.Processes) != 4 || len(rows) != 4 {
+		t.Fatalf("%d processes, %d rows; want 4", len(s.Processes), len(rows))
+	}
+	for i, want := range []string{"sh-run1", "ls-run1", "sh-run2", "ls-run2"} {
+		if rows[i].p.Program != want || (i%2 == 1) != (rows[i].depth == 1) {
+			t.Errorf("row %d: %s at depth %d, want %s", i, rows[i].p.Program, rows[i].depth, want)
+		}
+	}
+	if s.Processes[3].Source != "run2" {
+		t.Errorf("source %q", s.Processes[3].Source)
+	}
+}

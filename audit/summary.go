@@ -111,6 +111,13 @@ type Process struct {
 	Events       int64     `json:"events"`
 	Denied       int64     `json:"denied"` // denials and audits
 	Children     []int     `json:"children,omitempty"`
+	// Source names the input the process is from, when there are several
+	// (pids are per run: two runs may reuse one).
+	Source string `json:"source,omitempty"`
+
+	src    string
+	parent *Process
+	kids   []*Process
 }
 
 // Exec is one exec a process made (or tried).
