@@ -21,7 +21,7 @@ type Aggregator struct {
 
 	procs     map[int]*Process
 	procOrder []*Process // stored processes, in order of appearance
-	dropped   []uint64 // bitset of the pids past MaxProcesses
+	dropped   []uint64   // bitset of the pids past MaxProcesses
 	denials   map[string]*Denial
 	rules     map[string]*RuleGroup
 	files     map[string]*FileOp
