@@ -475,7 +475,7 @@ func (a *Aggregator) mark(ev *report.Event, what, label string) {
 		a.s.Timeline.MarksDropped++
 		return
 	}
-	a.marks = append(a.marks, Mark{Pid: ev.Pid, What: what, Label: label})
+	a.marks = append(a.marks, Mark{Pid: ev.Pid, What: what, Label: label, proc: a.procs[ev.Pid]})
 	a.markT = append(a.markT, ev.Time)
 }
 

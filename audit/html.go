@@ -283,11 +283,11 @@ func timelineSVG(out *bufio.Writer, s *Summary, rows []treeRow) {
 		fmt.Fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"%s\" fill=\"#555\">+%s</text>\n", xOf(sec), histH+16, anchor, seconds(sec))
 	}
 	top := histH + 34
-	laneY := map[int]int{}
+	laneY := map[*Process]int{}
 	for i, r := range lanes {
 		p := r.p
 		yy := top + i*laneH
-		laneY[p.Pid] = yy
+		laneY[p] = yy
 		fmt.Fprintf(out, "<text x=\"4\" y=\"%d\">%s</text>\n", yy+11, esc(cut(strings.Repeat(" ", r.depth)+strconv.Itoa(p.Pid)+" "+p.Program, 18)))
 		x0 := xOf(p.First.Sub(tl.Start).Seconds())
 		x1 := xOf(p.Last.Sub(tl.Start).Seconds())
@@ -295,7 +295,7 @@ func timelineSVG(out *bufio.Writer, s *Summary, rows []treeRow) {
 			x0, yy+4, max1(x1-x0), p.Pid, esc(p.Program), seconds(p.First.Sub(tl.Start).Seconds()), seconds(p.Last.Sub(tl.Start).Seconds()))
 	}
 	for _, m := range tl.Marks {
-		yy, ok := laneY[m.Pid]
+		yy, ok := laneY[m.proc]
 		if !ok {
 			continue
 		}

@@ -247,4 +247,6 @@ type Mark struct {
 	Pid   int     `json:"pid"`
 	What  string  `json:"what"` // "denied", "audit", "exec", "fork", "exit"
 	Label string  `json:"label"`
+
+	proc *Process // the lane it is drawn on (pids repeat across inputs)
 }
