@@ -18,7 +18,7 @@ table{border-collapse:collapse;margin:4px 0 8px}th,td{border:1px solid #ddd;padd
 th{background:#f4f4f6}td.n{text-align:right;font-variant-numeric:tabular-nums}code{font:12.5px ui-monospace,Menlo,Consolas,monospace;overflow-wrap:anywhere}
 .deny{color:#b3261e;font-weight:600}.audit{color:#9a6700;font-weight:600}.allow{color:#1a7f37}
 table.kv th{width:110px}.muted{color:#666}svg text{font:12px ui-monospace,Menlo,Consolas,monospace}
-.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}`
+pre{white-space:pre-wrap;margin:0}.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}`
 
 var catColors = []string{"#8fb3d9", "#2e7d32", "#6a1b9a", "#ef6c00", "#607d8b", "#c62828"}
 
@@ -61,7 +61,7 @@ func renderHTML(w io.Writer, s *Summary) error {
 			row("Command", shellQuote(src.Command, 400), true)
 		}
 		if src.Code != "" {
-			p("<tr><th>Code</th><td><pre><code>%s</code></pre></td></tr>\n", html.EscapeString(cut(src.Code, 2000)))
+			p("<tr><th>Code</th><td><pre><code>%s</code></pre></td></tr>\n", html.EscapeString(codeText(src.Code, 2000)))
 		}
 		if src.Started != nil {
 			row("Started", src.Started.UTC().Format("2006-01-02 15:04:05 UTC"), false)
@@ -175,7 +175,7 @@ func treeSVG(out *bufio.Writer, rows []treeRow) {
 	const rowH, indent, boxH = 30, 28, 22
 	width := 1100
 	height := len(rows)*rowH + 10
-	fmt.Fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" aria-label=\"process tree\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, height, width, height)
+	fmt.Fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" style=\"max-width:100%%;height:auto\" role=\"img\" aria-label=\"process tree\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n", width, height, width, height)
 	y := map[*Process]int{} // row centre
 	x := map[*Process]int{} // box left
 	for i, r := range rows {
@@ -247,7 +247,7 @@ func timelineSVG(out *bufio.Writer, s *Summary, rows []treeRow) {
 	for c, name := range Categories {
 		fmt.Fprintf(out, "<span><i style=\"background:%s\"></i>%s</span>", catColors[c], name)
 	}
-	fmt.Fprintf(out, "</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" aria-label=\"timeline\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
+	fmt.Fprintf(out, "</p>\n<svg xmlns=\"http://www.w3.org/2000/svg\" style=\"max-width:100%%;height:auto\" role=\"img\" aria-label=\"timeline\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\">\n",
 		left+width+20, height, left+width+20, height)
 	var max int64
 	for _, b := range tl.Buckets {
@@ -314,6 +314,25 @@ func timelineSVG(out *bufio.Writer, s *Summary, rows []treeRow) {
 	if tl.MarksDropped > 0 {
 		fmt.Fprintf(out, "<p class=\"muted\">%d more notable events past the cap of %d marks.</p>\n", tl.MarksDropped, MaxMarks)
 	}
+}
+
+// codeText is code kept readable in a <pre>: lines and tabs stay, other
+// control characters are made visible, cut to max bytes.
+func codeText(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
+			return '␣'
+		}
+		return r
+	}, s)
+	if len(s) > max {
+		i := max
+		for i > 0 && (s[i]&0xc0) == 0x80 {
+			i--
+		}
+		s = s[:i] + "…"
+	}
+	return s
 }
 
 func max1(f float64) float64 {
