@@ -64,7 +64,10 @@ func TestReportErrors(t *testing.T) {
 // filled in) and creates nothing: a writable root that does not exist yet
 // is named, not made.
 func TestPolicyCheck(t *testing.T) {
-	dir := t.TempDir()
+	dir, err := filepath.EvalSymlinks(t.TempDir()) // the effective policy's paths are resolved
+	if err != nil {
+		t.Fatal(err)
+	}
 	missing := filepath.Join(dir, "not-yet")
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink(dir, link); err != nil {
