@@ -29,6 +29,11 @@ const (
 	Audit = "audit" // would have been denied; allowed because of --mode audit
 )
 
+// RuleLifecycle marks the trace's process events, which are no checked
+// call: "fork", "vfork" and "clone" (a new process, ChildPid) and "exit"
+// (ExitCode or Signal). Their decision is allow and they are not counted.
+const RuleLifecycle = "lifecycle"
+
 // Event is one checked decision. Its JSON form is the report's and the
 // trace's format.
 type Event struct {
@@ -62,6 +67,11 @@ type Event struct {
 	// Paths[0]'s. Each try was a refused execve of its own (Counts.Denied
 	// and the --trace file count and list each); see ExecWalks.
 	Tried []policy.Path `json:"tried,omitempty"`
+	// ChildPid is the new process of a lifecycle fork event.
+	ChildPid int `json:"child_pid,omitempty"`
+	// ExitCode is the status of a lifecycle exit event (nil when the
+	// process was killed by Signal).
+	ExitCode *int `json:"exit_code,omitempty"`
 }
 
 // Notice is the one line printed on tracecell's stderr for a denial, e.g.

@@ -40,6 +40,7 @@ var routes = []route{
 	{"POST", "/v1/sessions/{id}/copy", sessionRoute((*Server).handleCopy)},
 	{"GET", "/v1/sessions/{id}/files", sessionRoute((*Server).handleFiles)},
 	{"GET", "/v1/sessions/{id}/files/{path...}", sessionRoute((*Server).handleDownload)},
+	{"GET", "/v1/sessions/{id}/report", sessionRoute((*Server).handleSessionReport)},
 	{"POST", "/v1/execute", (*Server).handleOneshot},
 	{"GET", "/healthz", (*Server).handleHealth},
 	{"GET", "/metrics", (*Server).handleMetrics},
@@ -469,6 +470,7 @@ func (s *Server) executeIn(ctx context.Context, ss *session, req worker.ExecRequ
 			"; a fresh worker was started for this session (namespace empty, sandbox files kept)"
 	}
 	normalize(res)
+	ss.audit.add(req, res, start, elapsed)
 	return res, nil
 }
 

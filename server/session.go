@@ -30,6 +30,8 @@ type session struct {
 	executions int64
 	restarts   int64
 	destroyed  bool
+
+	audit sessionLog // the executions' decisions (sessionreport.go)
 }
 
 var (

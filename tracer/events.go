@@ -11,11 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/syscalls"
 )
 
@@ -50,6 +52,10 @@ func (t *tracer) event(tk *task, cause int) error {
 			if cause == unix.PTRACE_EVENT_VFORK {
 				// tid sleeps in the kernel until nt execs or exits.
 				n.vforkParent = tid
+			}
+			if n.tgid != tk.tgid {
+				name := map[int]string{unix.PTRACE_EVENT_FORK: "fork", unix.PTRACE_EVENT_VFORK: "vfork", unix.PTRACE_EVENT_CLONE: "clone"}[cause]
+				t.lifecycle(tk.tgid, tid, name, func(ev *report.Event) { ev.ChildPid = n.tgid })
 			}
 		} else if err != unix.ESRCH {
 			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_GETEVENTMSG) pid %d", tid), err)
@@ -350,4 +356,21 @@ func exeUnverified(link, exe string) string {
 		return err.Error()
 	}
 	return ""
+}
+
+// lifecycle writes a process event (report.RuleLifecycle) to the trace: the
+// process tree of `tracecell report` comes from these. Only with TraceAll
+// (a --trace file); never counted as a checked call.
+func (t *tracer) lifecycle(tgid, tid int, name string, set func(*report.Event)) {
+	if !t.cfg.TraceAll || t.cfg.OnEvent == nil {
+		return
+	}
+	exe, argv := t.procInfo(tgid)
+	ev := &report.Event{
+		Time: time.Now().UTC(), Decision: report.Allow, Pid: tgid, Tid: tid,
+		Exe: exe, Argv: argv, Program: programName(exe, argv),
+		Syscall: name, ABI: t.layout.Name, Kind: syscalls.KindProcess, Rule: report.RuleLifecycle,
+	}
+	set(ev)
+	t.cfg.OnEvent(ev)
 }

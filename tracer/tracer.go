@@ -873,6 +873,18 @@ func (t *tracer) resume(tid int, sig int) error {
 
 func (t *tracer) exited(tid int, ws unix.WaitStatus) {
 	tk := t.tasks[tid]
+	if tk != nil && tk.tid == tk.tgid {
+		// With __WALL a group leader is reported once its whole thread
+		// group has exited (the kernel delays the leader's reaping).
+		t.lifecycle(tk.tgid, tid, "exit", func(ev *report.Event) {
+			if ws.Signaled() {
+				ev.Signal = syscalls.SignalName(int(ws.Signal()))
+			} else {
+				c := ws.ExitStatus()
+				ev.ExitCode = &c
+			}
+		})
+	}
 	if tid == t.rootPid && t.mainStatus == nil {
 		st := ws
 		t.mainStatus = &st

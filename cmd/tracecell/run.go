@@ -96,6 +96,8 @@ func newApp(stdin io.Reader, stdout, stderr io.Writer) *cli.App {
 			},
 			serveCommand(stdout, stderr),
 			mcpCommand(stdout, stderr),
+			reportCommand(stdin, stdout, stderr),
+			policyCommand(stdin, stdout, stderr),
 		},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {
 			return &exitError{statusFailed, fmt.Errorf("%v (see tracecell --help)", err)}

@@ -1,0 +1,431 @@
+package audit
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tracecell/tracecell/policy"
+)
+
+// Suggestion is a policy learned from what a run did (an audit-mode run:
+// every would-be denial is in its report or trace), in the policy-file
+// format of package config.
+type Suggestion struct {
+	Write     []Grant
+	Read      []Grant // nil: reads stay open (the recorded policy did not restrict them)
+	DenyRead  []Grant // kept from the recorded policy
+	AllowExec []Grant
+	Devices   []Grant
+	Net       string
+	NetWhy    []string
+	// Ungrantable are operations no policy file can allow (another
+	// process's memory, a forbidden syscall, ...): the program must not
+	// do them.
+	Ungrantable []string
+	// Dropped: denied deny_read entries the run read, left out.
+	Dropped []Grant
+	// Incomplete says why the suggestion may miss grants (caps hit).
+	Incomplete []string
+	Sources    []string
+	// Session: learned from a session server's sessions, whose own
+	// sandboxes are writable without a grant.
+	Session bool
+}
+
+// Grant is one value of the policy and what needed it.
+type Grant struct {
+	Value string
+	Why   []string // one line per operation that needed it (capped)
+	More  int64    // operations past the listed ones
+}
+
+const maxWhy = 3
+
+type grants struct {
+	m     map[string]*Grant
+	order []string
+}
+
+func (g *grants) add(v, why string, count int64) {
+	if g.m == nil {
+		g.m = map[string]*Grant{}
+	}
+	x := g.m[v]
+	if x == nil {
+		x = &Grant{Value: v}
+		g.m[v] = x
+		g.order = append(g.order, v)
+	}
+	if why == "" {
+		return
+	}
+	if len(x.Why) < maxWhy && !containsStr(x.Why, why) {
+		x.Why = append(x.Why, why)
+	} else if !containsStr(x.Why, why) {
+		x.More += count
+	}
+}
+
+func (g *grants) list() []Grant {
+	var out []Grant
+	sort.Strings(g.order)
+	for _, v := range g.order {
+		out = append(out, *g.m[v])
+	}
+	return out
+}
+
+// under reports whether p is root or inside it.
+func under(p, root string) bool {
+	return p == root || root == "/" || strings.HasPrefix(p, root+"/")
+}
+
+// collapse drops the grants inside another grant, folding their reasons
+// into it.
+func collapse(l []Grant) []Grant {
+	sort.Slice(l, func(i, j int) bool {
+		return len(l[i].Value) < len(l[j].Value) || len(l[i].Value) == len(l[j].Value) && l[i].Value < l[j].Value
+	})
+	var out []Grant
+next:
+	for _, g := range l {
+		for k := range out {
+			if under(g.Value, out[k].Value) {
+				for _, w := range g.Why {
+					if len(out[k].Why) < maxWhy {
+						out[k].Why = append(out[k].Why, w)
+					} else {
+						out[k].More++
+					}
+				}
+				out[k].More += g.More
+				continue next
+			}
+		}
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
+	return out
+}
+
+func why(d *Denial) string {
+	s := fmt.Sprintf("%s %s(%s) by %s", d.Kind, d.Syscall, cut(denialObject(d), 120), cut(d.Program, 30))
+	if d.Count > 1 {
+		s += fmt.Sprintf(" ×%d", d.Count)
+	}
+	return s
+}
+
+// Suggest learns a policy from s: the recorded policy's grants, plus what
+// each would-be-denied (or denied) operation needed, and nothing more.
+func Suggest(s *Summary) *Suggestion {
+	sg := &Suggestion{}
+	var write, read, deny, exec, dev grants
+	var base *policy.Config
+	for i := range s.Sources {
+		sg.Sources = append(sg.Sources, s.Sources[i].Name)
+		if base == nil && s.Sources[i].Policy != nil {
+			base = s.Sources[i].Policy
+		}
+	}
+	net := policy.NetDeny
+	var netWhy []string
+	needNet := func(m policy.NetMode, w string) {
+		if m > net {
+			net = m
+		}
+		if len(netWhy) < maxWhy*2 {
+			netWhy = append(netWhy, w)
+		}
+	}
+	readRestricted := false
+	deniedRead := map[string]bool{}
+	// A session server's sandboxes live in its state directory, which no
+	// --write of the server may overlap (server.checkWriteRoots); the
+	// session's own sandbox is writable without a grant.
+	stateDir := ""
+	for _, src := range s.Sources {
+		if src.Kind == "session-execution" && src.Sandbox != "" {
+			stateDir = filepath.Dir(src.Sandbox)
+		}
+	}
+	sg.Session = stateDir != ""
+	if base != nil {
+		for _, w := range base.WriteRoots {
+			if stateDir != "" && under(w, stateDir) {
+				continue
+			}
+			write.add(w, "a writable root of the recorded run", 0)
+		}
+		if base.ReadRoots != nil {
+			readRestricted = true
+			for _, r := range base.ReadRoots {
+				read.add(r, "readable in the recorded run", 0)
+			}
+		}
+		for _, x := range base.AllowExec {
+			exec.add(x, "allowed in the recorded run", 0)
+		}
+		def := map[string]bool{}
+		for _, d := range policy.DefaultDevices() {
+			def[d] = true
+		}
+		for _, d := range base.Devices {
+			if !def[d] {
+				dev.add(d, "allowed in the recorded run", 0)
+			}
+		}
+		if base.Net > net {
+			net = base.Net
+			netWhy = append(netWhy, "the network mode of the recorded run")
+		}
+	} else if s.hasTraceSource() {
+		// A trace alone names no policy: learn what the policy in force
+		// allowed from the allowed events and the rules that allowed them.
+		for _, f := range s.Files {
+			w := fmt.Sprintf("%s %s by %s ×%d (allowed)", f.Kind, cut(strings.Join(f.Paths, " → "), 120), strings.Join(f.Programs, ","), f.Count)
+			switch f.Rule {
+			case policy.RuleInsideRoot, "":
+				for _, p := range f.Paths {
+					if dir := grantDir(p, f.Kind, false); dir != "" && dir != "/" {
+						write.add(dir, w, f.Count)
+					}
+				}
+			case policy.RuleDevice:
+				if !isDefaultDevice(f.Paths[0]) {
+					dev.add(f.Paths[0], w, f.Count)
+				}
+			}
+			// Scratch (/dev/shm), the tree's own ptys and pipes need no grant.
+		}
+		for _, p := range s.Processes {
+			for _, x := range p.Execs {
+				if x.Decision == "allow" && x.Rule == policy.RuleAllowExec {
+					exec.add(x.Program, fmt.Sprintf("exec %s by %s[%d] (allowed)", cut(x.Given, 120), p.Program, p.Pid), 1)
+				}
+			}
+		}
+		for _, n := range s.Network {
+			if n.Decision != "allow" {
+				continue
+			}
+			switch n.Rule {
+			case policy.RuleNetAllow:
+				needNet(policy.NetAllow, fmt.Sprintf("%s %s by %s (allowed)", n.Syscall, netObject(n), n.Program))
+			case policy.RuleLoopback:
+				needNet(policy.NetLoopback, fmt.Sprintf("%s %s by %s (allowed)", n.Syscall, netObject(n), n.Program))
+			}
+		}
+	}
+	if s.DenialKeysDropped > 0 {
+		sg.Incomplete = append(sg.Incomplete, fmt.Sprintf("%d distinct denied operations past the report's cap were not examined", s.DenialKeysDropped))
+	}
+	for _, src := range s.Sources {
+		if src.DenialsDropped > 0 {
+			sg.Incomplete = append(sg.Incomplete, fmt.Sprintf("%s: %d denials past the recorder's cap are not in it", src.Name, src.DenialsDropped))
+		}
+	}
+	for _, g := range s.Denials {
+		for _, d := range g.Ops {
+			w := why(d)
+			switch g.Rule {
+			case policy.RuleOutsideRoots, policy.RuleRootItself, policy.RuleUnixOutsideRoots:
+				for _, p := range d.Paths {
+					if p.Special != "" {
+						continue
+					}
+					r := p.Resolved
+					if strings.HasPrefix(r, "/dev/") && d.Kind == "write" && p.Exists && !p.IsDir {
+						dev.add(r, w, d.Count)
+						continue
+					}
+					dir := grantDir(r, d.Kind, p.Exists && p.IsDir && g.Rule != policy.RuleRootItself)
+					if dir == "" || dir == "/" {
+						sg.Ungrantable = append(sg.Ungrantable, w+": would need the whole file system writable")
+						continue
+					}
+					if stateDir != "" && (under(dir, stateDir) || under(stateDir, dir)) {
+						sg.Ungrantable = append(sg.Ungrantable, w+": "+dir+" overlaps the server's state directory "+stateDir+", which a server's --write may not")
+						continue
+					}
+					write.add(dir, w, d.Count)
+				}
+			case policy.RuleExecNotAllowed:
+				for _, p := range d.Paths {
+					if p.Resolved != "" {
+						exec.add(p.Resolved, w, d.Count)
+					}
+				}
+			case policy.RuleDenyRead:
+				for _, p := range d.Paths {
+					deniedRead[p.Resolved] = true
+				}
+				deny.add("", w, d.Count) // reasons only; entries computed below
+			case policy.RuleReadNotAllowed:
+				for _, p := range d.Paths {
+					if p.Resolved != "" {
+						read.add(p.Resolved, w, d.Count)
+					}
+				}
+				readRestricted = true
+			case policy.RuleNetDeny, policy.RuleNetLoopback:
+				mode := policy.NetAllow
+				if a, err := netip.ParseAddr(d.Address); err == nil && a.Unmap().IsLoopback() {
+					mode = policy.NetLoopback
+				}
+				needNet(mode, w)
+			case policy.RuleNetFamily, policy.RuleUnixAbstract:
+				needNet(policy.NetAllow, w)
+			default:
+				sg.Ungrantable = append(sg.Ungrantable, fmt.Sprintf("%s: %s (rule %s)", w, cut(d.Reason, 160), g.Rule))
+			}
+		}
+	}
+	sg.Write = collapse(write.list())
+	if readRestricted {
+		sg.Read = read.list()
+		if sg.Read == nil {
+			sg.Read = []Grant{}
+		}
+	}
+	sg.AllowExec = exec.list()
+	sg.Devices = dev.list()
+	if base != nil {
+		for _, d := range base.DenyRead {
+			hit := false
+			for p := range deniedRead {
+				if under(p, d) {
+					hit = true
+				}
+			}
+			if hit {
+				g := Grant{Value: d}
+				if x := deny.m[""]; x != nil {
+					g.Why, g.More = x.Why, x.More
+				}
+				sg.Dropped = append(sg.Dropped, g)
+			} else {
+				sg.DenyRead = append(sg.DenyRead, Grant{Value: d, Why: []string{"denied in the recorded run and never read"}})
+			}
+		}
+	}
+	sg.Net = net.String()
+	sg.NetWhy = netWhy
+	return sg
+}
+
+func isDefaultDevice(p string) bool {
+	for _, pat := range policy.DefaultDevices() {
+		if ok, _ := filepath.Match(pat, p); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// broad names a grant that opens much more than the run used: a top-level
+// directory (/etc, /usr, /home, /tmp) or the user's home.
+func broad(dir string) bool {
+	if dir == "/" || strings.Count(strings.TrimSuffix(dir, "/"), "/") == 1 {
+		return true
+	}
+	home, err := os.UserHomeDir()
+	return err == nil && dir == filepath.Clean(home)
+}
+
+// grantDir is the writable root an operation on p needs: its directory
+// (write roots are directories, and creating, deleting or renaming an entry
+// changes its directory), or p itself when p is an existing directory whose
+// own attributes or contents were changed.
+func grantDir(p, kind string, isDir bool) string {
+	if p == "" || !filepath.IsAbs(p) {
+		return ""
+	}
+	if isDir && (kind == "chmod" || kind == "chown" || kind == "xattr" || kind == "write") {
+		return p
+	}
+	return filepath.Dir(p)
+}
+
+// WriteYAML writes the suggestion as a commented policy file.
+func (sg *Suggestion) WriteYAML(w io.Writer) error {
+	out := bufio.NewWriter(w)
+	p := func(format string, a ...any) { fmt.Fprintf(out, format, a...) }
+	q := strconv.Quote
+	p("# tracecell policy suggested by `tracecell policy suggest` from:\n")
+	for _, s := range sg.Sources {
+		p("#   %s\n", oneLineComment(s))
+	}
+	p("# It allows what the recorded run did and nothing more. Check each grant:\n")
+	p("# the comment under it says which operations needed it.\n")
+	for _, i := range sg.Incomplete {
+		p("# INCOMPLETE: %s\n", oneLineComment(i))
+	}
+	p("mode: enforce\n")
+	grantList := func(key string, l []Grant, emptyNote string) {
+		if len(l) == 0 {
+			if emptyNote != "" {
+				p("# %s: none (%s)\n", key, emptyNote)
+			}
+			return
+		}
+		p("%s:\n", key)
+		for _, g := range l {
+			p("  - %s\n", q(g.Value))
+			if key == "write" && broad(g.Value) {
+				p("    #   WARNING: all of %s becomes writable; better make the program write elsewhere\n", oneLineComment(g.Value))
+			}
+			for _, y := range g.Why {
+				p("    #   needed by %s\n", oneLineComment(y))
+			}
+			if g.More > 0 {
+				p("    #   and %d more operations\n", g.More)
+			}
+		}
+	}
+	if sg.Session {
+		grantList("write", sg.Write, "each session writes its own sandbox")
+	} else {
+		grantList("write", sg.Write, "a fresh sandbox under $TMPDIR per run")
+	}
+	if sg.Read != nil {
+		if len(sg.Read) == 0 {
+			p("read: []  # reads restricted to the runtime and the writable roots\n")
+		} else {
+			grantList("read", sg.Read, "")
+		}
+	}
+	grantList("deny_read", sg.DenyRead, "")
+	for _, g := range sg.Dropped {
+		p("# deny_read %s left out: the run read it\n", q(g.Value))
+		for _, y := range g.Why {
+			p("#   needed by %s\n", oneLineComment(y))
+		}
+	}
+	grantList("allow_exec", sg.AllowExec, "the run executed no other program")
+	grantList("allow_device", sg.Devices, "")
+	p("net: %s\n", sg.Net)
+	for _, y := range sg.NetWhy {
+		p("#   needed by %s\n", oneLineComment(y))
+	}
+	if len(sg.Ungrantable) > 0 {
+		p("# NOT GRANTABLE: no policy allows these; the program must not do them:\n")
+		for _, u := range sg.Ungrantable {
+			p("#   %s\n", oneLineComment(u))
+		}
+	}
+	return out.Flush()
+}
+
+// oneLineComment keeps recorded text (which the traced program chose) from
+// ending the comment: no newline or carriage return survives.
+func oneLineComment(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(cut(s, 0))
+}

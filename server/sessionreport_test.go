@@ -1,0 +1,107 @@
+package server
+
+import (
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracecell/tracecell/audit"
+	"github.com/tracecell/tracecell/report"
+	"github.com/tracecell/tracecell/worker"
+)
+
+// TestOpenAPISessionReport: the documented session report has exactly the
+// JSON fields of the Go types.
+func TestOpenAPISessionReport(t *testing.T) {
+	d, _ := loadOpenAPI(t)
+	for name, v := range map[string]any{"SessionReport": audit.SessionReport{}, "SessionExecution": audit.SessionExecution{}} {
+		s, ok := d.Components.Schemas[name]
+		if !ok {
+			t.Fatalf("schema %s missing", name)
+		}
+		got := keys(s.Properties)
+		sort.Strings(got)
+		if want := jsonFields(reflect.TypeOf(v)); !reflect.DeepEqual(got, want) {
+			t.Errorf("schema %s has %v, the Go type %v", name, got, want)
+		}
+	}
+}
+
+func TestSessionLogCaps(t *testing.T) {
+	var l sessionLog
+	ev := report.Event{Decision: report.Deny, Syscall: "openat"}
+	many := make([]report.Event, 1000)
+	for i := range many {
+		many[i] = ev
+	}
+	long := strings.Repeat("x", maxLoggedCode+10)
+	for i := 0; i < maxLoggedDenials/1000+2; i++ {
+		l.add(worker.ExecRequest{Code: long}, &worker.Result{Denials: many}, time.Time{}, 0)
+	}
+	if l.denials != maxLoggedDenials {
+		t.Errorf("kept %d denials, want the cap %d", l.denials, maxLoggedDenials)
+	}
+	last := l.execs[len(l.execs)-1]
+	if len(last.Denials) != 0 || !last.Truncated {
+		t.Errorf("past the cap: %d denials kept, truncated %v", len(last.Denials), last.Truncated)
+	}
+	if len(l.execs[0].Code) != maxLoggedCode || !l.execs[0].CodeTruncated {
+		t.Errorf("code kept %d bytes (truncated %v), want %d", len(l.execs[0].Code), l.execs[0].CodeTruncated, maxLoggedCode)
+	}
+	for i := len(l.execs); i < maxLoggedExecs+5; i++ {
+		l.add(worker.ExecRequest{Code: "1"}, &worker.Result{}, time.Time{}, 0)
+	}
+	if len(l.execs) != maxLoggedExecs || l.dropped != 5 {
+		t.Errorf("%d executions kept, %d dropped; want %d and 5", len(l.execs), l.dropped, maxLoggedExecs)
+	}
+}
+
+// TestSessionReportEndpoint: the session's executions and denials come
+// back from GET /v1/sessions/{id}/report, and tracecell report's reader
+// (package audit) turns them into the report of a run.
+func TestSessionReportEndpoint(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("s1")
+	e.exec("s1", "set:a=1")
+	e.exec("s1", "deny:/etc/passwd")
+	e.exec("s1", "deny:/etc/passwd")
+	st, b := e.do("GET", "/v1/sessions/s1/report", "")
+	if st != 200 {
+		t.Fatalf("GET report: %d %s", st, b)
+	}
+	var r audit.SessionReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Kind != audit.SessionKind || r.Session != "s1" || len(r.Executions) != 3 || r.Policy == nil {
+		t.Fatalf("report %+v", r)
+	}
+	if x := r.Executions[1]; x.Index != 2 || x.Code != "deny:/etc/passwd" || len(x.Denials) != 1 || x.Outcome != "exception PermissionError" {
+		t.Errorf("execution 2: %+v", x)
+	}
+	if r.Policy.WriteRoots[0] != r.Sandbox {
+		t.Errorf("policy write roots %v, want the sandbox %s first", r.Policy.WriteRoots, r.Sandbox)
+	}
+	a := audit.NewAggregator()
+	if err := audit.Read(a, strings.NewReader(string(b)), "s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	s := a.Summary()
+	if len(s.Sources) != 3 || len(s.Denials) != 1 || s.Denials[0].Count != 2 {
+		t.Fatalf("summary: %d sources, denials %+v", len(s.Sources), s.Denials)
+	}
+	if g := s.Denials[0]; g.Rule != "outside-writable-roots" || g.Ops[0].SourceName != "s1#2" {
+		t.Errorf("denials grouped under %q, first from %q; want outside-writable-roots from s1#2", g.Rule, g.Ops[0].SourceName)
+	}
+	// Go API, and a deleted session has no report.
+	if _, err := e.s.SessionReport("s1"); err != nil {
+		t.Fatal(err)
+	}
+	e.do("DELETE", "/v1/sessions/s1", "")
+	if st, _ := e.do("GET", "/v1/sessions/s1/report", ""); st != 404 {
+		t.Errorf("report of a deleted session: %d, want 404", st)
+	}
+}
