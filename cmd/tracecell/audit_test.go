@@ -42,7 +42,7 @@ func TestReportErrors(t *testing.T) {
 		{"unreachable-server", []string{"report", "--server", "unix:" + filepath.Join(dir, "no.sock"), "--session", "s1"}, "is the server running?"},
 		{"suggest-no-input", []string{"policy", "suggest"}, "no input"},
 		{"check-no-file", []string{"policy", "check"}, "give one policy FILE"},
-		{"check-unknown-key", []string{"policy", "check", badKey}, `unknown key "allow_exce" (line 3)`},
+		{"check-unknown-key", []string{"policy", "check", badKey}, `line 3: unknown key "allow_exce"`},
 		{"check-bad-value", []string{"policy", "check", badNet}, "net"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
