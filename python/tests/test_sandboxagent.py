@@ -254,6 +254,23 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         self.assertIn(b"rc=0", r.stdout)
         with open(os.path.join(grant, "g.txt")) as f:
             self.assertEqual(f.read(), "g\n")
+        # Reads restricted to `read` and the read-only grants: the login shell still starts.
+        other = tmpdir(self, "sbx-other-")
+        with open(os.path.join(other, "o.txt"), "w") as f:
+            f.write("other\n")
+        ro = tmpdir(self, "sbx-ro-")
+        with open(os.path.join(ro, "r.txt"), "w") as f:
+            f.write("ro\n")
+        s2 = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-ws3-"), extra_path_grants=(SandboxPathGrant(path=ro, read_only=True),)),
+                                      options=TracecellSandboxClientOptions(read=()))
+        async with s2:
+            r = await s2.exec("cat %s/r.txt %s/o.txt; echo x > %s/w.txt" % (ro, other, ro))
+            self.assertEqual(r.stdout, b"ro\n")
+            lines = [l for l in r.stderr.decode().splitlines() if l.startswith("tracecell: ")]
+            self.assertEqual(len(lines), 2, r.stderr)
+            self.assertTrue(lines[0].startswith("tracecell: read %s/o.txt blocked" % other), lines)
+            self.assertTrue(lines[1].startswith("tracecell: create %s/w.txt blocked" % ro), lines)
+        self.assertFalse(os.path.lexists(os.path.join(ro, "w.txt")))
 
     async def test_pty(self) -> None:
         s = await self.open()

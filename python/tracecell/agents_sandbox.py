@@ -92,7 +92,10 @@ if _missing:  # pragma: no cover - depends on the installed SDK
 # Variables passed from the application's environment to tracecell (which keeps the
 # same ones for the tree, see README "Environment"); the manifest's environment is
 # added and passed through by name (--keep-env), never on the command line.
-_HOST_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR", "COLUMNS", "LINES")
+_HOST_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TERM", "COLORTERM", "NO_COLOR",
+             "COLUMNS", "LINES")
+# What the SDK's login shell (sh -lc) reads at start: readable also when `read` restricts reads.
+_LOGIN_SHELL_READS = ("/etc/profile", "/etc/profile.d", "/etc/bash.bashrc", "/etc/environment")
 # Set by tracecell itself inside the workspace.
 _TRACECELL_SETS = frozenset(("HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR"))
 
@@ -208,8 +211,8 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
             elif o.read is not None:
                 argv += ["--read", g.path]
         if o.read is not None:
-            for r in o.read:
-                argv += ["--read", r]
+            for r in tuple(o.read) + _LOGIN_SHELL_READS:
+                argv += ["--read", os.path.expanduser(r)]
         for d in o.deny_read:
             argv += ["--deny-read", os.path.expanduser(d)]
         # The reports of earlier commands are the operator's.
