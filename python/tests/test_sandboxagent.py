@@ -22,6 +22,7 @@ import os
 import shutil
 import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -32,7 +33,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from agents import OpenAIChatCompletionsModel, Runner, set_tracing_disabled
 from agents.run import RunConfig
-from agents.sandbox import Manifest, SandboxAgent, SandboxRunConfig
+from agents.sandbox import LocalSnapshotSpec, Manifest, SandboxAgent, SandboxRunConfig
 from agents.sandbox.capabilities import Shell
 from agents.sandbox.sandboxes.unix_local import UnixLocalSandboxClient
 from agents.sandbox.session import SandboxSession, SandboxSessionState
@@ -162,7 +163,7 @@ class EndToEndTest(unittest.IsolatedAsyncioTestCase):
         self.assertFalse(os.path.lexists(os.path.join(outside, "pty.txt")), pty)
         self.assertIn("tracecell: create %s/pty.txt blocked" % outside, pty)
         self.assertIn("tracecell: connect to 127.0.0.1:%d blocked" % lst.port, ptyconn)
-        time.sleep(0.2)
+        await asyncio.sleep(0.2)
         self.assertEqual(lst.accepted, 0)
         # The operator's report: every blocked action with syscall, paths, program, pid, rule.
         assert session is not None
@@ -192,7 +193,7 @@ class EndToEndTest(unittest.IsolatedAsyncioTestCase):
             self.assertEqual(f.read(), "pwned\n")
         self.assertIn("connected", conn)
         self.assertIn("connected", ptyconn)
-        time.sleep(0.2)
+        await asyncio.sleep(0.2)
         self.assertEqual(lst.accepted, 2)
 
 
@@ -220,6 +221,15 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         self.assertNotEqual(r.exit_code, 0)
         self.assertFalse(os.path.lexists(target))
         self.assertIn(("tracecell: create %s blocked" % target).encode(), r.stderr)
+        # A process outside the tree cannot be signalled: it lives on, the output says why.
+
+        sleeper = subprocess.Popen(["sleep", "30"])
+        self.addCleanup(sleeper.wait)
+        self.addCleanup(sleeper.kill)
+        r = await s.exec("kill -TERM %d; echo rc=$?" % sleeper.pid)
+        await asyncio.sleep(0.2)
+        self.assertIsNone(sleeper.poll())
+        self.assertIn(b"tracecell: acting on another process (kill) blocked", r.stderr)
         # shell=False: argv as given, the program found in PATH.
         r = await s.exec("python3", "-c", "import os; print(os.getcwd())", shell=False)
         self.assertEqual(r.stdout.decode().strip(), self.ws)
@@ -347,6 +357,26 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
             self.assertIn(b"tracecell: create", r.stderr)
         self.assertFalse(os.path.lexists(os.path.join(self.outside, "r.txt")))
         self.assertEqual(s2.state.options, opts)  # type: ignore[attr-defined]
+
+    async def test_snapshot_restore(self) -> None:
+        # The workspace goes to a snapshot at stop and comes back on resume after it was
+        # deleted; the restored session is confined like the first.
+        snaps = tmpdir(self, "sbx-snap-")
+        s = await self.client.create(manifest=Manifest(root=self.ws), snapshot=LocalSnapshotSpec(base_path=Path(snaps)),
+                                     options=TracecellSandboxClientOptions())
+        await s.start()
+        r = await s.exec("mkdir -p sub && echo snap > sub/s.txt && ln -s sub/s.txt link")
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        payload = json.loads(json.dumps(self.client.serialize_session_state(s.state)))
+        await s.aclose()
+        self.assertTrue(os.listdir(snaps))
+        shutil.rmtree(self.ws)
+        s2 = await TracecellSandboxClient(tracecell=BIN).resume(self.client.deserialize_session_state(payload))
+        async with s2:
+            r = await s2.exec("cat link; echo x > %s/after.txt" % self.outside)
+            self.assertEqual(r.stdout, b"snap\n")
+            self.assertIn(b"tracecell: create", r.stderr)
+        self.assertFalse(os.path.lexists(os.path.join(self.outside, "after.txt")))
 
     async def test_options_errors(self) -> None:
         with self.assertRaisesRegex(TypeError, r"allow_exec=\['/usr/bin/\*'\]"):
