@@ -243,13 +243,27 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         # Inside the workspace the path is shown relative to it, as the shell used it.
         self.assertIn(b"tracecell: running myecho blocked: this program is not allowed here", r.stderr)
         self.assertNotIn(b"hi\n", r.stdout)
+        # The program the SDK starts is under the policy too: the model picks exec_command's
+        # `shell`, which becomes the command.
+        r = await s.exec("./myecho", "hi", shell=False)
+        self.assertEqual(r.exit_code, 126)
+        self.assertEqual(r.stdout, b"")
+        self.assertIn(b"tracecell: running myecho blocked", r.stderr)
+        # Only the shell allowed: it runs, ls does not.
+        sh = os.path.realpath(shutil.which("sh") or "/bin/sh")
         s2 = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-ws2-")),
-                                      options=TracecellSandboxClientOptions(allow_exec=()))
+                                      options=TracecellSandboxClientOptions(allow_exec=(sh,)))
         async with s2:
             r = await s2.exec("ls /; echo rc=$?")
             self.assertIn(b"rc=126", r.stdout)
             self.assertIn(b"blocked", r.stderr)
             self.assertIn(b"/ls", r.stderr)
+        s3 = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-ws3-")),
+                                      options=TracecellSandboxClientOptions(allow_exec=()))
+        async with s3:
+            r = await s3.exec("echo hi")
+            self.assertEqual((r.exit_code, r.stdout), (126, b""))
+            self.assertIn(b"tracecell: running", r.stderr)
 
     async def test_deny_read_and_grants(self) -> None:
         secret = os.path.join(self.outside, "secret.txt")

@@ -111,7 +111,8 @@ class TracecellSandboxClientOptions(BaseSandboxClientOptions):
     Attributes:
         allow_exec: programs the commands may run besides the shell that starts each one:
             paths, directories or glob patterns (``"/usr/bin/*"``); default
-            :data:`SHELL_AGENT_EXEC`. ``()`` allows none (a shell can then run only builtins).
+            :data:`SHELL_AGENT_EXEC`. They apply to every program, the shell the SDK starts
+            for each command (``sh``) included: ``()`` runs nothing.
         net: ``"deny"`` (default), ``"loopback"`` or ``"allow"``.
         deny_read: paths never readable (``"~/.ssh"``, ``"/srv/app/.env"``).
         read: when set, reads are restricted to these roots (plus the workspace, the
@@ -233,7 +234,11 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
                                env: Mapping[str, str]) -> List[str]:
         report = os.path.join(self._report_dir, "%s.json" % uuid.uuid4().hex)
         _REPORT.set((report, list(command_parts)))
-        return self._tracecell_argv(report, env) + ["--"] + list(command_parts)
+        # The command tracecell starts is always /bin/sh, which execs the SDK's command: the
+        # initial exec is always allowed (README "Programs"), so this puts the program the
+        # SDK (or the model, through exec_command's `shell` argument) names under allow_exec
+        # like every later exec.
+        return self._tracecell_argv(report, env) + ["--", "/bin/sh", "-c", 'exec "$@"', "sh"] + list(command_parts)
 
     def _collect(self, exit_code: Optional[int]) -> str:
         """Reads the report of the command just ended, keeps it, and returns the lines for the model."""
