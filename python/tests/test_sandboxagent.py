@@ -140,7 +140,7 @@ class EndToEndTest(unittest.IsolatedAsyncioTestCase):
         return ws, outside, lst, got, session
 
     async def test_tracecell_confines_the_shell(self) -> None:
-        ws, outside, lst, got, session = await self.run_script(TracecellSandboxClient(tracecell=BIN),
+        ws, outside, lst, got, session = await self.run_script(TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-")),
                                                                TracecellSandboxClientOptions(net="deny"))
         (_, _, hello), (_, _, escape), (_, _, pandas), (_, _, conn), (_, _, pty), (_, _, ptyconn) = got
         # The workspace write, on disk.
@@ -203,7 +203,7 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
     async def asyncSetUp(self) -> None:
         self.ws = tmpdir(self, "sbx-ws-")
         self.outside = tmpdir(self, "sbx-host-")
-        self.client = TracecellSandboxClient(tracecell=BIN)
+        self.client = TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-"))
 
     async def open(self, options: Optional[TracecellSandboxClientOptions] = None, **manifest: Any) -> SandboxSession:
         s = await self.client.create(manifest=Manifest(root=self.ws, **manifest), options=options)
@@ -360,7 +360,7 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         payload = json.loads(json.dumps(payload))
         self.assertEqual(payload["type"], "tracecell")
         # A new client in a "new process" resumes from the JSON.
-        client2 = TracecellSandboxClient(tracecell=BIN)
+        client2 = TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-"))
         state = client2.deserialize_session_state(payload)
         self.assertIsInstance(state, TracecellSandboxSessionState)
         self.assertEqual(SandboxSessionState.parse(json.loads(json.dumps(payload))).type, "tracecell")
@@ -385,7 +385,7 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         await s.aclose()
         self.assertTrue(os.listdir(snaps))
         shutil.rmtree(self.ws)
-        s2 = await TracecellSandboxClient(tracecell=BIN).resume(self.client.deserialize_session_state(payload))
+        s2 = await TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-")).resume(self.client.deserialize_session_state(payload))
         async with s2:
             r = await s2.exec("cat link; echo x > %s/after.txt" % self.outside)
             self.assertEqual(r.stdout, b"snap\n")
@@ -411,7 +411,7 @@ class LatencyTest(unittest.IsolatedAsyncioTestCase):
         n = int(os.environ.get("TRACECELL_LATENCY_RUNS", "15"))
         medians: Dict[str, float] = {}
         for name, client, options in (("unix_local", UnixLocalSandboxClient(), None),
-                                      ("tracecell", TracecellSandboxClient(tracecell=BIN), TracecellSandboxClientOptions())):
+                                      ("tracecell", TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-")), TracecellSandboxClientOptions())):
             s = await client.create(manifest=Manifest(root=tmpdir(self, "sbx-lat-")), options=options)
             async with s:
                 await s.exec("true")
