@@ -234,6 +234,21 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         r = await s.exec("python3", "-c", "import os; print(os.getcwd())", shell=False)
         self.assertEqual(r.stdout.decode().strip(), self.ws)
 
+    async def test_exec_timeout(self) -> None:
+        # The exec timeout is tracecell's: the whole tree is killed (a background child too)
+        # and the report is still written and kept; the SDK's ExecTimeoutError is raised.
+        from agents.sandbox.errors import ExecTimeoutError
+        s = await self.open()
+        t0 = time.monotonic()
+        with self.assertRaises(ExecTimeoutError):
+            await s.exec("(sleep 3; echo late > late.txt) & echo x > %s/t.txt; sleep 30" % self.outside, timeout=1)
+        self.assertLess(time.monotonic() - t0, 5)
+        rep = tracecell_reports(s)[-1]
+        self.assertTrue(rep.raw["exit"]["timed_out"])
+        self.assertEqual([d.paths[0].resolved for d in rep.denials], [self.outside + "/t.txt"])
+        await asyncio.sleep(3.5)
+        self.assertFalse(os.path.lexists(os.path.join(self.ws, "late.txt")))
+
     async def test_exec_policy(self) -> None:
         # A program outside the allowed patterns (a copy the shell made in its workspace) is
         # refused and named; with allow_exec=() even ls is refused.

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 try:
+    from agents.sandbox.errors import ExecTimeoutError
     from agents.sandbox.manifest import Manifest
     from agents.sandbox.sandboxes.unix_local import (
         UnixLocalSandboxClient,
@@ -103,6 +104,11 @@ _TRACECELL_SETS = frozenset(("HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOM
 # _confined_exec_command, read after the command ends (the tasks that watch a
 # PTY process are created after it and copy the context).
 _REPORT: contextvars.ContextVar[Optional[Tuple[str, List[str]]]] = contextvars.ContextVar("tracecell_report", default=None)
+# The exec timeout of the command being started: tracecell enforces it (--timeout), so the
+# tree is killed by tracecell, which then writes the report; the SDK's own timer, which
+# SIGKILLs tracecell's process group and leaves no report, is set this much later.
+_TIMEOUT: contextvars.ContextVar[Optional[float]] = contextvars.ContextVar("tracecell_timeout", default=None)
+_TIMEOUT_GRACE = 5.0
 
 
 class TracecellSandboxClientOptions(BaseSandboxClientOptions):
@@ -203,6 +209,9 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         o = self.state.options
         root = str(Path(self.state.manifest.root).resolve())
         argv = [self._tracecell, "run", "--quiet", "--report", report]
+        timeout = _TIMEOUT.get()
+        if timeout is not None:
+            argv += ["--timeout", "%.3f" % max(timeout, 0.001)]
         if self._policy_file:
             argv += ["--policy", self._policy_file]
         argv += ["--write", root]
@@ -242,16 +251,20 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
 
     def _collect(self, exit_code: Optional[int]) -> str:
         """Reads the report of the command just ended, keeps it, and returns the lines for the model."""
+        return self._collect_report(exit_code)[0]
+
+    def _collect_report(self, exit_code: Optional[int]) -> Tuple[str, bool]:
+        """The lines for the model, and whether tracecell's --timeout ended the command."""
         started = _REPORT.get()
         _REPORT.set(None)
         if started is None:
-            return ""
+            return "", False
         report, command = started
         try:
             with open(report, "rb") as f:
                 raw = json.load(f)
         except (OSError, ValueError):
-            return ""  # tracecell did not start, or was killed: its own message is in the output
+            return "", False  # tracecell did not start, or was killed: its own message is in the output
         denials = [Denial.from_dict(d) for d in raw.get("denials") or [] if isinstance(d, dict)]
         rep = CommandReport(command=command, path=report, exit_code=exit_code, denials=denials, raw=raw)
         self._reports.append(rep)
@@ -262,12 +275,22 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         except OSError:
             pass
         lines = [_shell_wording(s) for s in describe_denials(denials, sandbox=str(Path(self.state.manifest.root).resolve()))]
-        return "".join("tracecell: %s\n" % s for s in lines)
+        ex = raw.get("exit")
+        timed_out = isinstance(ex, dict) and ex.get("timed_out") is True
+        return "".join("tracecell: %s\n" % s for s in lines), timed_out
 
     async def _exec_internal(self, *command: Any, timeout: Optional[float] = None) -> ExecResult:
         _REPORT.set(None)
-        result = await super()._exec_internal(*command, timeout=timeout)
-        blocked = self._collect(result.exit_code)
+        _TIMEOUT.set(timeout)
+        try:
+            result = await super()._exec_internal(*command, timeout=None if timeout is None else timeout + _TIMEOUT_GRACE)
+        finally:
+            _TIMEOUT.set(None)
+        blocked, timed_out = self._collect_report(result.exit_code)
+        if timed_out:
+            # As the SDK reports its own timeouts; the report, kept, says what ran until then.
+            raise ExecTimeoutError(command=[str(c) for c in command], timeout_s=timeout,
+                                   context={"tracecell_report": self._reports[-1].path if self._reports else ""})
         if not blocked:
             return result
         stderr = result.stderr
