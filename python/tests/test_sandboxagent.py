@@ -98,10 +98,8 @@ def tmpdir(test: unittest.TestCase, prefix: str) -> str:
     return d
 
 
-PANDAS = ("import pandas as pd\n"
-          "df = pd.DataFrame({'city': ['a', 'b', 'a'], 'sales': [1, 2, 3]})\n"
-          "df.groupby('city').sales.sum().to_csv('by_city.csv')\n"
-          "print('total', int(df.sales.sum()))\n")
+# testdata/py/sales_by_city.py: a pandas script, copied into the workspace.
+PANDAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "py", "sales_by_city.py")
 
 
 class EndToEndTest(unittest.IsolatedAsyncioTestCase):
@@ -110,8 +108,7 @@ class EndToEndTest(unittest.IsolatedAsyncioTestCase):
     async def run_script(self, client: Any, options: Any) -> Tuple[str, str, Listener, List[Tuple[str, Dict[str, Any], str]], Optional[SandboxSession]]:
         ws = tmpdir(self, "sbx-ws-")
         outside = tmpdir(self, "sbx-host-")
-        with open(os.path.join(ws, "analysis.py"), "w") as f:
-            f.write(PANDAS)
+        shutil.copy(PANDAS, os.path.join(ws, "analysis.py"))
         lst = Listener()
         self.addCleanup(lst.close)
         connect = "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), timeout=5); print('connected')\"" % lst.port
