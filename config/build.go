@@ -208,6 +208,16 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	}
 
 	for _, e := range s.AllowExec {
+		if x, ok, err := execPattern(e); ok || err != nil {
+			if err != nil {
+				return nil, usagef("--allow-exec %s: %v", e, err)
+			}
+			pc.AllowExecPatterns = appendUnique(pc.AllowExecPatterns, x)
+			if w := patternOverWritable(x, pc.WriteRoots); w != "" {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("--allow-exec %s covers the writable root %s: the tree may exec programs it wrote there", e, w))
+			}
+			continue
+		}
 		x, err := lookPath(e, pathVar, p.Cwd)
 		if err != nil {
 			return nil, usagef("--allow-exec %s: %v", e, err)
@@ -371,6 +381,55 @@ func buildEnv(s *Settings, environ []string, sandbox string) ([]string, string, 
 		env = append(env, k+"="+m[k])
 	}
 	return env, m["PATH"], nil
+}
+
+// execPattern turns an --allow-exec value that is a pattern ("/usr/bin/*")
+// or a directory ("/usr/local/bin", "/usr/local/bin/") into an exec pattern
+// over resolved programs; ok is false for a program name or path. The
+// pattern's fixed leading directory has its symlinks expanded, since the
+// policy compares resolved programs: "/bin/*" becomes "/usr/bin/*" on a
+// merged-/usr system.
+func execPattern(e string) (x string, ok bool, err error) {
+	if !policy.IsExecPattern(e) {
+		if !strings.Contains(e, "/") {
+			return "", false, nil
+		}
+		st, err := os.Stat(e)
+		if err != nil || !st.IsDir() {
+			return "", false, nil
+		}
+		e = strings.TrimRight(e, "/") + "/*"
+	}
+	if !strings.HasPrefix(e, "/") {
+		return "", true, errors.New("a pattern must be an absolute path, e.g. '/usr/bin/*'")
+	}
+	if c := path.Clean(e); c != e {
+		return "", true, fmt.Errorf("the pattern is not clean: write %q", c)
+	}
+	base := policy.ExecPatternBase(e)
+	real, err := filepath.EvalSymlinks(base)
+	if err != nil {
+		return "", true, fmt.Errorf("the directory %s: %w", base, err)
+	}
+	if base != "/" {
+		e = real + e[len(base):]
+	}
+	if err := policy.CheckExecPattern(e); err != nil {
+		return "", true, err
+	}
+	return e, true, nil
+}
+
+// patternOverWritable returns a writable root where the exec pattern x could
+// match a program, or "".
+func patternOverWritable(x string, writeRoots []string) string {
+	base := policy.ExecPatternBase(x)
+	for _, w := range writeRoots {
+		if policy.Under(w, base) || policy.Under(base, w) {
+			return w
+		}
+	}
+	return ""
 }
 
 // lookPath finds name the way the shell would in the tree's PATH; a name

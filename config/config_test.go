@@ -380,6 +380,46 @@ func TestScriptElsewhere(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("not one line: %q", err)
+func TestBuildExecPatterns(t *testing.T) {
+	env := []string{"PATH=/usr/bin:/bin"}
+	top, _ := filepath.EvalSymlinks(t.TempDir())
+	sbx := filepath.Join(top, "sbx")
+	real := filepath.Join(top, "real", "bin")
+	os.MkdirAll(real, 0o755)
+	os.Symlink(filepath.Join(top, "real"), filepath.Join(top, "link"))
+	for _, tc := range []struct {
+		name     string
+		allow    string
+		patterns []string
+		warn     string
+		errHas   string
+	}{
+		{"glob", real + "/*", []string{real + "/*"}, "", ""},
+		{"glob through symlink", top + "/link/bin/py*", []string{real + "/py*"}, "", ""},
+		{"directory", top + "/link/bin", []string{real + "/*"}, "", ""},
+		{"directory slash", real + "/", []string{real + "/*"}, "", ""},
+		{"covers sandbox", sbx + "/*", []string{sbx + "/*"}, "covers the writable root " + sbx, ""},
+		{"relative", "bin/*", nil, "", "--allow-exec bin/*: a pattern must be an absolute path"},
+		{"no such directory", top + "/nope/*", nil, "", "--allow-exec " + top + "/nope/*: the directory " + top + "/nope"},
+		{"unclean", real + "//x*", nil, "", "is not clean"},
+		{"bad syntax", real + "/[x", nil, "", "syntax error in pattern"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Build(&Settings{Write: []string{sbx}, AllowExec: []string{tc.allow}}, []string{"true"}, env)
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("err = %v, want %q", err, tc.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(p.Policy.AllowExecPatterns) != fmt.Sprint(tc.patterns) || len(p.Policy.AllowExec) != 0 {
+				t.Errorf("patterns %q programs %q, want patterns %q", p.Policy.AllowExecPatterns, p.Policy.AllowExec, tc.patterns)
+			}
+			if got := strings.Join(p.Warnings, "\n"); tc.warn == "" && got != "" || !strings.Contains(got, tc.warn) {
+				t.Errorf("warnings %q, want %q", got, tc.warn)
 			}
 		})
 	}

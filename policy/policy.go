@@ -132,6 +132,11 @@ func New(cfg Config) (*Policy, error) {
 			return nil, fmt.Errorf("device pattern %q: %w", d, err)
 		}
 	}
+	for _, x := range cfg.AllowExecPatterns {
+		if err := CheckExecPattern(x); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Net > NetAllow {
 		return nil, fmt.Errorf("net mode %v is not deny, loopback or allow", cfg.Net)
 	}
@@ -145,7 +150,7 @@ func New(cfg Config) (*Policy, error) {
 	readable = append(readable, cfg.WriteRoots...)
 	readable = append(readable, cfg.Scratch...)
 	p.readText = listText(readable)
-	p.execText = listText(cfg.AllowExec)
+	p.execText = listText(append(append([]string{}, cfg.AllowExec...), cfg.AllowExecPatterns...))
 	return p, nil
 }
 
@@ -178,6 +183,7 @@ func copyConfig(c Config) Config {
 	c.RuntimeRoots = dup(c.RuntimeRoots)
 	c.DenyRead = dup(c.DenyRead)
 	c.AllowExec = dup(c.AllowExec)
+	c.AllowExecPatterns = dup(c.AllowExecPatterns)
 	c.Devices = dup(c.Devices)
 	c.Scratch = dup(c.Scratch)
 	return c
@@ -573,7 +579,7 @@ func (p *Policy) readable(res string) bool {
 }
 
 // decideExec: the initial command always runs; anything else only if its
-// resolved program is listed exactly.
+// resolved program is listed exactly or matches an exec pattern.
 func (p *Policy) decideExec(op *Op) Decision {
 	if op.Initial {
 		return allow(RuleInitialExec)
@@ -587,7 +593,50 @@ func (p *Policy) decideExec(op *Op) Decision {
 			return allow(RuleAllowExec)
 		}
 	}
+	for _, x := range p.cfg.AllowExecPatterns {
+		if ExecPatternMatch(x, prog) {
+			return allow(RuleAllowExec)
+		}
+	}
 	return deny(syscall.EACCES, RuleExecNotAllowed, fmt.Sprintf("exec of %s not allowed (allowed: %s)", prog, p.execText))
+}
+
+// IsExecPattern reports whether an --allow-exec value is a pattern rather
+// than a program: it holds one of path.Match's special characters.
+func IsExecPattern(s string) bool { return strings.ContainsAny(s, "*?[\\") }
+
+// CheckExecPattern validates an exec pattern: absolute, clean and valid for
+// path.Match.
+func CheckExecPattern(x string) error {
+	if err := checkPath("exec pattern", x); err != nil {
+		return err
+	}
+	if _, err := path.Match(x, "/"); err != nil {
+		return fmt.Errorf("exec pattern %q: %w (use '*', '?' and '[...]' as in a shell glob)", x, err)
+	}
+	return nil
+}
+
+// ExecPatternMatch reports whether the resolved program prog matches the
+// exec pattern x. A pattern never matches a path with more components than
+// it has ('*' does not cross '/'), so "/usr/bin/*" does not allow
+// "/usr/bin/sub/prog".
+func ExecPatternMatch(x, prog string) bool {
+	if !clean(prog) {
+		return false
+	}
+	ok, err := path.Match(x, prog)
+	return err == nil && ok
+}
+
+// ExecPatternBase is the pattern's leading directory with no special
+// characters ("/usr/bin" for "/usr/bin/*", "/" for "/*/bin/x").
+func ExecPatternBase(x string) string {
+	i := strings.IndexAny(x, "*?[\\")
+	if i < 0 {
+		return x
+	}
+	return path.Dir(x[:i+1])
 }
 
 // decideNet decides connect (and sendto/sendmsg with an address) and bind.

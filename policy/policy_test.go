@@ -432,6 +432,23 @@ func TestDecideRead(t *testing.T) {
 	}
 }
 
+func TestExecPatternBase(t *testing.T) {
+	for _, c := range []struct{ x, want string }{
+		{"/usr/bin/*", "/usr/bin"},
+		{"/usr/bin/py*", "/usr/bin"},
+		{"/opt/*/bin/x", "/opt"},
+		{"/*", "/"},
+		{"/usr/bin/git", "/usr/bin/git"},
+		{"/usr/bin/[gh]it", "/usr/bin"},
+	} {
+		t.Run(c.x, func(t *testing.T) {
+			if got := ExecPatternBase(c.x); got != c.want {
+				t.Errorf("ExecPatternBase(%q) = %q, want %q", c.x, got, c.want)
+			}
+		})
+	}
+}
+
 func TestDecideExec(t *testing.T) {
 	with := mustNew(t, baseConfig())
 	c := baseConfig()
@@ -440,6 +457,9 @@ func TestDecideExec(t *testing.T) {
 	two := baseConfig()
 	two.AllowExec = []string{"/usr/bin/git", "/usr/bin/python3.11"}
 	both := mustNew(t, two)
+	g := baseConfig()
+	g.AllowExecPatterns = []string{"/usr/bin/*", "/usr/local/bin/*", "/opt/py/bin/python3*"}
+	globs := mustNew(t, g)
 	cases := []struct {
 		name   string
 		p      *Policy
@@ -460,6 +480,15 @@ func TestDecideExec(t *testing.T) {
 		{"inside sandbox", with, Op{Paths: []Path{ex("/srv/sbx/a.out")}}, RuleExecNotAllowed, "exec of /srv/sbx/a.out not allowed (allowed: /usr/bin/git)"},
 		{"memfd", with, Op{Paths: []Path{newp("/memfd:x (deleted)")}}, RuleExecNotAllowed, "exec of /memfd:x (deleted) not allowed (allowed: /usr/bin/git)"},
 		{"no path", with, Op{}, RuleExecNotAllowed, "exec without a program path (allowed: /usr/bin/git)"},
+		{"pattern", globs, Op{Paths: []Path{ex("/usr/bin/ls")}}, RuleAllowExec, ""},
+		{"pattern other dir", globs, Op{Paths: []Path{ex("/usr/local/bin/tool")}}, RuleAllowExec, ""},
+		{"pattern prefix glob", globs, Op{Paths: []Path{ex("/opt/py/bin/python3.11")}}, RuleAllowExec, ""},
+		{"pattern prefix glob miss", globs, Op{Paths: []Path{ex("/opt/py/bin/pip")}}, RuleExecNotAllowed, "exec of /opt/py/bin/pip not allowed (allowed: /usr/bin/git, /usr/bin/*, /usr/local/bin/*, /opt/py/bin/python3*)"},
+		{"pattern does not cross slash", globs, Op{Paths: []Path{ex("/usr/bin/sub/ls")}}, RuleExecNotAllowed, "exec of /usr/bin/sub/ls not allowed (allowed: /usr/bin/git, /usr/bin/*, /usr/local/bin/*, /opt/py/bin/python3*)"},
+		{"pattern sibling dir", globs, Op{Paths: []Path{ex("/usr/bin2/ls")}}, RuleExecNotAllowed, "exec of /usr/bin2/ls not allowed (allowed: /usr/bin/git, /usr/bin/*, /usr/local/bin/*, /opt/py/bin/python3*)"},
+		{"pattern not the dir itself", globs, Op{Paths: []Path{dir("/usr/bin")}}, RuleExecNotAllowed, "exec of /usr/bin not allowed (allowed: /usr/bin/git, /usr/bin/*, /usr/local/bin/*, /opt/py/bin/python3*)"},
+		{"pattern unclean program", globs, Op{Paths: []Path{ex("/usr/bin/../../srv/sbx/a.out")}}, RuleExecNotAllowed, "exec of /usr/bin/../../srv/sbx/a.out not allowed (allowed: /usr/bin/git, /usr/bin/*, /usr/local/bin/*, /opt/py/bin/python3*)"},
+		{"pattern sandbox", globs, Op{Paths: []Path{ex("/srv/sbx/a.out")}}, RuleExecNotAllowed, "exec of /srv/sbx/a.out not allowed (allowed: /usr/bin/git, /usr/bin/*, /usr/local/bin/*, /opt/py/bin/python3*)"},
 	}
 	for _, c := range cases {
 		for _, mode := range modes {
@@ -787,6 +816,10 @@ func TestNew(t *testing.T) {
 		{"deny read", mod(func(c *Config) { c.DenyRead = []string{"~/.ssh"} }), `deny-read path "~/.ssh"`},
 		{"allow exec", mod(func(c *Config) { c.AllowExec = []string{"git"} }), `allowed executable "git"`},
 		{"scratch", mod(func(c *Config) { c.Scratch = []string{"/dev/shm/."} }), `scratch dir "/dev/shm/."`},
+		{"exec pattern", mod(func(c *Config) { c.AllowExecPatterns = []string{"/usr/bin/*"} }), ""},
+		{"relative exec pattern", mod(func(c *Config) { c.AllowExecPatterns = []string{"bin/*"} }), `exec pattern "bin/*" is not an absolute path`},
+		{"unclean exec pattern", mod(func(c *Config) { c.AllowExecPatterns = []string{"/usr/bin/*/"} }), `exec pattern "/usr/bin/*/" is not clean`},
+		{"bad exec pattern", mod(func(c *Config) { c.AllowExecPatterns = []string{"/usr/bin/[a"} }), `exec pattern "/usr/bin/[a": syntax error in pattern`},
 		{"bad pattern", mod(func(c *Config) { c.Devices = []string{"/dev/["} }), `device pattern "/dev/[": syntax error in pattern`},
 		{"relative pattern", mod(func(c *Config) { c.Devices = []string{"dev/null"} }), `device pattern "dev/null" is not absolute`},
 		{"net", mod(func(c *Config) { c.Net = 7 }), "net mode net(7) is not deny, loopback or allow"},

@@ -84,10 +84,14 @@ type Config struct {
 	RuntimeRoots []string `json:"runtime_roots,omitempty"`
 	DenyRead     []string `json:"deny_read,omitempty"`  // never readable (files or trees)
 	AllowExec    []string `json:"allow_exec,omitempty"` // resolved executables the tree may exec
-	Net          NetMode  `json:"net"`
-	Devices      []string `json:"devices"` // path.Match patterns of writable device files
-	Scratch      []string `json:"scratch"` // create-only directories (default /dev/shm)
-	Mode         Mode     `json:"mode"`
+	// AllowExecPatterns are path.Match patterns over the resolved program
+	// ("/usr/bin/*": every program directly in /usr/bin; '*' stops at '/').
+	// Their fixed leading directories have their symlinks expanded.
+	AllowExecPatterns []string `json:"allow_exec_patterns,omitempty"`
+	Net               NetMode  `json:"net"`
+	Devices           []string `json:"devices"` // path.Match patterns of writable device files
+	Scratch           []string `json:"scratch"` // create-only directories (default /dev/shm)
+	Mode              Mode     `json:"mode"`
 }
 
 // Path is one path argument of an operation.

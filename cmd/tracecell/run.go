@@ -125,7 +125,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "cwd", Usage: "working `DIR` of the command (default: the first writable root)"},
 		&cli.StringSliceFlag{Name: "read", Usage: "restrict reads to `DIR` (repeatable) plus the writable roots and what the program needs to start"},
 		&cli.StringSliceFlag{Name: "deny-read", Usage: "`PATH` never readable (repeatable), e.g. ~/.ssh"},
-		&cli.StringSliceFlag{Name: "allow-exec", Usage: "`PROGRAM` the tree may exec after the initial command (repeatable)"},
+		&cli.StringSliceFlag{Name: "allow-exec", Usage: "`PROGRAM` the tree may exec after the initial command, or a directory or pattern of programs ('/usr/bin/*') (repeatable)"},
 		&cli.StringFlag{Name: "net", Usage: "network: deny, loopback or allow (default deny)"},
 		&cli.StringFlag{Name: "mode", Usage: "enforce, or audit (allow everything, report what would be denied)"},
 		&cli.StringFlag{Name: "timeout", Usage: "kill the whole tree after `DURATION` (exit 124); 0, the default, is no limit"},

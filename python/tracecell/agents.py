@@ -325,3 +325,19 @@ def tracecell_tools(*, oneshot: bool = True, files: bool = True) -> List[Functio
     if files:
         tools += [copy_to_sandbox, list_sandbox_files]
     return tools
+
+# The SandboxAgent backend (TracecellSandboxClient), in its own module.
+from .agents_sandbox import (  # noqa: E402
+    SHELL_AGENT_EXEC,
+    CommandReport,
+    TracecellSandboxClient,
+    TracecellSandboxClientOptions,
+    TracecellSandboxSession,
+    TracecellSandboxSessionState,
+    tracecell_reports,
+)
+
+__all__ += [
+    "SHELL_AGENT_EXEC", "CommandReport", "TracecellSandboxClient", "TracecellSandboxClientOptions",
+    "TracecellSandboxSession", "TracecellSandboxSessionState", "tracecell_reports",
+]

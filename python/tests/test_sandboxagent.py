@@ -1,0 +1,444 @@
+"""tracecell.agents.TracecellSandboxClient with the real openai-agents SandboxAgent.
+
+End to end: SandboxAgent + Runner + OpenAIChatCompletionsModel talking to a scripted fake
+Chat Completions server (tests.test_agents.FakeChatCompletions) on 127.0.0.1, whose tool
+calls run through the sandbox client. The same script runs on the SDK's
+UnixLocalSandboxClient to document the difference: there the host write, the PTY write
+and the loopback connection succeed. What the model saw is read from the tool messages
+the fake server received; the ground truth from disk and from a listener outside the tree.
+
+Direct-session tests: exec, PTY (one-shot and interactive), the SDK's file operations,
+apply_patch, serialize/resume; and the median exec latency of both clients (printed).
+
+Needs the tracecell binary ($TRACECELL_BIN) and python3 with pandas on PATH (Debian
+python3-pandas; scripts/deps.sh installs it).
+"""
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from agents import OpenAIChatCompletionsModel, Runner, set_tracing_disabled
+from agents.run import RunConfig
+from agents.sandbox import LocalSnapshotSpec, Manifest, SandboxAgent, SandboxRunConfig
+from agents.sandbox.capabilities import Shell
+from agents.sandbox.sandboxes.unix_local import UnixLocalSandboxClient
+from agents.sandbox.session import SandboxSession, SandboxSessionState
+from agents.sandbox.workspace_paths import SandboxPathGrant
+from openai import AsyncOpenAI
+
+from tracecell.agents import (
+    SHELL_AGENT_EXEC,
+    TracecellSandboxClient,
+    TracecellSandboxClientOptions,
+    TracecellSandboxSessionState,
+    tracecell_reports,
+)
+
+from .test_agents import FakeChatCompletions
+
+BIN = os.environ.get("TRACECELL_BIN") or shutil.which("tracecell") or ""
+SYS_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def setUpModule() -> None:
+    set_tracing_disabled(True)
+    if not BIN:
+        raise unittest.SkipTest("no tracecell binary: set TRACECELL_BIN (make build)")
+    # The commands find python3 (with pandas) and the shell tools in the system's PATH,
+    # not in the test's venv.
+    os.environ["PATH"] = SYS_PATH
+
+
+class Listener:
+    """A TCP listener on 127.0.0.1 outside the tree: counts the connections it accepted."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.accepted += 1
+            c.close()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.sock.close()
+
+
+def tmpdir(test: unittest.TestCase, prefix: str) -> str:
+    d = os.path.realpath(tempfile.mkdtemp(prefix=prefix))
+    test.addCleanup(shutil.rmtree, d, True)
+    return d
+
+
+# testdata/py/sales_by_city.py: a pandas script, copied into the workspace.
+PANDAS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "testdata", "py", "sales_by_city.py")
+
+
+class EndToEndTest(unittest.IsolatedAsyncioTestCase):
+    """The model's shell through SandboxAgent: tracecell confines it, UnixLocal does not."""
+
+    async def run_script(self, client: Any, options: Any) -> Tuple[str, str, Listener, List[Tuple[str, Dict[str, Any], str]], Optional[SandboxSession]]:
+        ws = tmpdir(self, "sbx-ws-")
+        outside = tmpdir(self, "sbx-host-")
+        shutil.copy(PANDAS, os.path.join(ws, "analysis.py"))
+        lst = Listener()
+        self.addCleanup(lst.close)
+        connect = "python3 -c \"import socket; socket.create_connection(('127.0.0.1', %d), timeout=5); print('connected')\"" % lst.port
+        turns = [
+            [("exec_command", {"cmd": "echo hello > inside.txt && cat inside.txt"})],
+            [("exec_command", {"cmd": "echo pwned > %s/escape.txt" % outside})],
+            [("exec_command", {"cmd": "python3 analysis.py && cat by_city.csv"})],
+            [("exec_command", {"cmd": connect})],
+            [("exec_command", {"cmd": "echo pwned > %s/pty.txt; echo pty-done" % outside, "tty": True, "yield_time_ms": 20000})],
+            [("exec_command", {"cmd": connect, "tty": True, "yield_time_ms": 20000})],
+            "done",
+        ]
+        with FakeChatCompletions(turns) as fake:
+            oc = AsyncOpenAI(base_url=fake.base_url, api_key="x", max_retries=0)
+            # Chat Completions carries function tools only: the Shell capability (exec_command,
+            # write_stdin), not Filesystem's freeform apply_patch.
+            agent = SandboxAgent(name="shell", instructions="Use the shell.", capabilities=[Shell()],
+                                 model=OpenAIChatCompletionsModel(model=fake.model, openai_client=oc))
+            session = await client.create(manifest=Manifest(root=ws), options=options)
+            async with session:
+                rc = RunConfig(sandbox=SandboxRunConfig(session=session))
+                result = await Runner.run(agent, "analyse", run_config=rc, max_turns=12)
+            self.assertEqual(result.final_output, "done")
+            got = fake.results()
+        self.assertEqual(len(got), 6, got)
+        return ws, outside, lst, got, session
+
+    async def test_tracecell_confines_the_shell(self) -> None:
+        ws, outside, lst, got, session = await self.run_script(TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-")),
+                                                               TracecellSandboxClientOptions(net="deny"))
+        (_, _, hello), (_, _, escape), (_, _, pandas), (_, _, conn), (_, _, pty), (_, _, ptyconn) = got
+        # The workspace write, on disk.
+        self.assertIn("hello", hello)
+        with open(os.path.join(ws, "inside.txt")) as f:
+            self.assertEqual(f.read(), "hello\n")
+        # The host write: refused, absent, and the model was told the path.
+        self.assertFalse(os.path.lexists(os.path.join(outside, "escape.txt")), escape)
+        self.assertIn("tracecell: create %s/escape.txt blocked: outside the sandbox" % outside, escape)
+        self.assertIn("Permission denied", escape)
+        # pandas runs, its output lands in the workspace.
+        self.assertIn("total 6", pandas)
+        self.assertIn("a,4", pandas)
+        self.assertTrue(os.path.isfile(os.path.join(ws, "by_city.csv")))
+        # Loopback refused under net deny; the listener outside saw nothing.
+        self.assertIn("tracecell: connect to 127.0.0.1:%d blocked" % lst.port, conn)
+        self.assertNotIn("connected\n", conn)
+        # The same through a PTY.
+        self.assertIn("pty-done", pty)
+        self.assertFalse(os.path.lexists(os.path.join(outside, "pty.txt")), pty)
+        self.assertIn("tracecell: create %s/pty.txt blocked" % outside, pty)
+        self.assertIn("tracecell: connect to 127.0.0.1:%d blocked" % lst.port, ptyconn)
+        await asyncio.sleep(0.2)
+        self.assertEqual(lst.accepted, 0)
+        # The operator's report: every blocked action with syscall, paths, program, pid, rule.
+        assert session is not None
+        denials = [d for r in tracecell_reports(session) for d in r.denials]
+        creates = [d for d in denials if d.kind == "create"]
+        self.assertEqual(sorted(p.paths[0].resolved for p in creates), [outside + "/escape.txt", outside + "/pty.txt"])
+        for d in creates:
+            self.assertEqual((d.syscall, d.rule, d.program, d.errno), ("openat", "outside-writable-roots", "sh", "EACCES"))
+            self.assertGreater(d.pid, 0)
+        connects = [d for d in denials if d.kind == "connect"]
+        self.assertEqual(len(connects), 2)
+        self.assertTrue(all(d.port == lst.port and d.rule.startswith("net") for d in connects), connects)
+        jsonl = os.path.join(session._inner.report_dir, "reports.jsonl")  # type: ignore[attr-defined]
+        with open(jsonl) as f:
+            self.assertEqual(len(f.readlines()), len(tracecell_reports(session)))
+
+    async def test_unix_local_does_not(self) -> None:
+        # The SDK's own local client on Linux: the same script escapes. Asserted, so this
+        # test fails if the SDK starts confining (and the README's comparison must change).
+        ws, outside, lst, got, _ = await self.run_script(UnixLocalSandboxClient(), None)
+        (_, _, hello), (_, _, escape), (_, _, pandas), (_, _, conn), (_, _, pty), (_, _, ptyconn) = got
+        self.assertIn("hello", hello)
+        self.assertIn("total 6", pandas)
+        with open(os.path.join(outside, "escape.txt")) as f:
+            self.assertEqual(f.read(), "pwned\n")
+        with open(os.path.join(outside, "pty.txt")) as f:
+            self.assertEqual(f.read(), "pwned\n")
+        self.assertIn("connected", conn)
+        self.assertIn("connected", ptyconn)
+        await asyncio.sleep(0.2)
+        self.assertEqual(lst.accepted, 2)
+
+
+class SessionTest(unittest.IsolatedAsyncioTestCase):
+    """The session API directly."""
+
+    async def asyncSetUp(self) -> None:
+        self.ws = tmpdir(self, "sbx-ws-")
+        self.outside = tmpdir(self, "sbx-host-")
+        self.client = TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-"))
+
+    async def open(self, options: Optional[TracecellSandboxClientOptions] = None, **manifest: Any) -> SandboxSession:
+        s = await self.client.create(manifest=Manifest(root=self.ws, **manifest), options=options)
+        await s.start()
+        self.addAsyncCleanup(s.aclose)
+        return s
+
+    async def test_exec(self) -> None:
+        s = await self.open()
+        r = await s.exec("echo out; echo err >&2; echo x > made.txt; exit 3")
+        self.assertEqual((r.exit_code, r.stdout, r.stderr), (3, b"out\n", b"err\n"))
+        self.assertTrue(os.path.isfile(os.path.join(self.ws, "made.txt")))
+        target = os.path.join(self.outside, "t.txt")
+        r = await s.exec("touch %s" % target, shell=True)
+        self.assertNotEqual(r.exit_code, 0)
+        self.assertFalse(os.path.lexists(target))
+        self.assertIn(("tracecell: create %s blocked" % target).encode(), r.stderr)
+        # A process outside the tree cannot be signalled: it lives on, the output says why.
+
+        sleeper = subprocess.Popen(["sleep", "30"])
+        self.addCleanup(sleeper.wait)
+        self.addCleanup(sleeper.kill)
+        r = await s.exec("kill -TERM %d; echo rc=$?" % sleeper.pid)
+        await asyncio.sleep(0.2)
+        self.assertIsNone(sleeper.poll())
+        self.assertIn(b"tracecell: acting on another process (kill) blocked", r.stderr)
+        # shell=False: argv as given, the program found in PATH.
+        r = await s.exec("python3", "-c", "import os; print(os.getcwd())", shell=False)
+        self.assertEqual(r.stdout.decode().strip(), self.ws)
+
+    async def test_exec_timeout(self) -> None:
+        # The exec timeout is tracecell's: the whole tree is killed (a background child too)
+        # and the report is still written and kept; the SDK's ExecTimeoutError is raised.
+        from agents.sandbox.errors import ExecTimeoutError
+        s = await self.open()
+        t0 = time.monotonic()
+        with self.assertRaises(ExecTimeoutError):
+            await s.exec("(sleep 3; echo late > late.txt) & echo x > %s/t.txt; sleep 30" % self.outside, timeout=1)
+        self.assertLess(time.monotonic() - t0, 5)
+        rep = tracecell_reports(s)[-1]
+        self.assertTrue(rep.raw["exit"]["timed_out"])
+        self.assertEqual([d.paths[0].resolved for d in rep.denials], [self.outside + "/t.txt"])
+        await asyncio.sleep(3.5)
+        self.assertFalse(os.path.lexists(os.path.join(self.ws, "late.txt")))
+
+    async def test_exec_policy(self) -> None:
+        # A program outside the allowed patterns (a copy the shell made in its workspace) is
+        # refused and named; with allow_exec=() even ls is refused.
+        s = await self.open()
+        r = await s.exec("cp /bin/echo ./myecho && ./myecho hi; echo rc=$?")
+        self.assertIn(b"rc=126", r.stdout)
+        # Inside the workspace the path is shown relative to it, as the shell used it.
+        self.assertIn(b"tracecell: running myecho blocked: this program is not allowed here", r.stderr)
+        self.assertNotIn(b"hi\n", r.stdout)
+        # The program the SDK starts is under the policy too: the model picks exec_command's
+        # `shell`, which becomes the command.
+        r = await s.exec("./myecho", "hi", shell=False)
+        self.assertEqual(r.exit_code, 126)
+        self.assertEqual(r.stdout, b"")
+        self.assertIn(b"tracecell: running myecho blocked", r.stderr)
+        # Only the shell allowed: it runs, ls does not.
+        sh = os.path.realpath(shutil.which("sh") or "/bin/sh")
+        s2 = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-ws2-")),
+                                      options=TracecellSandboxClientOptions(allow_exec=(sh,)))
+        async with s2:
+            r = await s2.exec("ls /; echo rc=$?")
+            self.assertIn(b"rc=126", r.stdout)
+            self.assertIn(b"blocked", r.stderr)
+            self.assertIn(b"/ls", r.stderr)
+        s3 = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-ws3-")),
+                                      options=TracecellSandboxClientOptions(allow_exec=()))
+        async with s3:
+            r = await s3.exec("echo hi")
+            self.assertEqual((r.exit_code, r.stdout), (126, b""))
+            self.assertIn(b"tracecell: running", r.stderr)
+
+    async def test_deny_read_and_grants(self) -> None:
+        secret = os.path.join(self.outside, "secret.txt")
+        with open(secret, "w") as f:
+            f.write("s3cret\n")
+        grant = tmpdir(self, "sbx-grant-")
+        s = await self.open(TracecellSandboxClientOptions(deny_read=(secret,)),
+                            extra_path_grants=(SandboxPathGrant(path=grant),))
+        r = await s.exec("cat %s; echo g > %s/g.txt; echo rc=$?" % (secret, grant))
+        self.assertNotIn(b"s3cret", r.stdout)
+        self.assertIn(("tracecell: read %s blocked" % secret).encode(), r.stderr)
+        self.assertIn(b"rc=0", r.stdout)
+        with open(os.path.join(grant, "g.txt")) as f:
+            self.assertEqual(f.read(), "g\n")
+        # Reads restricted to `read` and the read-only grants: the login shell still starts.
+        other = tmpdir(self, "sbx-other-")
+        with open(os.path.join(other, "o.txt"), "w") as f:
+            f.write("other\n")
+        ro = tmpdir(self, "sbx-ro-")
+        with open(os.path.join(ro, "r.txt"), "w") as f:
+            f.write("ro\n")
+        s2 = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-ws3-"), extra_path_grants=(SandboxPathGrant(path=ro, read_only=True),)),
+                                      options=TracecellSandboxClientOptions(read=()))
+        async with s2:
+            r = await s2.exec("cat %s/r.txt %s/o.txt; echo x > %s/w.txt" % (ro, other, ro))
+            self.assertEqual(r.stdout, b"ro\n")
+            lines = [l for l in r.stderr.decode().splitlines() if l.startswith("tracecell: ")]
+            self.assertEqual(len(lines), 2, r.stderr)
+            self.assertTrue(lines[0].startswith("tracecell: read %s/o.txt blocked" % other), lines)
+            self.assertTrue(lines[1].startswith("tracecell: create %s/w.txt blocked" % ro), lines)
+        self.assertFalse(os.path.lexists(os.path.join(ro, "w.txt")))
+
+    async def test_pty(self) -> None:
+        s = await self.open()
+        target = os.path.join(self.outside, "p.txt")
+        # An interactive shell in a PTY: the model types commands with write_stdin.
+        u = await s.pty_exec_start("sh", shell=False, tty=True, yield_time_s=1)
+        self.assertIsNotNone(u.process_id)
+        assert u.process_id is not None
+        u = await s.pty_write_stdin(session_id=u.process_id, chars="tty | grep -c /dev/pts; echo in > pty_in.txt\n", yield_time_s=2)
+        self.assertIn(b"1", u.output)
+        u = await s.pty_write_stdin(session_id=u.process_id or 0, chars="echo out > %s\nexit 0\n" % target, yield_time_s=5)
+        # The lines for blocked actions come when the PTY's process ends.
+        for _ in range(20):
+            if u.exit_code is not None:
+                break
+            u = await s.pty_write_stdin(session_id=u.process_id or 0, chars="", yield_time_s=1)
+        self.assertEqual(u.exit_code, 0)
+        self.assertIn(("tracecell: create %s blocked" % target).encode(), u.output)
+        self.assertFalse(os.path.lexists(target))
+        self.assertTrue(os.path.isfile(os.path.join(self.ws, "pty_in.txt")))
+        # Ctrl-C: the tree runs in its own session (no job control in the PTY), so the
+        # terminal's SIGINT reaches tracecell, which ends the whole command (130) and
+        # still writes its report.
+        u = await s.pty_exec_start("touch %s/c.txt; sleep 30" % self.outside, tty=True, yield_time_s=1)
+        self.assertIsNotNone(u.process_id)
+        t0 = time.monotonic()
+        u = await s.pty_write_stdin(session_id=u.process_id or 0, chars="\u0003", yield_time_s=5)
+        self.assertEqual(u.exit_code, 130, u.output)
+        self.assertLess(time.monotonic() - t0, 10)
+        self.assertIn(("tracecell: create %s/c.txt blocked" % self.outside).encode(), u.output)
+
+    async def test_file_operations(self) -> None:
+        s = await self.open()
+        await s.write(Path("notes/a.txt"), io.BytesIO(b"alpha\n"))
+        await s.mkdir("data/raw", parents=True)
+        self.assertEqual((await s.read(Path("notes/a.txt"))).read(), b"alpha\n")
+        names = sorted(Path(e.path).name for e in await s.ls("."))
+        self.assertIn("notes", names)
+        self.assertIn("data", names)
+        await s.mv("notes/a.txt", "data/raw/a.txt")
+        self.assertTrue(os.path.isfile(os.path.join(self.ws, "data/raw/a.txt")))
+        out = await s.apply_patch({"type": "create_file", "path": "p.txt", "diff": "+one\n+two\n"})
+        self.assertIsInstance(out, str)
+        with open(os.path.join(self.ws, "p.txt")) as f:
+            self.assertEqual(f.read(), "one\ntwo")
+        await s.rm("data", recursive=True)
+        self.assertFalse(os.path.exists(os.path.join(self.ws, "data")))
+        # The SDK's own path checks keep its file operations in the workspace.
+        with self.assertRaises(Exception):
+            await s.write(Path(os.path.join(self.outside, "x.txt")), io.BytesIO(b"x"))
+        self.assertFalse(os.path.lexists(os.path.join(self.outside, "x.txt")))
+        # A command sees what the file operations wrote.
+        r = await s.exec("cat p.txt")
+        self.assertEqual(r.stdout, b"one\ntwo")
+
+    async def test_resume(self) -> None:
+        opts = TracecellSandboxClientOptions(net="deny", deny_read=("/etc/shadow",), allow_exec=("/usr/bin/*", "/bin/*"))
+        s = await self.client.create(manifest=Manifest(root=self.ws), options=opts)
+        await s.start()
+        await s.exec("echo kept > kept.txt")
+        payload = self.client.serialize_session_state(s.state)
+        await s.aclose()
+        payload = json.loads(json.dumps(payload))
+        self.assertEqual(payload["type"], "tracecell")
+        # A new client in a "new process" resumes from the JSON.
+        client2 = TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-"))
+        state = client2.deserialize_session_state(payload)
+        self.assertIsInstance(state, TracecellSandboxSessionState)
+        self.assertEqual(SandboxSessionState.parse(json.loads(json.dumps(payload))).type, "tracecell")
+        s2 = await client2.resume(state)
+        async with s2:
+            r = await s2.exec("cat kept.txt; echo x > %s/r.txt" % self.outside)
+            self.assertEqual(r.stdout, b"kept\n")
+            self.assertIn(b"tracecell: create", r.stderr)
+        self.assertFalse(os.path.lexists(os.path.join(self.outside, "r.txt")))
+        self.assertEqual(s2.state.options, opts)  # type: ignore[attr-defined]
+
+    async def test_snapshot_restore(self) -> None:
+        # The workspace goes to a snapshot at stop and comes back on resume after it was
+        # deleted; the restored session is confined like the first.
+        snaps = tmpdir(self, "sbx-snap-")
+        s = await self.client.create(manifest=Manifest(root=self.ws), snapshot=LocalSnapshotSpec(base_path=Path(snaps)),
+                                     options=TracecellSandboxClientOptions())
+        await s.start()
+        r = await s.exec("mkdir -p sub && echo snap > sub/s.txt && ln -s sub/s.txt link")
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        payload = json.loads(json.dumps(self.client.serialize_session_state(s.state)))
+        await s.aclose()
+        self.assertTrue(os.listdir(snaps))
+        shutil.rmtree(self.ws)
+        s2 = await TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-")).resume(self.client.deserialize_session_state(payload))
+        async with s2:
+            r = await s2.exec("cat link; echo x > %s/after.txt" % self.outside)
+            self.assertEqual(r.stdout, b"snap\n")
+            self.assertIn(b"tracecell: create", r.stderr)
+        self.assertFalse(os.path.lexists(os.path.join(self.outside, "after.txt")))
+
+    async def test_options_errors(self) -> None:
+        with self.assertRaisesRegex(TypeError, r"allow_exec=\['/usr/bin/\*'\]"):
+            TracecellSandboxClientOptions(allow_exec="/usr/bin/*")
+        with self.assertRaisesRegex(FileNotFoundError, "is not an executable file"):
+            TracecellSandboxClient(tracecell=self.ws)
+        s = await self.open(TracecellSandboxClientOptions(allow_exec=("relative/*",)))
+        r = await s.exec("true")
+        self.assertEqual(r.exit_code, 125)
+        self.assertIn(b"--allow-exec relative/*: a pattern must be an absolute path", r.stderr)
+        self.assertEqual(TracecellSandboxClientOptions().allow_exec, SHELL_AGENT_EXEC)
+
+
+class LatencyTest(unittest.IsolatedAsyncioTestCase):
+    """Median wall time of one session.exec("true"), tracecell vs UnixLocal (printed)."""
+
+    async def test_exec_latency(self) -> None:
+        n = int(os.environ.get("TRACECELL_LATENCY_RUNS", "15"))
+        medians: Dict[str, float] = {}
+        for name, client, options in (("unix_local", UnixLocalSandboxClient(), None),
+                                      ("tracecell", TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports-")), TracecellSandboxClientOptions())):
+            s = await client.create(manifest=Manifest(root=tmpdir(self, "sbx-lat-")), options=options)
+            async with s:
+                await s.exec("true")
+                times = []
+                for _ in range(n):
+                    t0 = time.perf_counter()
+                    r = await s.exec("true")
+                    times.append(time.perf_counter() - t0)
+                    self.assertEqual(r.exit_code, 0)
+            medians[name] = statistics.median(times)
+        sys.stderr.write("\nexec latency, median of %d: unix_local %.1f ms, tracecell %.1f ms\n"
+                         % (n, medians["unix_local"] * 1e3, medians["tracecell"] * 1e3))
+        # A bound that catches a hang or a per-exec rebuild, not a benchmark.
+        self.assertLess(medians["tracecell"], 2.0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,429 @@
+"""A tracecell backend for the Agents SDK's ``SandboxAgent`` (``pip install "tracecell[agents]"``).
+
+>>> from agents import Runner
+>>> from agents.run import RunConfig
+>>> from agents.sandbox import Manifest, SandboxAgent, SandboxRunConfig
+>>> from agents.sandbox.capabilities import Shell, Filesystem
+>>> from tracecell.agents import TracecellSandboxClient, TracecellSandboxClientOptions
+>>> run_config = RunConfig(sandbox=SandboxRunConfig(
+...     client=TracecellSandboxClient(),
+...     options=TracecellSandboxClientOptions(net="deny", deny_read=("~/.ssh",)),
+...     manifest=Manifest(root="/srv/agents/ws1")))
+
+Every process the SDK starts for the model (``exec``, the ``exec_command`` tool with or
+without a PTY, ``write_stdin`` sessions, shells and their children) runs under
+``tracecell run``: writes only in the manifest's workspace root and the writable
+``extra_path_grants``, reads per policy (``deny_read``), network per policy, exec only of
+the programs ``allow_exec`` names (by default every program in the system's ``bin``
+directories, see :data:`SHELL_AGENT_EXEC`), no signals or ptrace outside the tree.
+
+The workspace itself, the SDK's own file operations (read, write, ls, rm, mv, mkdir,
+apply_patch, snapshots, resume) are those of the SDK's ``UnixLocalSandboxClient``, which
+this client extends: they run in the application's process, confined to the workspace
+by the SDK's path checks, and start no process. The processes are what tracecell
+confines.
+
+Each blocked action adds one line to the command's output (``tracecell: write to
+/etc/passwd blocked: outside the sandbox; ...``), and each command's tracecell report is
+kept: :attr:`TracecellSandboxSession.reports` in the process, and one JSON line per
+command in ``<report_dir>/reports.jsonl`` for the operator.
+
+Tested with the SDK versions the ``agents`` extra pins (0.24.x). The client relies on
+the hooks of ``UnixLocalSandboxSession`` named in :data:`_SDK_HOOKS`; importing this
+module with an SDK that lacks one fails with an error naming it, and
+``python/tests/test_sandboxagent.py`` is the check to run against a new SDK version.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
+
+try:
+    from agents.sandbox.errors import ExecTimeoutError
+    from agents.sandbox.manifest import Manifest
+    from agents.sandbox.sandboxes.unix_local import (
+        UnixLocalSandboxClient,
+        UnixLocalSandboxSession,
+        UnixLocalSandboxSessionState,
+    )
+    from agents.sandbox.session import SandboxSession, SandboxSessionState
+    from agents.sandbox.session.dependencies import Dependencies
+    from agents.sandbox.session.manager import Instrumentation
+    from agents.sandbox.session.sandbox_client import BaseSandboxClient, BaseSandboxClientOptions
+    from agents.sandbox.snapshot import SnapshotBase, SnapshotSpec, resolve_snapshot
+    from agents.sandbox.types import ExecResult
+except ImportError as e:  # pragma: no cover - depends on the installed extras
+    raise ImportError("tracecell.agents needs the OpenAI Agents SDK 0.24 with sandboxes: "
+                      "pip install \"tracecell[agents]\" (%s)" % e) from e
+
+from .format import describe_denials
+from .types import Denial
+
+__all__ = [
+    "SHELL_AGENT_EXEC", "TracecellSandboxClient", "TracecellSandboxClientOptions", "TracecellSandboxSession",
+    "TracecellSandboxSessionState", "CommandReport", "tracecell_reports",
+]
+
+#: The default ``allow_exec`` for shell agents: every program directly in the system's
+#: ``bin`` directories (``ls``, ``cat``, ``grep``, ``sed``, ``python3``, ``git``...), as
+#: resolved programs. Programs the tree writes into its workspace are not among them.
+#: Set-id programs there (``sudo``, ``su``, ``passwd``) run without privilege: tracecell
+#: sets ``PR_SET_NO_NEW_PRIVS`` before the first exec, so the kernel ignores set-id bits
+#: and file capabilities (Linux 3.5+).
+SHELL_AGENT_EXEC: Tuple[str, ...] = ("/usr/local/bin/*", "/usr/bin/*", "/bin/*")
+
+# The hooks of UnixLocalSandboxSession this module overrides or calls. An SDK that
+# renames one would leave processes unconfined, so their absence stops the import.
+_SDK_HOOKS = ("_confined_exec_command", "_exec_internal", "_watch_process_exit", "_resolved_exec_context",
+              "pty_exec_start", "from_state")
+_missing = [h for h in _SDK_HOOKS if not hasattr(UnixLocalSandboxSession, h)]
+if _missing:  # pragma: no cover - depends on the installed SDK
+    raise ImportError("tracecell.agents: this openai-agents version has no UnixLocalSandboxSession.%s, which "
+                      "TracecellSandboxClient needs to confine commands; install openai-agents 0.24.x"
+                      % ", ".join(_missing))
+
+# Variables passed from the application's environment to tracecell (which keeps the
+# same ones for the tree, see README "Environment"); the manifest's environment is
+# added and passed through by name (--keep-env), never on the command line.
+_HOST_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TERM", "COLORTERM", "NO_COLOR",
+             "COLUMNS", "LINES")
+# What the SDK's login shell (sh -lc) reads at start: readable also when `read` restricts reads.
+_LOGIN_SHELL_READS = ("/etc/profile", "/etc/profile.d", "/etc/bash.bashrc", "/etc/environment")
+# Set by tracecell itself inside the workspace.
+_TRACECELL_SETS = frozenset(("HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR"))
+
+# The report file of the command being started, per asyncio task: set by
+# _confined_exec_command, read after the command ends (the tasks that watch a
+# PTY process are created after it and copy the context).
+_REPORT: contextvars.ContextVar[Optional[Tuple[str, List[str]]]] = contextvars.ContextVar("tracecell_report", default=None)
+# The exec timeout of the command being started: tracecell enforces it (--timeout), so the
+# tree is killed by tracecell, which then writes the report; the SDK's own timer, which
+# SIGKILLs tracecell's process group and leaves no report, is set this much later.
+_TIMEOUT: contextvars.ContextVar[Optional[float]] = contextvars.ContextVar("tracecell_timeout", default=None)
+_TIMEOUT_GRACE = 5.0
+
+
+class TracecellSandboxClientOptions(BaseSandboxClientOptions):
+    """The operator's policy for one sandbox session (``type`` ``"tracecell"``).
+
+    Attributes:
+        allow_exec: programs the commands may run besides the shell that starts each one:
+            paths, directories or glob patterns (``"/usr/bin/*"``); default
+            :data:`SHELL_AGENT_EXEC`. They apply to every program, the shell the SDK starts
+            for each command (``sh``) included: ``()`` runs nothing.
+        net: ``"deny"`` (default), ``"loopback"`` or ``"allow"``.
+        deny_read: paths never readable (``"~/.ssh"``, ``"/srv/app/.env"``).
+        read: when set, reads are restricted to these roots (plus the workspace, the
+            writable grants and what programs need to start).
+        memory: address space per process (``"2G"``); None for no limit.
+        max_procs: most live processes per command; None for tracecell's default.
+        exposed_ports: as ``UnixLocalSandboxClientOptions``.
+    """
+
+    type: Literal["tracecell"] = "tracecell"
+    allow_exec: Tuple[str, ...] = SHELL_AGENT_EXEC
+    net: Literal["deny", "loopback", "allow"] = "deny"
+    deny_read: Tuple[str, ...] = ()
+    read: Optional[Tuple[str, ...]] = None
+    memory: Optional[str] = None
+    max_procs: Optional[int] = None
+    exposed_ports: Tuple[int, ...] = ()
+
+    def __init__(self, *, type: Literal["tracecell"] = "tracecell", allow_exec: Sequence[str] = SHELL_AGENT_EXEC,
+                 net: Literal["deny", "loopback", "allow"] = "deny", deny_read: Sequence[str] = (),
+                 read: Optional[Sequence[str]] = None, memory: Optional[str] = None, max_procs: Optional[int] = None,
+                 exposed_ports: Sequence[int] = ()) -> None:
+        for name, value in (("allow_exec", allow_exec), ("deny_read", deny_read), ("read", read)):
+            if isinstance(value, str):
+                raise TypeError("TracecellSandboxClientOptions(%s=...) takes a list of paths, not one string: "
+                                "write %s=[%r]" % (name, name, value))
+        super().__init__(type=type, allow_exec=tuple(allow_exec), net=net, deny_read=tuple(deny_read),
+                         read=None if read is None else tuple(read), memory=memory, max_procs=max_procs,
+                         exposed_ports=tuple(exposed_ports))
+
+
+class TracecellSandboxSessionState(UnixLocalSandboxSessionState):
+    """The session's state; the policy travels with it, so a resumed session keeps it."""
+
+    type: Literal["tracecell"] = "tracecell"  # type: ignore[assignment]
+    options: TracecellSandboxClientOptions = TracecellSandboxClientOptions()
+
+
+@dataclass
+class CommandReport:
+    """One command's tracecell report."""
+
+    command: List[str]
+    """The command as the SDK started it (inside ``tracecell run``)."""
+    path: str
+    """The report file tracecell wrote."""
+    exit_code: Optional[int]
+    denials: List[Denial]
+    """Every blocked action, with syscall, paths (given and resolved), program, pid, rule and reason."""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+    """The whole report (README "Reports")."""
+
+
+class TracecellSandboxSession(UnixLocalSandboxSession):
+    """A ``UnixLocalSandboxSession`` whose every process runs under ``tracecell run``."""
+
+    state: TracecellSandboxSessionState
+    _tracecell: str
+    _policy_file: Optional[str]
+    _report_dir: str
+    _reports: List[CommandReport]
+
+    def _configure(self, tracecell: str, policy_file: Optional[str], report_dir: str) -> None:
+        self._tracecell = tracecell
+        self._policy_file = policy_file
+        self._report_dir = report_dir
+        self._reports = []
+        # Like UnixLocal's own allow-list: only these variables of the application's
+        # environment reach tracecell; the manifest's environment is added to them.
+        self._host_environment_allowlist = frozenset(_HOST_ENV)
+
+    @property
+    def reports(self) -> List[CommandReport]:
+        """The reports of the commands run so far, oldest first."""
+        return list(self._reports)
+
+    @property
+    def report_dir(self) -> str:
+        """The directory with each command's report and ``reports.jsonl``."""
+        return self._report_dir
+
+    async def _resolved_exec_context(self) -> Tuple[Dict[str, str], str]:
+        env, cwd = await super()._resolved_exec_context()
+        env.setdefault("PATH", os.defpath)
+        return env, cwd
+
+    def _tracecell_argv(self, report: str, env: Mapping[str, str]) -> List[str]:
+        o = self.state.options
+        root = str(Path(self.state.manifest.root).resolve())
+        argv = [self._tracecell, "run", "--quiet", "--report", report]
+        timeout = _TIMEOUT.get()
+        if timeout is not None:
+            argv += ["--timeout", "%.3f" % max(timeout, 0.001)]
+        if self._policy_file:
+            argv += ["--policy", self._policy_file]
+        argv += ["--write", root]
+        for g in self.state.manifest.extra_path_grants:
+            if not g.read_only:
+                argv += ["--write", g.path]
+            elif o.read is not None:
+                argv += ["--read", g.path]
+        if o.read is not None:
+            for r in tuple(o.read) + _LOGIN_SHELL_READS:
+                argv += ["--read", os.path.expanduser(r)]
+        for d in o.deny_read:
+            argv += ["--deny-read", os.path.expanduser(d)]
+        # The reports of earlier commands are the operator's.
+        argv += ["--deny-read", self._report_dir]
+        for x in o.allow_exec:
+            argv += ["--allow-exec", x]
+        argv += ["--net", o.net]
+        if o.memory:
+            argv += ["--memory", o.memory]
+        if o.max_procs:
+            argv += ["--max-procs", str(o.max_procs)]
+        for k in sorted(env):
+            if k not in _HOST_ENV and k not in _TRACECELL_SETS and not k.startswith("LC_"):
+                argv += ["--keep-env", k]
+        return argv
+
+    def _confined_exec_command(self, *, command_parts: List[str], workspace_root: Path,
+                               env: Mapping[str, str]) -> List[str]:
+        report = os.path.join(self._report_dir, "%s.json" % uuid.uuid4().hex)
+        _REPORT.set((report, list(command_parts)))
+        # The command tracecell starts is always /bin/sh, which execs the SDK's command: the
+        # initial exec is always allowed (README "Programs"), so this puts the program the
+        # SDK (or the model, through exec_command's `shell` argument) names under allow_exec
+        # like every later exec.
+        return self._tracecell_argv(report, env) + ["--", "/bin/sh", "-c", 'exec "$@"', "sh"] + list(command_parts)
+
+    def _collect(self, exit_code: Optional[int]) -> str:
+        """Reads the report of the command just ended, keeps it, and returns the lines for the model."""
+        return self._collect_report(exit_code)[0]
+
+    def _collect_report(self, exit_code: Optional[int]) -> Tuple[str, bool]:
+        """The lines for the model, and whether tracecell's --timeout ended the command."""
+        started = _REPORT.get()
+        _REPORT.set(None)
+        if started is None:
+            return "", False
+        report, command = started
+        try:
+            with open(report, "rb") as f:
+                raw = json.load(f)
+        except (OSError, ValueError):
+            return "", False  # tracecell did not start, or was killed: its own message is in the output
+        denials = [Denial.from_dict(d) for d in raw.get("denials") or [] if isinstance(d, dict)]
+        rep = CommandReport(command=command, path=report, exit_code=exit_code, denials=denials, raw=raw)
+        self._reports.append(rep)
+        try:
+            with open(os.path.join(self._report_dir, "reports.jsonl"), "a") as f:
+                f.write(json.dumps({"command": rep.command, "report": report, "exit_code": exit_code,
+                                    "denials": [d.raw for d in denials]}) + "\n")
+        except OSError:
+            pass
+        lines = [_shell_wording(s) for s in describe_denials(denials, sandbox=str(Path(self.state.manifest.root).resolve()))]
+        ex = raw.get("exit")
+        timed_out = isinstance(ex, dict) and ex.get("timed_out") is True
+        return "".join("tracecell: %s\n" % s for s in lines), timed_out
+
+    async def _exec_internal(self, *command: Any, timeout: Optional[float] = None) -> ExecResult:
+        _REPORT.set(None)
+        _TIMEOUT.set(timeout)
+        try:
+            result = await super()._exec_internal(*command, timeout=None if timeout is None else timeout + _TIMEOUT_GRACE)
+        finally:
+            _TIMEOUT.set(None)
+        blocked, timed_out = self._collect_report(result.exit_code)
+        if timed_out:
+            # As the SDK reports its own timeouts; the report, kept, says what ran until then.
+            raise ExecTimeoutError(command=[str(c) for c in command], timeout_s=timeout,
+                                   context={"tracecell_report": self._reports[-1].path if self._reports else ""})
+        if not blocked:
+            return result
+        stderr = result.stderr
+        if stderr and not stderr.endswith(b"\n"):
+            stderr += b"\n"
+        return ExecResult(stdout=result.stdout, stderr=stderr + blocked.encode("utf-8"), exit_code=result.exit_code)
+
+    async def pty_exec_start(self, *command: Any, **kwargs: Any) -> Any:
+        _REPORT.set(None)
+        return await super().pty_exec_start(*command, **kwargs)
+
+    async def _watch_process_exit(self, entry: Any) -> None:
+        # As UnixLocal's, with the blocked actions appended to the output before it is
+        # marked closed: this task was created after _confined_exec_command, in a copy
+        # of the context that holds the command's report path.
+        await entry.process.wait()
+        if entry.pump_tasks:
+            await asyncio.gather(*entry.pump_tasks, return_exceptions=True)
+        blocked = self._collect(entry.process.returncode)
+        if blocked:
+            async with entry.output_lock:
+                entry.output_chunks.append(blocked.encode("utf-8"))
+        entry.output_closed.set()
+        entry.output_notify.set()
+
+
+# describe_denial's advice names the python tool's helpers; in a shell the same step is cp.
+_SHELL_ADVICE = (
+    ("call copy_to_sandbox first, then", "copy the file into the workspace (cp), then"),
+    ("call copy_to_sandbox and work on the copy", "copy it into the workspace (cp) and work on the copy"),
+    ("call copy_to_sandbox and use the copy", "copy it into the workspace (cp) and use the copy"),
+    ("running programs is not allowed here; do it in Python instead",
+     "this program is not allowed here; use a system program (such as those in /usr/bin) or python3 instead"),
+    ("only your own Python process and its children", "only the processes your command started"),
+)
+
+
+def _shell_wording(line: str) -> str:
+    for old, new in _SHELL_ADVICE:
+        line = line.replace(old, new)
+    return line
+
+
+def _find_tracecell(path: Optional[str]) -> str:
+    p = path or os.environ.get("TRACECELL_BIN") or shutil.which("tracecell")
+    if not p:
+        raise FileNotFoundError("tracecell.agents: the tracecell binary was not found: put it on PATH, set "
+                                "$TRACECELL_BIN, or pass TracecellSandboxClient(tracecell=\"/path/to/tracecell\")")
+    if not (os.path.isfile(p) and os.access(p, os.X_OK)):
+        raise FileNotFoundError("tracecell.agents: %s is not an executable file: pass the tracecell binary "
+                                "as TracecellSandboxClient(tracecell=...) or $TRACECELL_BIN" % p)
+    return os.path.abspath(p)
+
+
+class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOptions]]):
+    """Sessions whose commands run under tracecell: the Linux counterpart of ``sandbox-exec``.
+
+    Args:
+        tracecell: the tracecell binary (default: ``$TRACECELL_BIN``, else ``tracecell`` on PATH).
+        policy_file: an operator policy file (``tracecell run --policy``); the options' settings
+            are given as flags, which override it.
+        report_dir: where each session keeps its reports (a fresh directory per session
+            under it; default: a new temporary directory). Keep it outside the workspace.
+        instrumentation, dependencies: as ``UnixLocalSandboxClient``.
+    """
+
+    backend_id = "tracecell"
+    supports_default_options = True
+
+    def __init__(self, *, tracecell: Optional[str] = None, policy_file: Optional[str] = None,
+                 report_dir: Optional[str] = None, instrumentation: Optional[Instrumentation] = None,
+                 dependencies: Optional[Dependencies] = None) -> None:
+        self._tracecell = _find_tracecell(tracecell)
+        if policy_file is not None and not os.path.isfile(policy_file):
+            raise FileNotFoundError("tracecell.agents: policy file %s does not exist" % policy_file)
+        self._policy_file = policy_file
+        self._report_dir = report_dir
+        self._instrumentation = instrumentation if instrumentation is not None else Instrumentation()
+        self._dependencies = dependencies
+        # The workspace clean-up is UnixLocal's.
+        self._local = UnixLocalSandboxClient(instrumentation=self._instrumentation)
+
+    def _session(self, state: TracecellSandboxSessionState) -> SandboxSession:
+        inner = TracecellSandboxSession(state=state)
+        if self._report_dir is not None:
+            os.makedirs(self._report_dir, exist_ok=True)
+        rd = tempfile.mkdtemp(prefix="tracecell-reports-%s-" % state.session_id, dir=self._report_dir)
+        inner._configure(self._tracecell, self._policy_file, rd)
+        return self._wrap_session(inner, instrumentation=self._instrumentation)
+
+    async def create(self, *, snapshot: Optional[SnapshotSpec | SnapshotBase] = None, manifest: Optional[Manifest] = None,
+                     options: Optional[TracecellSandboxClientOptions] = None) -> SandboxSession:
+        opts = options if options is not None else TracecellSandboxClientOptions()
+        manifest = manifest if manifest is not None else Manifest()
+        if any(g.host_path is not None for g in manifest.extra_path_grants):
+            raise ValueError("TracecellSandboxClient runs on the host's file system: give extra_path_grants without "
+                             "host_path (the path is the host path)")
+        if manifest.users or manifest.groups:
+            raise ValueError("TracecellSandboxClient does not support manifest users or groups: commands run as "
+                             "the application's user (set-id programs such as sudo gain nothing under tracecell)")
+        self._validate_manifest_for_create(manifest)
+        owned = False
+        if manifest.root == Manifest.model_fields["root"].default:
+            manifest = manifest.model_copy(update={"root": tempfile.mkdtemp(prefix="tracecell-ws-")}, deep=True)
+            owned = True
+        session_id = uuid.uuid4()
+        state = TracecellSandboxSessionState(
+            session_id=session_id, manifest=manifest, snapshot=resolve_snapshot(snapshot, str(session_id)),
+            workspace_root_owned=owned, exposed_ports=opts.exposed_ports, options=opts,
+        )
+        return self._session(state)
+
+    async def delete(self, session: SandboxSession) -> SandboxSession:
+        """Removes the workspace when this client made it (as UnixLocal does); the reports stay."""
+        if not isinstance(session._inner, TracecellSandboxSession):
+            raise TypeError("TracecellSandboxClient.delete expects a session it created")
+        return await self._local.delete(session)
+
+    async def resume(self, state: SandboxSessionState) -> SandboxSession:
+        if not isinstance(state, TracecellSandboxSessionState):
+            raise TypeError("TracecellSandboxClient.resume expects a TracecellSandboxSessionState, got %s"
+                            % type(state).__name__)
+        state.assert_path_grants_rebound()
+        return self._session(state)
+
+    def deserialize_session_state(self, payload: Dict[str, object]) -> SandboxSessionState:
+        return self._deserialize_session_state_payload(payload, TracecellSandboxSessionState)
+
+
+def tracecell_reports(session: SandboxSession) -> List[CommandReport]:
+    """The tracecell reports of a session made by :class:`TracecellSandboxClient`."""
+    inner = session._inner
+    if not isinstance(inner, TracecellSandboxSession):
+        raise TypeError("tracecell_reports: not a TracecellSandboxClient session")
+    return inner.reports
+
