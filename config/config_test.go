@@ -380,6 +380,11 @@ func TestScriptElsewhere(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Errorf("not one line: %q", err)
+			}
+		})
+	}
+}
+
 func TestBuildExecPatterns(t *testing.T) {
 	env := []string{"PATH=/usr/bin:/bin"}
 	top, _ := filepath.EvalSymlinks(t.TempDir())
