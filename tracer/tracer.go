@@ -87,6 +87,13 @@ type Config struct {
 	// the zero value keeps none). Without capabilities (a non-root
 	// tracecell) there is nothing to drop and this does nothing.
 	KeepCaps caps.Set
+	// OnStart, if set, is called once, on the tracer thread, with the pid
+	// of the command's process as soon as it is traced, before it runs any
+	// code of the command. It is the tracer's own knowledge (it forked that
+	// process), for callers that signal the command: what the command says
+	// about itself (a pid in a message) is its own claim, which its start-up
+	// files can forge.
+	OnStart func(pid int)
 }
 
 // Result is what a run produced.
@@ -501,6 +508,9 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	t.tasks[t.rootPid].attached = true
 	t.counts.Processes = 1
 	t.counts.Threads = 1
+	if t.cfg.OnStart != nil {
+		t.cfg.OnStart(pid)
+	}
 
 	// The killer stops the tree on timeout or cancellation. It only sends
 	// signals, so it may run on any thread.

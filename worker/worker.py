@@ -340,11 +340,23 @@ class Worker(object):
         return {"preloaded": done, "errors": errors}
 
 
-def main():
-    # The script's directory (private to the host) is not the user's: the
-    # sandbox (cwd) is, as in an interactive session.
+def _user_path():
+    """Puts the sandbox (cwd) first on sys.path, as in an interactive
+    session, and the operator's PYTHONPATH after it. The worker runs
+    isolated (python -I: no user site-packages, no PYTHON* variables, not
+    the script's directory), so that nothing the code leaves in the sandbox
+    (HOME) runs before the worker's hello; the code's own path is set up
+    here, after it."""
     if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(WORKER_FILE):
-        sys.path[0] = ""
+        del sys.path[0]  # python without -I (3.3 and older have no -I)
+    extra = [""]
+    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if p and p not in extra:
+            extra.append(p)
+    sys.path[0:0] = [p for p in extra if p == "" or p not in sys.path]
+
+
+def main():
     sys.dont_write_bytecode = True
     signal.signal(signal.SIGINT, _on_sigint)
     # Past RLIMIT_FSIZE a write fails with EFBIG instead of killing us.
@@ -358,8 +370,11 @@ def main():
     reqs = io.open(REQ_FD, "rb", closefd=True)
     os.set_inheritable(REQ_FD, False)
     os.set_inheritable(RESP_FD, False)
+    # The host knows the worker's pid from the tracer; the one here is
+    # only compared with it.
     _send({"hello": True, "pid": os.getpid(), "python": sys.executable,
            "version": "%d.%d.%d" % sys.version_info[:3]})
+    _user_path()
     while True:
         req = None
         try:
