@@ -120,6 +120,14 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("--state-dir %s: %w", o.StateDir, err)
 	}
 	o.StateDir = a
+	if o.Settings, err = absSettings(o.Settings); err != nil {
+		return err
+	}
+	if strings.HasPrefix(o.Python, "~") {
+		if o.Python, err = config.Abs(o.Python); err != nil {
+			return fmt.Errorf("--python %s: %w; give the absolute path", o.Python, err)
+		}
+	}
 	if o.Listen == "" {
 		o.Listen = "unix:" + filepath.Join(o.StateDir, "tracecell.sock")
 	}
@@ -163,8 +171,57 @@ type Server struct {
 	cancel context.CancelFunc
 }
 
+// absSettings makes every path of the operator's policy absolute, with a
+// leading "~" expanded, once, here: the worker-hosts that apply the policy
+// get a clean environment without HOME (worker.hostEnviron) and their own
+// working directory is not the operator's to rely on. An allow_exec entry
+// without a slash stays a name looked up in PATH.
+func absSettings(st config.Settings) (config.Settings, error) {
+	abs := func(key string, list []string, onlyHome bool) ([]string, error) {
+		if list == nil {
+			return nil, nil
+		}
+		out := make([]string, 0, len(list))
+		for _, p := range list {
+			if p != "" && (!onlyHome || p == "~" || strings.HasPrefix(p, "~/")) {
+				a, err := config.Abs(p)
+				if err != nil {
+					return nil, fmt.Errorf("policy %s %s: %w; give the absolute path, or start the server with HOME set", key, p, err)
+				}
+				p = a
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	var err error
+	for _, f := range []struct {
+		key      string
+		list     *[]string
+		onlyHome bool
+	}{
+		{"write", &st.Write, false}, {"read", &st.Read, false}, {"deny_read", &st.DenyRead, false},
+		{"scratch", &st.Scratch, false}, {"allow_exec", &st.AllowExec, true},
+	} {
+		if *f.list, err = abs(f.key, *f.list, f.onlyHome); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
 // New checks opts, creates the state directory, and starts filling the pool.
 func New(opts Options) (*Server, error) {
+	s, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	s.pool.refill()
+	return s, nil
+}
+
+// newServer is New without filling the pool.
+func newServer(opts Options) (*Server, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -191,7 +248,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metrics.init()
 	s.pool = newPool(s, opts.PoolSize)
-	s.pool.refill()
 	if opts.IdleTimeout > 0 {
 		s.bg.Add(1)
 		go s.reaper()
@@ -304,6 +360,21 @@ func (s *Server) startWorker(ctx context.Context) (Worker, string, error) {
 		return nil, "", err
 	}
 	return w, dir, nil
+}
+
+// probeWorker starts one worker before the server listens; it becomes the
+// pool's first (or is closed when the pool is off), and the pool fills.
+func (s *Server) probeWorker(ctx context.Context) error {
+	w, dir, err := s.startWorker(ctx)
+	if err != nil {
+		return fmt.Errorf("no Python worker can start, so no session could run (fix the cause and start the server again): %w", err)
+	}
+	if !s.pool.adopt(w, dir) {
+		w.Close()
+		s.removeSandbox(dir, s.log)
+	}
+	s.pool.refill()
+	return nil
 }
 
 // startOn starts a worker on an existing sandbox.
@@ -425,8 +496,18 @@ func Run(ctx context.Context, opts Options) error {
 	if err := checkListen(opts); err != nil {
 		return err // before any worker starts
 	}
-	s, err := New(opts)
+	s, err := newServer(opts)
 	if err != nil {
+		return err
+	}
+	// A server whose workers cannot start (no Python, a policy a
+	// worker-host cannot apply, a preload that kills the interpreter)
+	// says so now and does not listen, rather than fail every request.
+	if err := s.probeWorker(ctx); err != nil {
+		s.Close()
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return err
 	}
 	handler := s.Handler()
