@@ -1,0 +1,453 @@
+package integration
+
+// The session server (tracecell serve, tracecell mcp) run as the operator
+// runs it: the binary, a state directory, a socket. What the sessions' code
+// tries is checked outside: processes the test started, the server's own
+// answers, files of other sessions.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tracecell/tracecell/internal/syncbuf"
+)
+
+// served is one tracecell serve or mcp process.
+type served struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	state  string
+	listen string // "unix:PATH" or "127.0.0.1:PORT"
+	base   string // URL prefix
+	c      *http.Client
+	stderr *syncbuf.Buffer
+	exited chan struct{}
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startServer starts `tracecell sub` (serve or mcp) with its own state
+// directory and, unless args name one, a listen address; env nil means the
+// test's environment. It waits until /healthz answers.
+func startServer(t *testing.T, sub string, env []string, args ...string) *served {
+	t.Helper()
+	if noPython != "" {
+		t.Skip(noPython)
+	}
+	// Not t.TempDir: a socket path is at most 107 bytes, and test names
+	// are long.
+	dir, err := os.MkdirTemp("", "tc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if dir, err = filepath.EvalSymlinks(dir); err != nil {
+		t.Fatal(err)
+	}
+	s := &served{t: t, state: filepath.Join(dir, "state"), stderr: &syncbuf.Buffer{}, exited: make(chan struct{})}
+	argv := []string{sub, "--state-dir", s.state, "--python", python, "--log-format", "json"}
+	for _, a := range args {
+		if a == "--listen" {
+			t.Fatal("startServer chooses the listen address")
+		}
+	}
+	if sub == "serve" {
+		s.listen = "unix:" + filepath.Join(s.state, "tracecell.sock")
+	} else {
+		s.listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	}
+	argv = append(argv, "--listen", s.listen)
+	argv = append(argv, args...)
+	s.cmd = exec.Command(tcBin, argv...)
+	if env != nil {
+		s.cmd.Env = env
+	}
+	s.cmd.Stderr = s.stderr
+	s.cmd.Stdout = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.cmd.Wait(); close(s.exited) }()
+	t.Cleanup(func() {
+		s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			s.cmd.Process.Kill()
+			<-s.exited
+		}
+	})
+	if sock, ok := strings.CutPrefix(s.listen, "unix:"); ok {
+		s.base = "http://tracecell"
+		s.c = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	} else {
+		s.base = "http://" + s.listen
+		s.c = &http.Client{}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := s.c.Get(s.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s
+			}
+		}
+		select {
+		case <-s.exited:
+			t.Fatalf("tracecell %s exited (%v) before it answered:\n%s", sub, s.cmd.ProcessState, s.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tracecell %s did not answer within 60s: %v\n%s", sub, err, s.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// do sends a request; the body is JSON text or "".
+func (s *served) do(method, path, body string) (int, []byte) {
+	s.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.base+path, rd)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.c.Do(req)
+	if err != nil {
+		s.t.Fatalf("%s %s: %v (server running: %v)\n%s", method, path, err, s.running(), s.stderr.String())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+func (s *served) running() bool {
+	select {
+	case <-s.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (s *served) create(id string) {
+	s.t.Helper()
+	if st, b := s.do("POST", "/v1/sessions", fmt.Sprintf(`{"id":%q}`, id)); st != 201 {
+		s.t.Fatalf("create session %s: %d %s", id, st, b)
+	}
+}
+
+// cellResult is the part of an execute response the tests read.
+type cellResult struct {
+	Stdout, Stderr string
+	Result         *string
+	Error          *struct{ Name, Message string }
+	Denials        []struct {
+		Syscall, Rule, Decision, Reason string
+		Address                         string
+		Paths                           []struct{ Given, Resolved string }
+	}
+	TimedOut    bool   `json:"timed_out"`
+	SessionLost bool   `json:"session_lost"`
+	LostReason  string `json:"lost_reason"`
+}
+
+func (r cellResult) String() string {
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+func (r cellResult) result() string {
+	if r.Result == nil {
+		return "<nil>"
+	}
+	return *r.Result
+}
+
+func (r cellResult) errName() string {
+	if r.Error == nil {
+		return ""
+	}
+	return r.Error.Name
+}
+
+// exec runs code in session id ("" for a one-shot run); timeout 0: the
+// server's.
+func (s *served) exec(id, code string, timeout float64) cellResult {
+	s.t.Helper()
+	path := "/v1/sessions/" + id + "/execute"
+	if id == "" {
+		path = "/v1/execute"
+	}
+	body := fmt.Sprintf(`{"code":%q}`, code)
+	if timeout > 0 {
+		body = fmt.Sprintf(`{"code":%q,"timeout":%g}`, code, timeout)
+	}
+	st, b := s.do("POST", path, body)
+	if st != 200 {
+		s.t.Fatalf("execute %q: %d %s", code, st, b)
+	}
+	var r cellResult
+	if err := json.Unmarshal(b, &r); err != nil {
+		s.t.Fatalf("execute: %v: %s", err, b)
+	}
+	return r
+}
+
+// startSleeper starts a process outside every tree; the channel is closed
+// when it exits.
+func startSleeper(t *testing.T) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command("sleep", "300")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-exited })
+	return cmd, exited
+}
+
+// TestServeForgedWorkerPid (issue 16.3): session code plants start-up code
+// in its user site-packages (HOME is the sandbox) that makes the next
+// worker's hello name another process: a sleeper outside, or the server
+// itself. After a reset, a timeout interrupts the worker and nothing else:
+// the sleeper is alive and the server serves.
+func TestServeForgedWorkerPid(t *testing.T) {
+	s := startServer(t, "serve", nil, "--pool-size", "0")
+	for _, c := range []struct {
+		name, file, text string
+		server           bool // the forged pid is the server's, else a sleeper's outside
+	}{
+		{"usercustomize names a process outside", "usercustomize.py", "import os\nos.getpid = lambda: %d\n", false},
+		{".pth names the server", "zz-forge.pth", "import os; os.getpid = lambda: %d\n", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sleeper, sleeperExited := startSleeper(t)
+			pid := sleeper.Process.Pid
+			if c.server {
+				pid = s.cmd.Process.Pid
+			}
+			id := "forge" + strings.Fields(c.name)[0][:3]
+			s.create(id)
+			plant := fmt.Sprintf("import os, site\nd = site.getusersitepackages()\nos.makedirs(d, exist_ok=True)\n"+
+				"open(os.path.join(d, %q), 'w').write(%q)\nd", c.file, fmt.Sprintf(c.text, pid))
+			if r := s.exec(id, plant, 0); r.Error != nil || !strings.Contains(r.result(), s.state) {
+				t.Fatalf("plant: %s", r)
+			}
+			if st, b := s.do("POST", "/v1/sessions/"+id+"/reset", "{}"); st != 200 {
+				t.Fatalf("reset: %d %s", st, b)
+			}
+			r := s.exec(id, "import time\ntime.sleep(30)", 1)
+			select {
+			case <-sleeperExited:
+				t.Fatalf("the process outside (pid %d) was signalled at the timeout: %v", sleeper.Process.Pid, sleeper.ProcessState)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if !s.running() {
+				t.Fatalf("the server exited after the timeout:\n%s", s.stderr.String())
+			}
+			if st, b := s.do("GET", "/v1/sessions", ""); st != 200 || !strings.Contains(string(b), id) {
+				t.Fatalf("the server after the timeout: %d %s", st, b)
+			}
+			if !r.TimedOut || r.SessionLost || r.errName() != "KeyboardInterrupt" {
+				t.Errorf("the timeout did not interrupt the worker itself: %s", r)
+			}
+		})
+	}
+}
+
+// readmePolicies returns the policy files the README's shell examples
+// write (cat > NAME.yaml <<'END' ... END), by name: the test runs them
+// verbatim, so the README and the code cannot drift apart.
+func readmePolicies(t *testing.T) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatalf("the README's policies: %v", err)
+	}
+	re := regexp.MustCompile(`(?m)^cat > (\S+\.yaml) <<'(\w+)'\n((?s:.*?))\n(\w+)$`)
+	out := map[string]string{}
+	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+		if m[2] != m[4] {
+			t.Fatalf("README heredoc %s: ends with %s, not %s", m[1], m[4], m[2])
+		}
+		out[m[1]] = m[3] + "\n"
+	}
+	for _, want := range []string{"policy.yaml", "gpt-oss.yaml"} {
+		if out[want] == "" {
+			t.Fatalf("README.md has no `cat > %s <<'...'` policy (found %d: %v)", want, len(out), out)
+		}
+	}
+	return out
+}
+
+// envWith is the test's environment with HOME replaced (or removed: "").
+func envWith(home string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	if home != "" {
+		env = append(env, "HOME="+home)
+	}
+	return env
+}
+
+// TestServeReadmePolicies (issue 17.1): the README's session and vLLM
+// policies, which deny ~/.ssh, start serve and mcp, run a cell, and deny
+// the server user's ~/.ssh (not the sandbox's, the worker's HOME).
+func TestServeReadmePolicies(t *testing.T) {
+	home := realDir(t)
+	secret := filepath.Join(home, ".ssh", "id_test")
+	mkdir(t, filepath.Dir(secret))
+	writeFile(t, secret, "PRIVATE KEY", 0o600)
+	os.Chmod(home, 0o755)
+	for name, text := range readmePolicies(t) {
+		pol := filepath.Join(realDir(t), name)
+		writeFile(t, pol, text, 0o644)
+		for _, sub := range []string{"serve", "mcp"} {
+			t.Run(name+"/"+sub, func(t *testing.T) {
+				s := startServer(t, sub, envWith(home), "--policy", pol, "--pool-size", "0")
+				code := fmt.Sprintf("try:\n    open(%q).read()\nexcept PermissionError as e:\n    print('denied', e.errno)\nprint(6 * 7)", secret)
+				var out string
+				if sub == "serve" {
+					r := s.exec("", code, 0)
+					out = r.Stdout
+					if len(r.Denials) == 0 || r.Denials[0].Rule != "deny-read" || r.Denials[0].Paths[0].Resolved != secret {
+						t.Errorf("the read of %s: %s", secret, r)
+					}
+				} else {
+					out = mcpCall(t, s, code)
+				}
+				if !strings.Contains(out, "denied 13") || !strings.Contains(out, "42") || strings.Contains(out, "PRIVATE") {
+					t.Errorf("the cell under %s: %q\n%s", name, out, s.stderr.String())
+				}
+			})
+		}
+	}
+}
+
+// mcpCall runs code through the MCP python tool (Streamable HTTP) and
+// returns the text of the result.
+func mcpCall(t *testing.T, s *served, code string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "integration", Version: "1"}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.base + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("MCP connect: %v\n%s", err, s.stderr.String())
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "python", Arguments: map[string]any{"code": code}})
+	if err != nil {
+		t.Fatalf("MCP python: %v\n%s", err, s.stderr.String())
+	}
+	var out bytes.Buffer
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			out.WriteString(tc.Text)
+		}
+	}
+	return out.String()
+}
+
+// TestServeStartupFailure (issue 17.1): a server whose workers cannot start
+// says so at start-up, in one line, and exits non-zero without listening.
+func TestServeStartupFailure(t *testing.T) {
+	if noPython != "" {
+		t.Skip(noPython)
+	}
+	dir := realDir(t)
+	pol := filepath.Join(dir, "home.yaml")
+	writeFile(t, pol, "deny_read: [~/.ssh]\n", 0o644)
+	noPy := filepath.Join(dir, "no-such-python3")
+	for _, c := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"no interpreter", nil, []string{"--python", noPy}, noPy},
+		{"~ without HOME", envWith(""), []string{"--policy", pol}, "~/.ssh"},
+	} {
+		for _, sub := range []string{"serve", "mcp"} {
+			t.Run(c.name+"/"+sub, func(t *testing.T) {
+				dir, err := os.MkdirTemp("", "tc")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer os.RemoveAll(dir)
+				state := filepath.Join(dir, "state")
+				listen := "unix:" + filepath.Join(state, "s.sock")
+				if sub == "mcp" {
+					listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+				}
+				argv := append([]string{sub, "--state-dir", state, "--listen", listen, "--pool-size", "0", "--python", python}, c.args...)
+				cmd := exec.Command(tcBin, argv...)
+				cmd.Env = c.env
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				done := make(chan error, 1)
+				go func() { done <- cmd.Wait() }()
+				select {
+				case err := <-done:
+					if err == nil {
+						t.Fatalf("exit 0; want a failure:\n%s", stderr.String())
+					}
+				case <-time.After(30 * time.Second):
+					cmd.Process.Kill()
+					<-done
+					t.Fatalf("still running 30s after the start, its workers unable to start:\n%s", stderr.String())
+				}
+				var last string
+				for _, l := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+					if strings.Contains(l, "listening") {
+						t.Errorf("it said it listens: %s", l)
+					}
+					last = l
+				}
+				if !strings.HasPrefix(last, "tracecell: ") || !strings.Contains(last, c.want) {
+					t.Errorf("last line %q: want one line starting \"tracecell: \" that names %s", last, c.want)
+				}
+			})
+		}
+	}
+}
