@@ -51,9 +51,14 @@ func freePort(t *testing.T) int {
 }
 
 // startServer starts `tracecell sub` (serve or mcp) with its own state
-// directory and, unless args name one, a listen address; env nil means the
-// test's environment. It waits until /healthz answers.
+// directory, listening on its default Unix socket (serve) or on a loopback
+// TCP port (mcp, or serve with tcp set); env nil means the test's
+// environment. It waits until /healthz answers.
 func startServer(t *testing.T, sub string, env []string, args ...string) *served {
+	return startServerOn(t, sub, sub == "mcp", env, args...)
+}
+
+func startServerOn(t *testing.T, sub string, tcp bool, env []string, args ...string) *served {
 	t.Helper()
 	if noPython != "" {
 		t.Skip(noPython)
@@ -75,10 +80,10 @@ func startServer(t *testing.T, sub string, env []string, args ...string) *served
 			t.Fatal("startServer chooses the listen address")
 		}
 	}
-	if sub == "serve" {
-		s.listen = "unix:" + filepath.Join(s.state, "tracecell.sock")
-	} else {
+	if tcp {
 		s.listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	} else {
+		s.listen = "unix:" + filepath.Join(s.state, "tracecell.sock")
 	}
 	argv = append(argv, "--listen", s.listen)
 	argv = append(argv, args...)
@@ -449,5 +454,92 @@ func TestServeStartupFailure(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestServeOwnSocketUnreachable (issue 16.4): whatever the net mode, the
+// code of a session cannot reach the server's own listener, Unix socket or
+// TCP port, and so cannot list the sessions, create one, or run code in
+// another. Ground truth from outside: no session was created, and the
+// other session's secret was not disclosed.
+func TestServeOwnSocketUnreachable(t *testing.T) {
+	for _, c := range []struct {
+		name, sub, net string
+		tcp            bool
+	}{
+		{"serve unix net allow", "serve", "allow", false},
+		{"serve tcp net loopback", "serve", "loopback", true},
+		{"serve tcp net allow", "serve", "allow", true},
+		{"mcp tcp net allow", "mcp", "allow", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startServerOn(t, c.sub, c.tcp, nil, "--pool-size", "0", "--net", c.net)
+			s.create("victim")
+			if r := s.exec("victim", "secret = 'sk-victim-' + 'x' * 3", 0); r.Error != nil {
+				t.Fatalf("victim: %s", r)
+			}
+			s.create("attacker")
+			var addrs []string
+			if sock, ok := strings.CutPrefix(s.listen, "unix:"); ok {
+				addrs = []string{fmt.Sprintf("(socket.AF_UNIX, %q)", sock)}
+			} else {
+				_, port, _ := net.SplitHostPort(s.listen)
+				addrs = []string{
+					fmt.Sprintf("(socket.AF_INET, ('127.0.0.1', %s))", port),
+					fmt.Sprintf("(socket.AF_INET, ('0.0.0.0', %s))", port),
+					fmt.Sprintf("(socket.AF_INET6, ('::ffff:127.0.0.1', %s))", port),
+				}
+			}
+			for i, a := range addrs {
+				for _, how := range []string{"connect", "sendto"} {
+					if how == "sendto" && !c.tcp {
+						continue // sendto on an unconnected stream socket: ENOTCONN for AF_UNIX
+					}
+					t.Run(fmt.Sprintf("%s %d", how, i), func(t *testing.T) {
+						id := fmt.Sprintf("evil%d%s", i, how)
+						body := fmt.Sprintf(`{"id":%q}`, id)
+						req := fmt.Sprintf("POST /v1/sessions HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+						send := "s.connect(addr)\n    s.sendall(req)"
+						if how == "sendto" {
+							// TCP Fast Open: sendto with an address connects.
+							send = "s.sendto(req, socket.MSG_FASTOPEN, addr)"
+						}
+						code := fmt.Sprintf("import socket\nfam, addr = %s\nreq = %q.encode()\ns = socket.socket(fam, socket.SOCK_STREAM)\n"+
+							"try:\n    %s\n    s.settimeout(5)\n    print('reply', s.recv(65536))\nexcept OSError as e:\n    print('refused', e.errno)", a, req, send)
+						r := s.exec("attacker", code, 0)
+						if st, b := s.do("GET", "/v1/sessions", ""); st != 200 || strings.Contains(string(b), id) {
+							t.Fatalf("the code's request reached the server: it created session %s (%d %s); output %s", id, st, b, r)
+						}
+						if !strings.Contains(r.Stdout, "refused 13") {
+							t.Errorf("want EACCES: %s", r)
+						}
+						found := false
+						for _, d := range r.Denials {
+							found = found || (d.Rule == "never-reachable" && d.Decision == "deny")
+						}
+						if !found {
+							t.Errorf("no never-reachable denial reported: %s", r)
+						}
+					})
+				}
+			}
+			// What the code would have asked for: the victim's variable.
+			steal := "import socket\n"
+			if sock, ok := strings.CutPrefix(s.listen, "unix:"); ok {
+				steal += fmt.Sprintf("s = socket.socket(socket.AF_UNIX)\ns.connect(%q)\n", sock)
+			} else {
+				_, port, _ := net.SplitHostPort(s.listen)
+				steal += fmt.Sprintf("s = socket.create_connection(('127.0.0.1', %s))\n", port)
+			}
+			body := `{"code":"secret"}`
+			steal += fmt.Sprintf("s.sendall(%q.encode())\nprint(s.recv(65536))", fmt.Sprintf("POST /v1/sessions/victim/execute HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body))
+			r := s.exec("attacker", steal, 0)
+			if strings.Contains(r.Stdout+r.Stderr, "sk-victim-") {
+				t.Fatalf("the victim's secret was disclosed: %s", r)
+			}
+			if r.errName() != "PermissionError" {
+				t.Errorf("want PermissionError: %s", r)
+			}
+		})
 	}
 }

@@ -31,6 +31,7 @@ const (
 	RuleNetDeny          = "net-deny"
 	RuleNetLoopback      = "net-loopback"
 	RuleNetFamily        = "net-family"
+	RuleUnreachable      = "never-reachable"
 	RuleOutsideTree      = "outside-tree"
 	RuleForbiddenSyscall = "forbidden-syscall"
 	RuleUnresolvedPath   = "unresolved-path"
@@ -122,6 +123,11 @@ func New(cfg Config) (*Policy, error) {
 			return nil, fmt.Errorf("device pattern %q: %w", d, err)
 		}
 	}
+	for _, e := range cfg.Unreachable {
+		if err := checkEndpoint(e); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Net > NetAllow {
 		return nil, fmt.Errorf("net mode %v is not deny, loopback or allow", cfg.Net)
 	}
@@ -170,7 +176,75 @@ func copyConfig(c Config) Config {
 	c.AllowExec = dup(c.AllowExec)
 	c.Devices = dup(c.Devices)
 	c.Scratch = dup(c.Scratch)
+	if c.Unreachable != nil {
+		c.Unreachable = append([]Endpoint{}, c.Unreachable...)
+	}
 	return c
+}
+
+func checkEndpoint(e Endpoint) error {
+	if e.Unix != "" {
+		if e.Addr != "" || e.Port != 0 {
+			return fmt.Errorf("unreachable endpoint %+v: a unix path or an address and port, not both", e)
+		}
+		return checkPath("unreachable unix socket", e.Unix)
+	}
+	if e.Port < 1 || e.Port > 65535 {
+		return fmt.Errorf("unreachable endpoint %q port %d: want 1 to 65535", e.Addr, e.Port)
+	}
+	if e.Addr != "" {
+		if _, err := netip.ParseAddr(e.Addr); err != nil {
+			return fmt.Errorf("unreachable endpoint %q: %w", e.Addr, err)
+		}
+	}
+	return nil
+}
+
+// unreachable returns the never-reachable endpoint a connect or send
+// reaches, if any. A path socket is matched by its resolved path (a
+// symlink to it resolves to it; a hard link to it is a link of a file
+// outside the writable roots, which the tree cannot make). An inet address
+// matches a listener on it, on every address (Addr "", 0.0.0.0, ::), and
+// 0.0.0.0 or :: match every listener: connecting to them reaches the
+// loopback address (see decideInet), which is conservative for a listener
+// on another local address.
+func (p *Policy) unreachable(op *Op) (Endpoint, bool) {
+	if op.Kind != syscalls.KindConnect || len(p.cfg.Unreachable) == 0 {
+		return Endpoint{}, false
+	}
+	switch op.Family {
+	case "unix":
+		if op.Abstract || len(op.Paths) == 0 || op.Paths[0].Special != "" {
+			return Endpoint{}, false
+		}
+		res := op.Paths[0].Resolved
+		for _, e := range p.cfg.Unreachable {
+			if e.Unix != "" && e.Unix == res {
+				return e, true
+			}
+		}
+	case "inet", "inet6", "", "unspec":
+		// AF_UNSPEC: UDP takes it as AF_INET (see decideNet); a send to
+		// an unparsable address reaches nothing of ours.
+		ip, err := netip.ParseAddr(op.Addr)
+		if err != nil {
+			return Endpoint{}, false
+		}
+		ip = ip.Unmap()
+		for _, e := range p.cfg.Unreachable {
+			if e.Unix != "" || e.Port != op.Port {
+				continue
+			}
+			if e.Addr == "" || ip.IsUnspecified() {
+				return e, true
+			}
+			ea, err := netip.ParseAddr(e.Addr)
+			if err == nil && (ea.Unmap() == ip || ea.IsUnspecified()) {
+				return e, true
+			}
+		}
+	}
+	return Endpoint{}, false
 }
 
 // Config returns a copy of the effective configuration.
@@ -564,6 +638,21 @@ func (p *Policy) decideNet(op *Op, l Ledger) Decision {
 	verb := "connect to"
 	if op.Kind == syscalls.KindBind {
 		verb = "bind to"
+	}
+	if e, ok := p.unreachable(op); ok {
+		target := e.Unix
+		if target == "" {
+			ip, _ := netip.ParseAddr(op.Addr)
+			target = netip.AddrPortFrom(ip, uint16(op.Port)).String()
+		}
+		what := e.What
+		if what == "" {
+			what = "a socket of the program that runs the sandbox"
+		}
+		if isSend(op.Syscall) {
+			verb = "send to"
+		}
+		return deny(syscall.EACCES, RuleUnreachable, fmt.Sprintf("%s %s is never allowed, whatever the network policy: it is %s", verb, target, what))
 	}
 	switch op.Family {
 	case "unix":

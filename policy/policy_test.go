@@ -1032,3 +1032,74 @@ func TestPropertyNoWayOut(t *testing.T) {
 	}
 	t.Logf("%d of %d random operations allowed", allowedN, n)
 }
+
+// TestUnreachableEndpoints: the listeners named in Config.Unreachable are
+// denied to connect and send in every net mode; other addresses and ports,
+// binds, and a disconnect are decided as before.
+func TestUnreachableEndpoints(t *testing.T) {
+	C, B := syscalls.KindConnect, syscalls.KindBind
+	eps := []Endpoint{
+		{Unix: "/var/tmp/tc/tracecell.sock", What: "the server"},
+		{Addr: "127.0.0.1", Port: 8765},
+		{Port: 9000},             // every interface
+		{Addr: "::", Port: 9100}, // every interface, as ln.Addr gives it
+		{Addr: "::1", Port: 9200},
+	}
+	cases := []struct {
+		name string
+		op   Op
+		hit  bool
+	}{
+		{"unix socket", Op{Kind: C, Syscall: "connect", Family: "unix", Paths: []Path{ex("/var/tmp/tc/tracecell.sock")}}, true},
+		{"unix sendto", Op{Kind: C, Syscall: "sendto", Family: "unix", Paths: []Path{ex("/var/tmp/tc/tracecell.sock")}}, true},
+		{"unix other socket", Op{Kind: C, Family: "unix", Paths: []Path{ex("/var/tmp/tc/other.sock")}}, false},
+		{"unix bind", Op{Kind: B, Family: "unix", Paths: []Path{ex("/var/tmp/tc/tracecell.sock")}}, false},
+		{"abstract", Op{Kind: C, Family: "unix", Abstract: true, Addr: "@/var/tmp/tc/tracecell.sock"}, false},
+		{"loopback port", Op{Kind: C, Family: "inet", Addr: "127.0.0.1", Port: 8765}, true},
+		{"v4-mapped", Op{Kind: C, Family: "inet6", Addr: "::ffff:127.0.0.1", Port: 8765}, true},
+		{"unspecified reaches loopback", Op{Kind: C, Family: "inet", Addr: "0.0.0.0", Port: 8765}, true},
+		{"unspecified v6", Op{Kind: C, Family: "inet6", Addr: "::", Port: 9200}, true},
+		{"other loopback address", Op{Kind: C, Family: "inet", Addr: "127.0.0.2", Port: 8765}, false},
+		{"other port", Op{Kind: C, Family: "inet", Addr: "127.0.0.1", Port: 8766}, false},
+		{"wildcard listener, any address", Op{Kind: C, Family: "inet", Addr: "10.1.2.3", Port: 9000}, true},
+		{"wildcard listener as ::", Op{Kind: C, Family: "inet", Addr: "192.168.0.7", Port: 9100}, true},
+		{"udp sendto", Op{Kind: C, Syscall: "sendto", Family: "inet", Addr: "127.0.0.1", Port: 8765}, true},
+		{"AF_UNSPEC send", Op{Kind: C, Syscall: "sendmsg", Family: "unspec", Addr: "127.0.0.1", Port: 8765}, true},
+		{"disconnect", Op{Kind: C, Syscall: "connect", Family: "unspec"}, false},
+		{"bind to the port", Op{Kind: B, Family: "inet", Addr: "127.0.0.1", Port: 8765}, false},
+	}
+	for _, net := range []NetMode{NetDeny, NetLoopback, NetAllow} {
+		c := baseConfig()
+		c.Net = net
+		plain := mustNew(t, c)
+		c.Unreachable = eps
+		p := mustNew(t, c)
+		for _, tc := range cases {
+			t.Run(net.String()+"/"+tc.name, func(t *testing.T) {
+				d := p.Decide(&tc.op, owned)
+				if !tc.hit {
+					if want := plain.Decide(&tc.op, owned); d.Allow != want.Allow || d.Rule != want.Rule {
+						t.Fatalf("Decide = %+v, want as without the endpoints: %+v", d, want)
+					}
+					return
+				}
+				if d.Allow || d.Rule != RuleUnreachable || d.Errno != syscall.EACCES || !strings.Contains(d.Reason, "never allowed") {
+					t.Fatalf("Decide = %+v, want %s", d, RuleUnreachable)
+				}
+			})
+		}
+	}
+	c := baseConfig()
+	c.Unreachable = eps[:1]
+	d := mustNew(t, c).Decide(&cases[0].op, nil)
+	if want := "connect to /var/tmp/tc/tracecell.sock is never allowed, whatever the network policy: it is the server"; d.Reason != want {
+		t.Errorf("reason %q, want %q", d.Reason, want)
+	}
+	for _, bad := range []Endpoint{{Unix: "rel.sock"}, {Unix: "/a/../b"}, {Port: 0}, {Addr: "127.0.0.1", Port: 70000}, {Addr: "nope", Port: 1}, {Unix: "/s", Port: 1}} {
+		c := baseConfig()
+		c.Unreachable = []Endpoint{bad}
+		if _, err := New(c); err == nil {
+			t.Errorf("New accepted the endpoint %+v", bad)
+		}
+	}
+}

@@ -88,6 +88,23 @@ type Config struct {
 	Devices      []string `json:"devices"` // path.Match patterns of writable device files
 	Scratch      []string `json:"scratch"` // create-only directories (default /dev/shm)
 	Mode         Mode     `json:"mode"`
+	// Unreachable are endpoints the tree may never connect or send to,
+	// whatever Net says: the listeners of the program that runs the tree
+	// (the session server's own sockets, which would let a session drive
+	// every other one).
+	Unreachable []Endpoint `json:"unreachable,omitempty"`
+}
+
+// Endpoint is one never-reachable listener: a Unix socket path, or a TCP
+// or UDP port on one address or, when Addr is empty or unspecified (0.0.0.0,
+// ::, a listener on every interface), on every address.
+type Endpoint struct {
+	Unix string `json:"unix,omitempty"` // absolute, clean, symlinks expanded
+	Addr string `json:"addr,omitempty"` // an IP address
+	Port int    `json:"port,omitempty"`
+	// What the endpoint is, for the reason of a denial ("the session
+	// server's own socket").
+	What string `json:"what,omitempty"`
 }
 
 // Path is one path argument of an operation.

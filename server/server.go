@@ -166,6 +166,11 @@ type Server struct {
 	oneshots int // running one-shot executions (count against MaxSessions)
 	closed   bool
 
+	// unreachable are the server's own listeners, which no worker may
+	// connect to whatever the net policy (set by Run before any worker
+	// starts; a Server from New has no listener of its own).
+	unreachable []policy.Endpoint
+
 	bg     sync.WaitGroup // pool refills, restarts, the reaper
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -325,7 +330,7 @@ func (s *Server) hostConfig(sandbox string) worker.HostConfig {
 	return worker.HostConfig{
 		Settings: st, Sandbox: sandbox, Python: s.opts.Python,
 		Preload: s.opts.Preload, MaxOutput: s.opts.MaxOutput, Grace: s.opts.Grace,
-		DefaultTimeout: s.opts.ExecTimeout,
+		DefaultTimeout: s.opts.ExecTimeout, Unreachable: s.unreachable,
 	}
 }
 
@@ -500,10 +505,25 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// The listener first: every worker's policy names it as never
+	// reachable (its real address: port 0 and "localhost" are resolved by
+	// the bind). Nothing is served before the probe below.
+	ln, addr, cleanup, err := listen(s.opts)
+	if err != nil {
+		s.Close()
+		return err
+	}
+	defer cleanup()
+	if s.unreachable, err = listenerEndpoints(ln); err != nil {
+		ln.Close()
+		s.Close()
+		return err
+	}
 	// A server whose workers cannot start (no Python, a policy a
 	// worker-host cannot apply, a preload that kills the interpreter)
-	// says so now and does not listen, rather than fail every request.
+	// says so now, and never serves, rather than fail every request.
 	if err := s.probeWorker(ctx); err != nil {
+		ln.Close()
 		s.Close()
 		if ctx.Err() != nil {
 			return nil // stopped while starting
@@ -513,16 +533,11 @@ func Run(ctx context.Context, opts Options) error {
 	handler := s.Handler()
 	if opts.Handler != nil {
 		if handler, err = opts.Handler(s); err != nil {
+			ln.Close()
 			s.Close()
 			return err
 		}
 	}
-	ln, addr, cleanup, err := listen(s.opts)
-	if err != nil {
-		s.Close()
-		return err
-	}
-	defer cleanup()
 	name := opts.Name
 	if name == "" {
 		name = "tracecell serve"

@@ -162,11 +162,15 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		return nil, &StartError{125, err}
 	}
 	pc := cfg.Policy.Config()
+	// Never-reachable endpoints (the session server's sockets) are checked
+	// whatever the net mode: connect and send are trapped then even under
+	// --net allow.
+	trapNet := pc.Net != policy.NetAllow || len(pc.Unreachable) > 0
 	fopts := filter.Options{
 		Table:         syscalls.Native(),
 		TrapReadOpens: cfg.TraceAll || pc.ReadRoots != nil || len(pc.DenyRead) > 0,
 		TrapAllClones: cfg.MaxProcs > 0,
-		TrapNet:       pc.Net != policy.NetAllow,
+		TrapNet:       trapNet,
 		PathPage:      usePathPage(cfg),
 	}
 	prog, err := filter.Raw(fopts)

@@ -333,6 +333,7 @@ func (h *host) start() (*Info, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: %w", os.Getpid(), err)
 	}
+	plan.Policy.Unreachable = h.cfg.Unreachable
 	pol, err := policy.New(plan.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: policy: %w", os.Getpid(), err)
