@@ -543,3 +543,49 @@ func TestServeOwnSocketUnreachable(t *testing.T) {
 		})
 	}
 }
+
+// TestServeSessionsShm: the sessions of one server share /dev/shm, but one
+// session's POSIX shared memory (multiprocessing.shared_memory's shm_open)
+// is not another's to read: the read is denied and reported, the bytes
+// never reach the other session. Its maker reads it as before.
+func TestServeSessionsShm(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skipf("no /dev/shm here: %v", err)
+	}
+	s := startServer(t, "serve", nil, "--pool-size", "0")
+	s.create("maker")
+	s.create("reader")
+	name := fmt.Sprintf("tc-shm-%d", os.Getpid())
+	path := filepath.Join("/dev/shm", name)
+	t.Cleanup(func() { os.Remove(path) })
+	mk := fmt.Sprintf("import _posixshmem, os, mmap\nfd = _posixshmem.shm_open(%q, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)\n"+
+		"os.ftruncate(fd, 4096)\nm = mmap.mmap(fd, 4096)\nm[:16] = b'sk-shm-secret-42'\nopen(%q, 'rb').read(16)", "/"+name, path)
+	if r := s.exec("maker", mk, 0); r.Error != nil || r.result() != "b'sk-shm-secret-42'" || len(r.Denials) != 0 {
+		t.Fatalf("the maker's own shared memory: %s", r)
+	}
+	if b, err := os.ReadFile(path); err != nil || !bytes.HasPrefix(b, []byte("sk-shm-secret-42")) {
+		t.Fatalf("the shared memory object outside: %v %q", err, b[:min(len(b), 16)])
+	}
+	for _, c := range []struct{ name, code string }{
+		{"open", fmt.Sprintf("open(%q, 'rb').read(16)", path)},
+		{"shm_open read-only", fmt.Sprintf("import _posixshmem, os\nfd = _posixshmem.shm_open(%q, os.O_RDONLY, 0)\nos.read(fd, 16)", "/"+name)},
+		{"listing then open", "import os\n[open('/dev/shm/' + n, 'rb').read(16) for n in os.listdir('/dev/shm') if n.startswith('tc-shm-')]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := s.exec("reader", c.code, 0)
+			if strings.Contains(r.Stdout+r.result()+r.String(), "sk-shm-secret") {
+				t.Fatalf("another session read the shared memory: %s", r)
+			}
+			if r.errName() != "PermissionError" || len(r.Denials) == 0 || r.Denials[0].Rule != "scratch-not-owned" || r.Denials[0].Paths[0].Resolved != path {
+				t.Fatalf("want a reported scratch-not-owned denial of %s: %s", path, r)
+			}
+		})
+	}
+	// The reader's own semaphores and queues (sem_open in /dev/shm) work.
+	code := "import multiprocessing as mp\nctx = mp.get_context('fork')\nq = ctx.Queue()\nl = ctx.Lock()\n" +
+		"def f(x):\n    with l:\n        q.put(x * 2)\nps = [ctx.Process(target=f, args=(i,)) for i in range(3)]\n" +
+		"[p.start() for p in ps]\n[p.join() for p in ps]\nsorted(q.get(timeout=10) for _ in ps)"
+	if r := s.exec("reader", code, 0); r.Error != nil || r.result() != "[0, 2, 4]" || len(r.Denials) != 0 {
+		t.Fatalf("the reader's own multiprocessing: %s", r)
+	}
+}

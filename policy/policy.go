@@ -282,7 +282,7 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 	case k.ChecksAsWrite():
 		return p.decideFS(op, l)
 	case k == syscalls.KindRead:
-		return p.decideRead(op)
+		return p.decideRead(op, l)
 	case k == syscalls.KindExec:
 		return p.decideExec(op)
 	case k == syscalls.KindConnect || k == syscalls.KindBind:
@@ -569,7 +569,7 @@ func nameOf(op *Op) string {
 // Deny-read always applies; with ReadRoots set, reads are confined to the
 // read, write, runtime and scratch roots, the device files, and /proc
 // (process information the runtime itself reads: /proc/self/maps, cpuinfo).
-func (p *Policy) decideRead(op *Op) Decision {
+func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 	for i := range op.Paths {
 		pa := &op.Paths[i]
 		if pa.Special != "" {
@@ -589,6 +589,11 @@ func (p *Policy) decideRead(op *Op) Decision {
 		}
 		if d, ok := p.denyRead(res); ok {
 			return d
+		}
+		if p.cfg.PrivateScratch {
+			if s, ok := p.scratchDir(res); ok && res != s && (l == nil || !l.Owned(res)) {
+				return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree: the entries of the scratch dir %s are private to the tree that made them (another session's shared memory?)", s))
+			}
 		}
 		// Another terminal of the user read-only still gives its input
 		// (what someone types in another ssh session) and, with ioctls,

@@ -1103,3 +1103,44 @@ func TestUnreachableEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateScratch: with PrivateScratch, the scratch directory's entries
+// are readable only when the tree made them (a session server's sessions
+// share /dev/shm); the directory itself and everything else read as before.
+func TestPrivateScratch(t *testing.T) {
+	c := baseConfig()
+	open := mustNew(t, c)
+	c.PrivateScratch = true
+	priv := mustNew(t, c)
+	if !c.ChecksReads() {
+		t.Fatal("ChecksReads is false with PrivateScratch: the tracer would not trap read-only opens")
+	}
+	for _, tc := range []struct {
+		path   string
+		l      Ledger
+		denied bool
+	}{
+		{"/dev/shm/mine", owned, false},
+		{"/dev/shm/mydir/x", owned, false},
+		{"/dev/shm", owned, false},
+		{"/dev/shm/psm_other", owned, true},
+		{"/dev/shm/sem.other", nil, true},
+		{"/dev/shm/mine", nil, true},
+		{"/etc/hosts", nil, false},
+		{"/srv/sbx/data.csv", nil, false},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			op := &Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{ex(tc.path)}}
+			if d := open.Decide(op, tc.l); !d.Allow {
+				t.Fatalf("without PrivateScratch: %+v", d)
+			}
+			d := priv.Decide(op, tc.l)
+			if d.Allow == tc.denied {
+				t.Fatalf("Decide = %+v, want denied %v", d, tc.denied)
+			}
+			if tc.denied && (d.Rule != RuleScratchNotOwned || d.Errno != syscall.EACCES || !strings.Contains(d.Reason, "/dev/shm")) {
+				t.Fatalf("denial %+v", d)
+			}
+		})
+	}
+}

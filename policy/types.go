@@ -88,11 +88,23 @@ type Config struct {
 	Devices      []string `json:"devices"` // path.Match patterns of writable device files
 	Scratch      []string `json:"scratch"` // create-only directories (default /dev/shm)
 	Mode         Mode     `json:"mode"`
+	// PrivateScratch: the entries of the scratch directories are readable
+	// only if the tree created them (Ledger), as they are writable. For a
+	// session server, whose sessions share /dev/shm: one session's POSIX
+	// shared memory and semaphores are not another's to read. The tracer
+	// checks read-only opens when it is set (ChecksReads).
+	PrivateScratch bool `json:"private_scratch,omitempty"`
 	// Unreachable are endpoints the tree may never connect or send to,
 	// whatever Net says: the listeners of the program that runs the tree
 	// (the session server's own sockets, which would let a session drive
 	// every other one).
 	Unreachable []Endpoint `json:"unreachable,omitempty"`
+}
+
+// ChecksReads reports whether some read-only opens may be denied (read
+// roots, deny-read paths, private scratch): the tracer must then trap them.
+func (c Config) ChecksReads() bool {
+	return c.ReadRoots != nil || len(c.DenyRead) > 0 || c.PrivateScratch
 }
 
 // Endpoint is one never-reachable listener: a Unix socket path, or a TCP

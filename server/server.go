@@ -317,6 +317,9 @@ func readPolicy(opts Options) (*policy.Policy, error) {
 		}
 	}
 	plan.Policy.WriteRoots[0] = opts.StateDir
+	// As in every worker (worker.host): a scratch entry is no session's to
+	// copy from but its maker's, and the server knows no maker.
+	plan.Policy.PrivateScratch = true
 	return policy.New(plan.Policy)
 }
 

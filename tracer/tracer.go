@@ -168,7 +168,7 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	trapNet := pc.Net != policy.NetAllow || len(pc.Unreachable) > 0
 	fopts := filter.Options{
 		Table:         syscalls.Native(),
-		TrapReadOpens: cfg.TraceAll || pc.ReadRoots != nil || len(pc.DenyRead) > 0,
+		TrapReadOpens: cfg.TraceAll || pc.ChecksReads(),
 		TrapAllClones: cfg.MaxProcs > 0,
 		TrapNet:       trapNet,
 		PathPage:      usePathPage(cfg),
@@ -405,7 +405,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{}, bound: map[uint64]bool{}, ptys: newPtyLedger(),
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		trapNet:      cfg.Policy.Config().Net != policy.NetAllow,
-		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
+		readsChecked: cfg.Policy.Config().ChecksReads(),
 		chainLeft:    len(cfg.InitialChain) > 0,
 		pathPage:     usePathPage(cfg),
 		seccompBase:  -1,

@@ -334,6 +334,10 @@ func (h *host) start() (*Info, error) {
 		return nil, fmt.Errorf("worker-host %d: %w", os.Getpid(), err)
 	}
 	plan.Policy.Unreachable = h.cfg.Unreachable
+	// A worker is one session among others that share the scratch
+	// directories (/dev/shm): what another session made there (its
+	// multiprocessing shared memory) is not this one's to read.
+	plan.Policy.PrivateScratch = true
 	pol, err := policy.New(plan.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: policy: %w", os.Getpid(), err)
