@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/procstat"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/tracer"
@@ -708,10 +710,19 @@ func (h *host) interruptCur() {
 }
 
 func (h *host) interrupt() {
-	if h.workerPid > 0 {
-		if err := unix.Kill(h.workerPid, unix.SIGINT); err != nil {
-			h.log.Debug().Err(err).Msg("interrupt the worker")
-		}
+	if h.workerPid <= 0 {
+		return
+	}
+	// The pid is the tracer's (OnStart): the process it forked from this
+	// one. Once the tracer has reaped it (the worker exited; its tree may
+	// run on) the pid is free for any process of the system: signal it
+	// only while it is still our child.
+	if procstat.Field(h.workerPid, 4) != strconv.Itoa(os.Getpid()) {
+		h.log.Debug().Int("worker_pid", h.workerPid).Msg("interrupt: the worker is no longer this host's child")
+		return
+	}
+	if err := unix.Kill(h.workerPid, unix.SIGINT); err != nil {
+		h.log.Debug().Err(err).Msg("interrupt the worker")
 	}
 }
 
