@@ -581,11 +581,29 @@ func TestServeSessionsShm(t *testing.T) {
 			}
 		})
 	}
+	// Shared memory that has no name: a memfd (or an unlinked file) of the
+	// maker's worker, reached through its /proc/<pid>/fd.
+	r := s.exec("maker", "import os\nmfd = os.memfd_create('tcmem')\nos.write(mfd, b'sk-memfd-secret-7')\n(os.getpid(), mfd)", 0)
+	var pid, fd int
+	if _, err := fmt.Sscanf(r.result(), "(%d, %d)", &pid, &fd); err != nil {
+		t.Fatalf("memfd: %s", r)
+	}
+	memfd := fmt.Sprintf("/proc/%d/fd/%d", pid, fd)
+	r = s.exec("reader", fmt.Sprintf("open(%q, 'rb').read()", memfd), 0)
+	if strings.Contains(r.String(), "sk-memfd-secret") {
+		t.Fatalf("another session read the maker's memfd through %s: %s", memfd, r)
+	}
+	if r.errName() != "PermissionError" || len(r.Denials) == 0 || r.Denials[0].Rule != "proc-read" {
+		t.Fatalf("want a reported proc-read denial of %s: %s", memfd, r)
+	}
+	if r := s.exec("maker", fmt.Sprintf("open('/proc/self/fd/%d', 'rb').read()", fd), 0); r.result() != "b'sk-memfd-secret-7'" {
+		t.Fatalf("the maker's own memfd: %s", r)
+	}
 	// The reader's own semaphores and queues (sem_open in /dev/shm) work.
 	code := "import multiprocessing as mp\nctx = mp.get_context('fork')\nq = ctx.Queue()\nl = ctx.Lock()\n" +
 		"def f(x):\n    with l:\n        q.put(x * 2)\nps = [ctx.Process(target=f, args=(i,)) for i in range(3)]\n" +
 		"[p.start() for p in ps]\n[p.join() for p in ps]\nsorted(q.get(timeout=10) for _ in ps)"
-	if r := s.exec("reader", code, 0); r.Error != nil || r.result() != "[0, 2, 4]" || len(r.Denials) != 0 {
+	if r = s.exec("reader", code, 0); r.Error != nil || r.result() != "[0, 2, 4]" || len(r.Denials) != 0 {
 		t.Fatalf("the reader's own multiprocessing: %s", r)
 	}
 }

@@ -579,6 +579,9 @@ func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 			return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("%s belongs to %s outside the traced tree", pa.Special, procOwner(pa.Resolved)))
 		}
 		res := pa.Resolved
+		if pa.HeldOutside {
+			return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("%s is an unlinked file or memfd held open by a process outside the traced tree", res))
+		}
 		if pa.ProcOutside {
 			if name, secret := procSecret(res); secret {
 				return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("the %s of %s, a process outside the traced tree, is not readable", name, procOwner(res)))

@@ -1144,3 +1144,23 @@ func TestPrivateScratch(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldOutside: an unlinked file or memfd reached through /proc/<pid>/fd
+// of a process outside the tree (another session's worker) is denied; the
+// tree's own is read as before.
+func TestHeldOutside(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	for _, tc := range []struct {
+		path    Path
+		allowed bool
+	}{
+		{Path{Resolved: "/memfd:secret (deleted)", HeldOutside: true}, false},
+		{Path{Resolved: "/tmp/x (deleted)", HeldOutside: true}, false},
+		{Path{Resolved: "/memfd:mine (deleted)"}, true},
+	} {
+		d := p.Decide(&Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{tc.path}}, nil)
+		if d.Allow != tc.allowed || (!d.Allow && d.Rule != RuleProcRead) {
+			t.Errorf("%+v: %+v", tc.path, d)
+		}
+	}
+}

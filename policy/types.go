@@ -141,6 +141,12 @@ type Path struct {
 	// of a process outside the traced tree (its environment, command line
 	// and memory hold other programs' secrets).
 	ProcOutside bool `json:"-"`
+	// HeldOutside is set by the tracer when Resolved is an unlinked file or
+	// a memfd (a " (deleted)" link text) reached through /proc/<pid>/fd of
+	// a process outside the traced tree: that process's private memory or
+	// scratch file (another session's), with no name the policy could
+	// decide by.
+	HeldOutside bool `json:"-"`
 	// OwnPty is set by the tracer when Resolved is a pty slave (PtySlave)
 	// that the traced tree may write: one it created itself (recorded at
 	// its TIOCGPTN by index and inode identity), or the terminal of
