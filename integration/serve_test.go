@@ -366,9 +366,18 @@ func TestServeReadmePolicies(t *testing.T) {
 	}
 }
 
-// mcpCall runs code through the MCP python tool (Streamable HTTP) and
-// returns the text of the result.
+// mcpCall runs code through the MCP python tool (Streamable HTTP) in a
+// connection of its own and returns the text of the result.
 func mcpCall(t *testing.T, s *served, code string) string {
+	t.Helper()
+	cs := mcpConnect(t, s)
+	defer cs.Close()
+	return mcpPython(t, s, cs, code)
+}
+
+// mcpConnect opens an MCP connection (one Python session: the
+// connection's) to s.
+func mcpConnect(t *testing.T, s *served) *mcp.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -377,7 +386,14 @@ func mcpCall(t *testing.T, s *served, code string) string {
 	if err != nil {
 		t.Fatalf("MCP connect: %v\n%s", err, s.stderr.String())
 	}
-	defer cs.Close()
+	return cs
+}
+
+// mcpPython calls the python tool on cs and returns the text of the result.
+func mcpPython(t *testing.T, s *served, cs *mcp.ClientSession, code string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "python", Arguments: map[string]any{"code": code}})
 	if err != nil {
 		t.Fatalf("MCP python: %v\n%s", err, s.stderr.String())
@@ -389,6 +405,40 @@ func mcpCall(t *testing.T, s *served, code string) string {
 		}
 	}
 	return out.String()
+}
+
+// TestMCPForgedWorkerPid (issue 16.3 through MCP, by the model alone): the
+// code plants a .pth naming a process outside, makes the worker restart by
+// ignoring the interrupt past the grace period, and times out again: the
+// outside process lives, the server serves.
+func TestMCPForgedWorkerPid(t *testing.T) {
+	s := startServer(t, "mcp", nil, "--pool-size", "0", "--exec-timeout", "1s")
+	sleeper, sleeperExited := startSleeper(t)
+	cs := mcpConnect(t, s)
+	defer cs.Close()
+	plant := fmt.Sprintf("import os, site\nd = site.getusersitepackages()\nos.makedirs(d, exist_ok=True)\n"+
+		"open(os.path.join(d, 'zz-forge.pth'), 'w').write('import os; os.getpid = lambda: %d\\n')\nprint('planted', d)", sleeper.Process.Pid)
+	if out := mcpPython(t, s, cs, plant); !strings.Contains(out, "planted") {
+		t.Fatalf("plant: %s", out)
+	}
+	// Past the grace period: the worker is killed and restarted on the
+	// same sandbox, where the .pth now is.
+	out := mcpPython(t, s, cs, "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(30)")
+	if !strings.Contains(strings.ToLower(out), "lost") && !strings.Contains(strings.ToLower(out), "restart") {
+		t.Fatalf("the worker was not restarted: %s", out)
+	}
+	mcpPython(t, s, cs, "import time\ntime.sleep(30)")
+	select {
+	case <-sleeperExited:
+		t.Fatalf("the process outside (pid %d) was signalled at the timeout: %v", sleeper.Process.Pid, sleeper.ProcessState)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if !s.running() {
+		t.Fatalf("the server exited:\n%s", s.stderr.String())
+	}
+	if out := mcpPython(t, s, cs, "print(6 * 7)"); !strings.Contains(out, "42") {
+		t.Fatalf("after the timeout: %s", out)
+	}
 }
 
 // TestServeStartupFailure (issue 17.1): a server whose workers cannot start
