@@ -415,9 +415,13 @@ func (h *host) start() (*Info, error) {
 	var hello *workerMsg
 	select {
 	case m, ok := <-h.resps:
-		if !ok || !m.Hello {
+		if !ok {
+			// fd 4 ended: the worker died (or broke the protocol).
+			return nil, h.endedEarly("the worker did not say hello")
+		}
+		if !m.Hello {
 			h.cancelRun()
-			return nil, h.startFailure(h.waitRun(), "the worker did not say hello")
+			return nil, h.startFailure(h.waitRun(), "the worker's first message was not its hello; it was killed")
 		}
 		hello = m
 	case why := <-h.protoErr:
@@ -459,8 +463,7 @@ func (h *host) start() (*Info, error) {
 			return nil, h.startFailure(o, "the worker died while preloading "+fmt.Sprint(h.cfg.Preload))
 		}
 		if m == nil {
-			h.cancelRun()
-			return nil, h.startFailure(h.waitRun(), "the worker died while preloading "+fmt.Sprint(h.cfg.Preload))
+			return nil, h.endedEarly("the worker died while preloading " + fmt.Sprint(h.cfg.Preload))
 		}
 		if m.Hello || m.Started != nil || m.ID != nil || (m.Preloaded == nil && m.Error == nil) {
 			h.cancelRun()
@@ -487,6 +490,21 @@ func (h *host) start() (*Info, error) {
 	// Events during start-up (none expected) are not any execution's.
 	h.takeEvents()
 	return info, nil
+}
+
+// endedEarly is the start-up error once the worker's fd 4 reached EOF:
+// the protocol violation that ended the reading, or how the worker ended
+// (this host holds a write end of fd 4 until the tracer returns, so EOF
+// means the tree is gone).
+func (h *host) endedEarly(what string) error {
+	select {
+	case why := <-h.protoErr:
+		h.cancelRun()
+		h.waitRun()
+		return fmt.Errorf("worker-host %d: start the worker: %s", os.Getpid(), why)
+	default:
+	}
+	return h.startFailure(h.waitRun(), what)
 }
 
 // waitRun waits for the tracer's end during start-up (once: the outcome is

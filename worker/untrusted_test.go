@@ -106,6 +106,17 @@ d`
 	if want := "(None, None, 'sandbox', 'operator', 1)"; str(r.Result) != want {
 		t.Errorf("after a restart: %s (error %+v), want %s", str(r.Result), r.Error, want)
 	}
+	// A module the code left in the sandbox is not what a preload imports
+	// (its code would run at start-up, its denials belonging to no
+	// execution); the code imports it from the sandbox as before.
+	p2.Close()
+	p3 := startProc(t, func(c *HostConfig) { mod(c); c.Preload = []string{"mine", "json"} })
+	if info := p3.Info(); fmt.Sprint(info.Preloaded) != "[json]" || info.PreloadErrors["mine"] == "" {
+		t.Errorf("preload of a module only the sandbox has: preloaded %v errors %v", info.Preloaded, info.PreloadErrors)
+	}
+	if r := run(t, p3, "import mine\nmine.Y", 0); str(r.Result) != "'sandbox'" {
+		t.Errorf("the sandbox's module after the preload: %s %+v", str(r.Result), r.Error)
+	}
 }
 
 // TestWorkerProtocolViolations: a message on fd 4 that is not the
@@ -140,5 +151,36 @@ func TestWorkerProtocolViolations(t *testing.T) {
 	p := startProc(t, nil)
 	if r := run(t, p, "1+1", 0); str(r.Result) != "2" {
 		t.Fatalf("a new worker: %+v", r)
+	}
+}
+
+// TestWorkerStartFailures: a worker that dies, or talks out of turn, before
+// its hello is a start error naming the cause, and nothing is left running.
+func TestWorkerStartFailures(t *testing.T) {
+	needPython(t)
+	for _, c := range []struct{ name, src, want string }{
+		{"exits", "import sys\nsys.exit(3)\n", "exited with status 3"},
+		{"no hello first", "import os, time\nos.write(4, b'{\"started\": 1}\\n')\ntime.sleep(30)\n", "first message was not its hello"},
+		{"garbage", "import os, time\nos.write(4, b'not json\\n')\ntime.sleep(30)\n", "control pipe"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fake := filepath.Join(t.TempDir(), "python")
+			if err := os.WriteFile(fake, []byte("#!"+python+"\n"+c.src), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg := HostConfig{Sandbox: t.TempDir(), Python: fake}
+			start := time.Now()
+			p, err := Start(t.Context(), cfg, testLog(t))
+			if err == nil {
+				p.Close()
+				t.Fatal("Start succeeded")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Start: %v, want %q", err, c.want)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
 	}
 }
