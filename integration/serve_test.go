@@ -293,26 +293,28 @@ func TestServeForgedWorkerPid(t *testing.T) {
 	}
 }
 
-// readmePolicies returns the policy files the README's shell examples
-// write (cat > NAME.yaml <<'END' ... END), by name: the test runs them
-// verbatim, so the README and the code cannot drift apart.
+// readmePolicies returns the policy files the READMEs' shell examples
+// write (cat > NAME.yaml <<'END' ... END), by README and name: the test
+// runs them verbatim, so the READMEs and the code cannot drift apart.
 func readmePolicies(t *testing.T) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
-	if err != nil {
-		t.Fatalf("the README's policies: %v", err)
-	}
 	re := regexp.MustCompile(`(?m)^cat > (\S+\.yaml) <<'(\w+)'\n((?s:.*?))\n(\w+)$`)
 	out := map[string]string{}
-	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
-		if m[2] != m[4] {
-			t.Fatalf("README heredoc %s: ends with %s, not %s", m[1], m[4], m[2])
+	for _, readme := range []string{"README.md", "README.ko.md"} {
+		b, err := os.ReadFile(filepath.Join(repoRoot, readme))
+		if err != nil {
+			t.Fatalf("the README's policies: %v", err)
 		}
-		out[m[1]] = m[3] + "\n"
-	}
-	for _, want := range []string{"policy.yaml", "gpt-oss.yaml"} {
-		if out[want] == "" {
-			t.Fatalf("README.md has no `cat > %s <<'...'` policy (found %d: %v)", want, len(out), out)
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			if m[2] != m[4] {
+				t.Fatalf("%s heredoc %s: ends with %s, not %s", readme, m[1], m[4], m[2])
+			}
+			out[readme+":"+m[1]] = m[3] + "\n"
+		}
+		for _, want := range []string{"policy.yaml", "gpt-oss.yaml"} {
+			if out[readme+":"+want] == "" {
+				t.Fatalf("%s has no `cat > %s <<'...'` policy (found %d: %v)", readme, want, len(out), out)
+			}
 		}
 	}
 	return out
@@ -342,7 +344,7 @@ func TestServeReadmePolicies(t *testing.T) {
 	writeFile(t, secret, "PRIVATE KEY", 0o600)
 	os.Chmod(home, 0o755)
 	for name, text := range readmePolicies(t) {
-		pol := filepath.Join(realDir(t), name)
+		pol := filepath.Join(realDir(t), filepath.Base(strings.ReplaceAll(name, ":", "-")))
 		writeFile(t, pol, text, 0o644)
 		for _, sub := range []string{"serve", "mcp"} {
 			t.Run(name+"/"+sub, func(t *testing.T) {
