@@ -124,9 +124,11 @@ func (o *Options) defaults() error {
 		return err
 	}
 	if strings.HasPrefix(o.Python, "~") {
-		if o.Python, err = config.Abs(o.Python); err != nil {
+		py, err := config.Abs(o.Python)
+		if err != nil {
 			return fmt.Errorf("--python %s: %w; give the absolute path", o.Python, err)
 		}
+		o.Python = py
 	}
 	if o.Listen == "" {
 		o.Listen = "unix:" + filepath.Join(o.StateDir, "tracecell.sock")
@@ -370,7 +372,7 @@ func (s *Server) startWorker(ctx context.Context) (Worker, string, error) {
 	return w, dir, nil
 }
 
-// probeWorker starts one worker before the server listens; it becomes the
+// probeWorker starts one worker before the server serves; it becomes the
 // pool's first (or is closed when the pool is off), and the pool fills.
 func (s *Server) probeWorker(ctx context.Context) error {
 	w, dir, err := s.startWorker(ctx)
