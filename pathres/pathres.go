@@ -72,7 +72,8 @@ type Result struct {
 	// non-file object: "pipe:[123]", "socket:[45]", "anon_inode:[eventfd]",
 	// "net:[4026531992]", ...
 	Special string
-	// ProcPid is set with Special: the pid of the /proc/<pid> entry whose
+	// ProcPid is set with Special, and for an unlinked file or a memfd
+	// (Path ends in " (deleted)"): the pid of the /proc/<pid> entry whose
 	// magic link named the object (the owner of the file descriptor), so the
 	// caller can tell whether it belongs to the traced tree.
 	ProcPid int
@@ -388,7 +389,7 @@ func (w *walker) magic(next, rest string, pid int) (r Result, obj ID, done bool,
 				return Result{}, ID{}, true, w.linkErr(err)
 			}
 		}
-		return Result{Path: target}, ID{}, true, nil
+		return Result{Path: target, ProcPid: pid}, ID{}, true, nil
 	}
 	obj, err = StatID(next, true)
 	if err != nil {

@@ -273,7 +273,7 @@ func TestResolve(t *testing.T) {
 		{name: "fd of socket", base: "/", p: fdp(uintptr(sp[0])), follow: true, want: Result{Path: procfd(uintptr(sp[0])), Exists: true, Special: sockName, ProcPid: pid}},
 		{name: "fd of eventfd", base: "/", p: fdp(uintptr(efd)), follow: true, want: Result{Path: procfd(uintptr(efd)), Exists: true, Special: "anon_inode:[eventfd]", ProcPid: pid}},
 		{name: "net namespace", base: "/", p: "/proc/self/ns/net", follow: true, want: Result{Path: fmt.Sprintf("/proc/%d/ns/net", pid), Exists: true, Special: netns, ProcPid: pid}},
-		{name: "fd of deleted file", base: "/", p: fdp(del.Fd()), follow: true, want: Result{Path: r("/gone (deleted)")}},
+		{name: "fd of deleted file", base: "/", p: fdp(del.Fd()), follow: true, want: Result{Path: r("/gone (deleted)"), ProcPid: pid}},
 		{name: "fd of deleted file as dir", base: "/", p: fdp(del.Fd()) + "/x", want: Result{Path: r("/gone (deleted)/x"), WalkErr: syscall.ENOENT}},
 		{name: "fd of deleted file dotdot", base: "/", p: fdp(del.Fd()) + "/..", want: Result{Path: root, Exists: true, IsDir: true, WalkErr: syscall.ENOENT}},
 		{name: "closed fd", base: "/", p: "/proc/self/fd/999999", follow: true, want: missing(procfd(999999), 0)},

@@ -37,6 +37,7 @@ const (
 	// RuleForeignABI: a system call of another ABI (int 0x80, x32) killed
 	// its process (decided by the filter and the tracer, never by Decide).
 	RuleForeignABI       = "foreign-abi"
+	RuleUnreachable      = "never-reachable"
 	RuleOutsideTree      = "outside-tree"
 	RuleForbiddenSyscall = "forbidden-syscall"
 	RuleUnresolvedPath   = "unresolved-path"
@@ -137,6 +138,11 @@ func New(cfg Config) (*Policy, error) {
 			return nil, err
 		}
 	}
+	for _, e := range cfg.Unreachable {
+		if err := checkEndpoint(e); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Net > NetAllow {
 		return nil, fmt.Errorf("net mode %v is not deny, loopback or allow", cfg.Net)
 	}
@@ -186,7 +192,75 @@ func copyConfig(c Config) Config {
 	c.AllowExecPatterns = dup(c.AllowExecPatterns)
 	c.Devices = dup(c.Devices)
 	c.Scratch = dup(c.Scratch)
+	if c.Unreachable != nil {
+		c.Unreachable = append([]Endpoint{}, c.Unreachable...)
+	}
 	return c
+}
+
+func checkEndpoint(e Endpoint) error {
+	if e.Unix != "" {
+		if e.Addr != "" || e.Port != 0 {
+			return fmt.Errorf("unreachable endpoint %+v: a unix path or an address and port, not both", e)
+		}
+		return checkPath("unreachable unix socket", e.Unix)
+	}
+	if e.Port < 1 || e.Port > 65535 {
+		return fmt.Errorf("unreachable endpoint %q port %d: want 1 to 65535", e.Addr, e.Port)
+	}
+	if e.Addr != "" {
+		if _, err := netip.ParseAddr(e.Addr); err != nil {
+			return fmt.Errorf("unreachable endpoint %q: %w", e.Addr, err)
+		}
+	}
+	return nil
+}
+
+// unreachable returns the never-reachable endpoint a connect or send
+// reaches, if any. A path socket is matched by its resolved path (a
+// symlink to it resolves to it; a hard link to it is a link of a file
+// outside the writable roots, which the tree cannot make). An inet address
+// matches a listener on it, on every address (Addr "", 0.0.0.0, ::), and
+// 0.0.0.0 or :: match every listener: connecting to them reaches the
+// loopback address (see decideInet), which is conservative for a listener
+// on another local address.
+func (p *Policy) unreachable(op *Op) (Endpoint, bool) {
+	if op.Kind != syscalls.KindConnect || len(p.cfg.Unreachable) == 0 {
+		return Endpoint{}, false
+	}
+	switch op.Family {
+	case "unix":
+		if op.Abstract || len(op.Paths) == 0 || op.Paths[0].Special != "" {
+			return Endpoint{}, false
+		}
+		res := op.Paths[0].Resolved
+		for _, e := range p.cfg.Unreachable {
+			if e.Unix != "" && e.Unix == res {
+				return e, true
+			}
+		}
+	case "inet", "inet6", "", "unspec":
+		// AF_UNSPEC: UDP takes it as AF_INET (see decideNet); a send to
+		// an unparsable address reaches nothing of ours.
+		ip, err := netip.ParseAddr(op.Addr)
+		if err != nil {
+			return Endpoint{}, false
+		}
+		ip = ip.Unmap()
+		for _, e := range p.cfg.Unreachable {
+			if e.Unix != "" || e.Port != op.Port {
+				continue
+			}
+			if e.Addr == "" || ip.IsUnspecified() {
+				return e, true
+			}
+			ea, err := netip.ParseAddr(e.Addr)
+			if err == nil && (ea.Unmap() == ip || ea.IsUnspecified()) {
+				return e, true
+			}
+		}
+	}
+	return Endpoint{}, false
 }
 
 // Config returns a copy of the effective configuration.
@@ -226,7 +300,7 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 	case k.ChecksAsWrite():
 		return p.decideFS(op, l)
 	case k == syscalls.KindRead:
-		return p.decideRead(op)
+		return p.decideRead(op, l)
 	case k == syscalls.KindExec:
 		return p.decideExec(op)
 	case k == syscalls.KindConnect || k == syscalls.KindBind:
@@ -532,7 +606,7 @@ func nameOf(op *Op) string {
 // Deny-read always applies; with ReadRoots set, reads are confined to the
 // read, write, runtime and scratch roots, the device files, and /proc
 // (process information the runtime itself reads: /proc/self/maps, cpuinfo).
-func (p *Policy) decideRead(op *Op) Decision {
+func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 	for i := range op.Paths {
 		pa := &op.Paths[i]
 		if pa.Special != "" {
@@ -542,6 +616,9 @@ func (p *Policy) decideRead(op *Op) Decision {
 			return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("%s belongs to %s outside the traced tree", pa.Special, procOwner(pa.Resolved)))
 		}
 		res := pa.Resolved
+		if pa.HeldOutside {
+			return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("%s is an unlinked file or memfd held open by a process outside the traced tree", res))
+		}
 		if pa.ProcOutside {
 			if name, secret := procSecret(res); secret {
 				return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("the %s of %s, a process outside the traced tree, is not readable", name, procOwner(res)))
@@ -552,6 +629,11 @@ func (p *Policy) decideRead(op *Op) Decision {
 		}
 		if d, ok := p.denyRead(res); ok {
 			return d
+		}
+		if p.cfg.PrivateScratch {
+			if s, ok := p.scratchDir(res); ok && res != s && (l == nil || !l.Owned(res)) {
+				return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree: the entries of the scratch dir %s are private to the tree that made them (another session's shared memory?)", s))
+			}
 		}
 		// Another terminal of the user read-only still gives its input
 		// (what someone types in another ssh session) and, with ioctls,
@@ -655,6 +737,21 @@ func (p *Policy) decideNet(op *Op, l Ledger) Decision {
 		verb = "bind to"
 	} else if isSend(op.Syscall) {
 		verb = "send to"
+	}
+	if e, ok := p.unreachable(op); ok {
+		target := e.Unix
+		if target == "" {
+			ip, _ := netip.ParseAddr(op.Addr)
+			target = netip.AddrPortFrom(ip, uint16(op.Port)).String()
+		}
+		what := e.What
+		if what == "" {
+			what = "a socket of the program that runs the sandbox"
+		}
+		if isSend(op.Syscall) {
+			verb = "send to"
+		}
+		return deny(syscall.EACCES, RuleUnreachable, fmt.Sprintf("%s %s is never allowed, whatever the network policy: it is %s", verb, target, what))
 	}
 	switch op.Family {
 	case "unix":

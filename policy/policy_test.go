@@ -1209,3 +1209,135 @@ func TestDecideSubvolCreate(t *testing.T) {
 		})
 	}
 }
+
+// TestUnreachableEndpoints: the listeners named in Config.Unreachable are
+// denied to connect and send in every net mode; other addresses and ports,
+// binds, and a disconnect are decided as before.
+func TestUnreachableEndpoints(t *testing.T) {
+	C, B := syscalls.KindConnect, syscalls.KindBind
+	eps := []Endpoint{
+		{Unix: "/var/tmp/tc/tracecell.sock", What: "the server"},
+		{Addr: "127.0.0.1", Port: 8765},
+		{Port: 9000},             // every interface
+		{Addr: "::", Port: 9100}, // every interface, as ln.Addr gives it
+		{Addr: "::1", Port: 9200},
+	}
+	cases := []struct {
+		name string
+		op   Op
+		hit  bool
+	}{
+		{"unix socket", Op{Kind: C, Syscall: "connect", Family: "unix", Paths: []Path{ex("/var/tmp/tc/tracecell.sock")}}, true},
+		{"unix sendto", Op{Kind: C, Syscall: "sendto", Family: "unix", Paths: []Path{ex("/var/tmp/tc/tracecell.sock")}}, true},
+		{"unix other socket", Op{Kind: C, Family: "unix", Paths: []Path{ex("/var/tmp/tc/other.sock")}}, false},
+		{"unix bind", Op{Kind: B, Family: "unix", Paths: []Path{ex("/var/tmp/tc/tracecell.sock")}}, false},
+		{"abstract", Op{Kind: C, Family: "unix", Abstract: true, Addr: "@/var/tmp/tc/tracecell.sock"}, false},
+		{"loopback port", Op{Kind: C, Family: "inet", Addr: "127.0.0.1", Port: 8765}, true},
+		{"v4-mapped", Op{Kind: C, Family: "inet6", Addr: "::ffff:127.0.0.1", Port: 8765}, true},
+		{"unspecified reaches loopback", Op{Kind: C, Family: "inet", Addr: "0.0.0.0", Port: 8765}, true},
+		{"unspecified v6", Op{Kind: C, Family: "inet6", Addr: "::", Port: 9200}, true},
+		{"other loopback address", Op{Kind: C, Family: "inet", Addr: "127.0.0.2", Port: 8765}, false},
+		{"other port", Op{Kind: C, Family: "inet", Addr: "127.0.0.1", Port: 8766}, false},
+		{"wildcard listener, any address", Op{Kind: C, Family: "inet", Addr: "10.1.2.3", Port: 9000}, true},
+		{"wildcard listener as ::", Op{Kind: C, Family: "inet", Addr: "192.168.0.7", Port: 9100}, true},
+		{"udp sendto", Op{Kind: C, Syscall: "sendto", Family: "inet", Addr: "127.0.0.1", Port: 8765}, true},
+		{"AF_UNSPEC send", Op{Kind: C, Syscall: "sendmsg", Family: "unspec", Addr: "127.0.0.1", Port: 8765}, true},
+		{"disconnect", Op{Kind: C, Syscall: "connect", Family: "unspec"}, false},
+		{"bind to the port", Op{Kind: B, Family: "inet", Addr: "127.0.0.1", Port: 8765}, false},
+	}
+	for _, net := range []NetMode{NetDeny, NetLoopback, NetAllow} {
+		c := baseConfig()
+		c.Net = net
+		plain := mustNew(t, c)
+		c.Unreachable = eps
+		p := mustNew(t, c)
+		for _, tc := range cases {
+			t.Run(net.String()+"/"+tc.name, func(t *testing.T) {
+				d := p.Decide(&tc.op, owned)
+				if !tc.hit {
+					if want := plain.Decide(&tc.op, owned); d.Allow != want.Allow || d.Rule != want.Rule {
+						t.Fatalf("Decide = %+v, want as without the endpoints: %+v", d, want)
+					}
+					return
+				}
+				if d.Allow || d.Rule != RuleUnreachable || d.Errno != syscall.EACCES || !strings.Contains(d.Reason, "never allowed") {
+					t.Fatalf("Decide = %+v, want %s", d, RuleUnreachable)
+				}
+			})
+		}
+	}
+	c := baseConfig()
+	c.Unreachable = eps[:1]
+	d := mustNew(t, c).Decide(&cases[0].op, nil)
+	if want := "connect to /var/tmp/tc/tracecell.sock is never allowed, whatever the network policy: it is the server"; d.Reason != want {
+		t.Errorf("reason %q, want %q", d.Reason, want)
+	}
+	for _, bad := range []Endpoint{{Unix: "rel.sock"}, {Unix: "/a/../b"}, {Port: 0}, {Addr: "127.0.0.1", Port: 70000}, {Addr: "nope", Port: 1}, {Unix: "/s", Port: 1}} {
+		c := baseConfig()
+		c.Unreachable = []Endpoint{bad}
+		if _, err := New(c); err == nil {
+			t.Errorf("New accepted the endpoint %+v", bad)
+		}
+	}
+}
+
+// TestPrivateScratch: with PrivateScratch, the scratch directory's entries
+// are readable only when the tree made them (a session server's sessions
+// share /dev/shm); the directory itself and everything else read as before.
+func TestPrivateScratch(t *testing.T) {
+	c := baseConfig()
+	open := mustNew(t, c)
+	c.PrivateScratch = true
+	priv := mustNew(t, c)
+	if !c.ChecksReads() {
+		t.Fatal("ChecksReads is false with PrivateScratch: the tracer would not trap read-only opens")
+	}
+	for _, tc := range []struct {
+		path   string
+		l      Ledger
+		denied bool
+	}{
+		{"/dev/shm/mine", owned, false},
+		{"/dev/shm/mydir/x", owned, false},
+		{"/dev/shm", owned, false},
+		{"/dev/shm/psm_other", owned, true},
+		{"/dev/shm/sem.other", nil, true},
+		{"/dev/shm/mine", nil, true},
+		{"/etc/hosts", nil, false},
+		{"/srv/sbx/data.csv", nil, false},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			op := &Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{ex(tc.path)}}
+			if d := open.Decide(op, tc.l); !d.Allow {
+				t.Fatalf("without PrivateScratch: %+v", d)
+			}
+			d := priv.Decide(op, tc.l)
+			if d.Allow == tc.denied {
+				t.Fatalf("Decide = %+v, want denied %v", d, tc.denied)
+			}
+			if tc.denied && (d.Rule != RuleScratchNotOwned || d.Errno != syscall.EACCES || !strings.Contains(d.Reason, "/dev/shm")) {
+				t.Fatalf("denial %+v", d)
+			}
+		})
+	}
+}
+
+// TestHeldOutside: an unlinked file or memfd reached through /proc/<pid>/fd
+// of a process outside the tree (another session's worker) is denied; the
+// tree's own is read as before.
+func TestHeldOutside(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	for _, tc := range []struct {
+		path    Path
+		allowed bool
+	}{
+		{Path{Resolved: "/memfd:secret (deleted)", HeldOutside: true}, false},
+		{Path{Resolved: "/tmp/x (deleted)", HeldOutside: true}, false},
+		{Path{Resolved: "/memfd:mine (deleted)"}, true},
+	} {
+		d := p.Decide(&Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{tc.path}}, nil)
+		if d.Allow != tc.allowed || (!d.Allow && d.Rule != RuleProcRead) {
+			t.Errorf("%+v: %+v", tc.path, d)
+		}
+	}
+}

@@ -92,6 +92,35 @@ type Config struct {
 	Devices           []string `json:"devices"` // path.Match patterns of writable device files
 	Scratch           []string `json:"scratch"` // create-only directories (default /dev/shm)
 	Mode              Mode     `json:"mode"`
+	// PrivateScratch: the entries of the scratch directories are readable
+	// only if the tree created them (Ledger), as they are writable. For a
+	// session server, whose sessions share /dev/shm: one session's POSIX
+	// shared memory and semaphores are not another's to read. The tracer
+	// checks read-only opens when it is set (ChecksReads).
+	PrivateScratch bool `json:"private_scratch,omitempty"`
+	// Unreachable are endpoints the tree may never connect or send to,
+	// whatever Net says: the listeners of the program that runs the tree
+	// (the session server's own sockets, which would let a session drive
+	// every other one).
+	Unreachable []Endpoint `json:"unreachable,omitempty"`
+}
+
+// ChecksReads reports whether some read-only opens may be denied (read
+// roots, deny-read paths, private scratch): the tracer must then trap them.
+func (c Config) ChecksReads() bool {
+	return c.ReadRoots != nil || len(c.DenyRead) > 0 || c.PrivateScratch
+}
+
+// Endpoint is one never-reachable listener: a Unix socket path, or a TCP
+// or UDP port on one address or, when Addr is empty or unspecified (0.0.0.0,
+// ::, a listener on every interface), on every address.
+type Endpoint struct {
+	Unix string `json:"unix,omitempty"` // absolute, clean, symlinks expanded
+	Addr string `json:"addr,omitempty"` // an IP address
+	Port int    `json:"port,omitempty"`
+	// What the endpoint is, for the reason of a denial ("the session
+	// server's own socket").
+	What string `json:"what,omitempty"`
 }
 
 // Path is one path argument of an operation.
@@ -116,6 +145,12 @@ type Path struct {
 	// of a process outside the traced tree (its environment, command line
 	// and memory hold other programs' secrets).
 	ProcOutside bool `json:"-"`
+	// HeldOutside is set by the tracer when Resolved is an unlinked file or
+	// a memfd (a " (deleted)" link text) reached through /proc/<pid>/fd of
+	// a process outside the traced tree: that process's private memory or
+	// scratch file (another session's), with no name the policy could
+	// decide by.
+	HeldOutside bool `json:"-"`
 	// OwnPty is set by the tracer when Resolved is a pty slave (PtySlave)
 	// that the traced tree may write: one it created itself (recorded at
 	// its TIOCGPTN by index and inode identity), or the terminal of

@@ -45,6 +45,7 @@ trap 'rm -rf "$work"' EXIT
 chmod 755 "$work"
 mkdir -p "$work/repo/$pkg" "$work/tmp"
 cp -r "$repo/testdata" "$repo/api" "$work/repo/"
+cp "$repo/README.md" "$repo/README.ko.md" "$work/repo/" # integration: the READMEs' policies are run verbatim
 cp "$repo/$pkg"/*.go "$work/repo/$pkg/" # some tests read their package's sources
 cp "$test_bin" "$work/repo/$pkg/$name.test"
 tc=()

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tracecell/tracecell/policy"
 )
 
 // listen opens the listener. A Unix socket is 0600 from the moment it
@@ -88,7 +90,20 @@ func listenUnix(path string) (net.Listener, string, func(), error) {
 			os.Remove(path)
 		}
 	}
-	return ln, "unix:" + path, cleanup, nil
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		ln.Close()
+		cleanup()
+		return nil, "", nil, fmt.Errorf("--listen unix:%s: %w", path, err)
+	}
+	return &pathListener{ln, abs}, "unix:" + path, cleanup, nil
+}
+
+// pathListener is a Unix listener with the path clients connect to (its
+// Addr names the temporary bind path, see bindPrivate).
+type pathListener struct {
+	net.Listener
+	path string
 }
 
 // beforeLink runs between the bind and the link into place; tests use it to
@@ -139,4 +154,38 @@ func bindPrivate(path string) (net.Listener, error) {
 		return nil, fmt.Errorf("link the socket into place: %w", err)
 	}
 	return ln, nil
+}
+
+// serverSocket names the server's listeners in a denial's reason.
+const serverSocket = "the session server's own socket: code in a session may never use it (it could drive every other session)"
+
+// listenerEndpoints are the addresses at which ln is reached, for the
+// workers' policy (policy.Config.Unreachable): a Unix socket by its path,
+// symlinks in its directory expanded as the tracer resolves a connect's
+// path; a TCP listener by its bound address and port (an unspecified one,
+// every interface, matches every address).
+func listenerEndpoints(ln net.Listener) ([]policy.Endpoint, error) {
+	switch a := ln.Addr().(type) {
+	case *net.TCPAddr:
+		e := policy.Endpoint{Port: a.Port, What: serverSocket}
+		if !a.IP.IsUnspecified() {
+			e.Addr = a.IP.String()
+		}
+		return []policy.Endpoint{e}, nil
+	case *net.UnixAddr:
+		// The listener's own Addr is the temporary bind path
+		// (bindPrivate); clients reach the socket at the path it was
+		// linked to.
+		pl, ok := ln.(*pathListener)
+		if !ok {
+			return nil, fmt.Errorf("listener %s: its socket path is unknown", a.Name)
+		}
+		path := pl.path
+		dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+		if err != nil {
+			return nil, fmt.Errorf("--listen unix:%s: %w", path, err)
+		}
+		return []policy.Endpoint{{Unix: filepath.Join(dir, filepath.Base(path)), What: serverSocket}}, nil
+	}
+	return nil, fmt.Errorf("listener %s: %T is neither TCP nor a Unix socket", ln.Addr(), ln.Addr())
 }

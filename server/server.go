@@ -120,6 +120,16 @@ func (o *Options) defaults() error {
 		return fmt.Errorf("--state-dir %s: %w", o.StateDir, err)
 	}
 	o.StateDir = a
+	if o.Settings, err = absSettings(o.Settings); err != nil {
+		return err
+	}
+	if strings.HasPrefix(o.Python, "~") {
+		py, err := config.Abs(o.Python)
+		if err != nil {
+			return fmt.Errorf("--python %s: %w; give the absolute path", o.Python, err)
+		}
+		o.Python = py
+	}
 	if o.Listen == "" {
 		o.Listen = "unix:" + filepath.Join(o.StateDir, "tracecell.sock")
 	}
@@ -158,13 +168,67 @@ type Server struct {
 	oneshots int // running one-shot executions (count against MaxSessions)
 	closed   bool
 
+	// unreachable are the server's own listeners, which no worker may
+	// connect to whatever the net policy (set by Run before any worker
+	// starts; a Server from New has no listener of its own).
+	unreachable []policy.Endpoint
+
 	bg     sync.WaitGroup // pool refills, restarts, the reaper
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
+// absSettings makes every path of the operator's policy absolute, with a
+// leading "~" expanded, once, here: the worker-hosts that apply the policy
+// get a clean environment without HOME (worker.hostEnviron) and their own
+// working directory is not the operator's to rely on. An allow_exec entry
+// without a slash stays a name looked up in PATH.
+func absSettings(st config.Settings) (config.Settings, error) {
+	abs := func(key string, list []string, onlyHome bool) ([]string, error) {
+		if list == nil {
+			return nil, nil
+		}
+		out := make([]string, 0, len(list))
+		for _, p := range list {
+			if p != "" && (!onlyHome || p == "~" || strings.HasPrefix(p, "~/")) {
+				a, err := config.Abs(p)
+				if err != nil {
+					return nil, fmt.Errorf("policy %s %s: %w; give the absolute path, or start the server with HOME set", key, p, err)
+				}
+				p = a
+			}
+			out = append(out, p)
+		}
+		return out, nil
+	}
+	var err error
+	for _, f := range []struct {
+		key      string
+		list     *[]string
+		onlyHome bool
+	}{
+		{"write", &st.Write, false}, {"read", &st.Read, false}, {"deny_read", &st.DenyRead, false},
+		{"scratch", &st.Scratch, false}, {"allow_exec", &st.AllowExec, true},
+	} {
+		if *f.list, err = abs(f.key, *f.list, f.onlyHome); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
+
 // New checks opts, creates the state directory, and starts filling the pool.
 func New(opts Options) (*Server, error) {
+	s, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	s.pool.refill()
+	return s, nil
+}
+
+// newServer is New without filling the pool.
+func newServer(opts Options) (*Server, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
@@ -191,7 +255,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metrics.init()
 	s.pool = newPool(s, opts.PoolSize)
-	s.pool.refill()
 	if opts.IdleTimeout > 0 {
 		s.bg.Add(1)
 		go s.reaper()
@@ -256,6 +319,9 @@ func readPolicy(opts Options) (*policy.Policy, error) {
 		}
 	}
 	plan.Policy.WriteRoots[0] = opts.StateDir
+	// As in every worker (worker.host): a scratch entry is no session's to
+	// copy from but its maker's, and the server knows no maker.
+	plan.Policy.PrivateScratch = true
 	return policy.New(plan.Policy)
 }
 
@@ -269,7 +335,7 @@ func (s *Server) hostConfig(sandbox string) worker.HostConfig {
 	return worker.HostConfig{
 		Settings: st, Sandbox: sandbox, Python: s.opts.Python,
 		Preload: s.opts.Preload, MaxOutput: s.opts.MaxOutput, Grace: s.opts.Grace,
-		DefaultTimeout: s.opts.ExecTimeout,
+		DefaultTimeout: s.opts.ExecTimeout, Unreachable: s.unreachable,
 	}
 }
 
@@ -304,6 +370,21 @@ func (s *Server) startWorker(ctx context.Context) (Worker, string, error) {
 		return nil, "", err
 	}
 	return w, dir, nil
+}
+
+// probeWorker starts one worker before the server serves; it becomes the
+// pool's first (or is closed when the pool is off), and the pool fills.
+func (s *Server) probeWorker(ctx context.Context) error {
+	w, dir, err := s.startWorker(ctx)
+	if err != nil {
+		return fmt.Errorf("no Python worker can start, so no session could run (fix the cause and start the server again): %w", err)
+	}
+	if !s.pool.adopt(w, dir) {
+		w.Close()
+		s.removeSandbox(dir, s.log)
+	}
+	s.pool.refill()
+	return nil
 }
 
 // startOn starts a worker on an existing sandbox.
@@ -425,23 +506,43 @@ func Run(ctx context.Context, opts Options) error {
 	if err := checkListen(opts); err != nil {
 		return err // before any worker starts
 	}
-	s, err := New(opts)
+	s, err := newServer(opts)
 	if err != nil {
 		return err
 	}
-	handler := s.Handler()
-	if opts.Handler != nil {
-		if handler, err = opts.Handler(s); err != nil {
-			s.Close()
-			return err
-		}
-	}
+	// The listener first: every worker's policy names it as never
+	// reachable (its real address: port 0 and "localhost" are resolved by
+	// the bind). Nothing is served before the probe below.
 	ln, addr, cleanup, err := listen(s.opts)
 	if err != nil {
 		s.Close()
 		return err
 	}
 	defer cleanup()
+	if s.unreachable, err = listenerEndpoints(ln); err != nil {
+		ln.Close()
+		s.Close()
+		return err
+	}
+	// A server whose workers cannot start (no Python, a policy a
+	// worker-host cannot apply, a preload that kills the interpreter)
+	// says so now, and never serves, rather than fail every request.
+	if err := s.probeWorker(ctx); err != nil {
+		ln.Close()
+		s.Close()
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return err
+	}
+	handler := s.Handler()
+	if opts.Handler != nil {
+		if handler, err = opts.Handler(s); err != nil {
+			ln.Close()
+			s.Close()
+			return err
+		}
+	}
 	name := opts.Name
 	if name == "" {
 		name = "tracecell serve"

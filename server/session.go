@@ -258,6 +258,19 @@ func (p *pool) startOne() {
 	p.mu.Unlock()
 }
 
+// adopt adds a started worker to the pool if it has room; false: it has
+// none (the caller closes the worker).
+func (p *pool) adopt(w Worker, dir string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed || len(p.ready)+p.starting >= p.size {
+		return false
+	}
+	p.ready = append(p.ready, pooled{w, dir})
+	p.s.metrics.poolReady.Store(int64(len(p.ready)))
+	return true
+}
+
 // take returns a ready worker and its sandbox, or starts one synchronously
 // when the pool is empty; then refills the pool in the background.
 func (p *pool) take(ctx context.Context) (Worker, string, error) {

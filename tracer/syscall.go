@@ -683,6 +683,9 @@ func (t *tracer) fill(c *call, p policy.Path, r pathres.Result, err error) (poli
 	if pid, ok := procPid(r.Path); ok {
 		p.ProcOutside = !t.pidInTree(pid)
 	}
+	// An unlinked file or memfd of another process (another session's
+	// worker) reached through its /proc/<pid>/fd/N.
+	p.HeldOutside = r.Special == "" && r.ProcPid != 0 && !t.pidInTree(r.ProcPid)
 	if r.Exists && r.Special == "" && policy.PtySlave(r.Path) {
 		p.OwnPty = t.ptys.owns(r.Path)
 	}

@@ -87,6 +87,13 @@ type Config struct {
 	// the zero value keeps none). Without capabilities (a non-root
 	// tracecell) there is nothing to drop and this does nothing.
 	KeepCaps caps.Set
+	// OnStart, if set, is called once, on the tracer thread, with the pid
+	// of the command's process as soon as it is traced, before it runs any
+	// code of the command. It is the tracer's own knowledge (it forked that
+	// process), for callers that signal the command: what the command says
+	// about itself (a pid in a message) is its own claim, which its start-up
+	// files can forge.
+	OnStart func(pid int)
 }
 
 // Result is what a run produced.
@@ -155,11 +162,15 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		return nil, &StartError{125, err}
 	}
 	pc := cfg.Policy.Config()
+	// Never-reachable endpoints (the session server's sockets) are checked
+	// whatever the net mode: connect and send are trapped then even under
+	// --net allow.
+	trapNet := pc.Net != policy.NetAllow || len(pc.Unreachable) > 0
 	fopts := filter.Options{
 		Table:         syscalls.Native(),
-		TrapReadOpens: cfg.TraceAll || pc.ReadRoots != nil || len(pc.DenyRead) > 0,
+		TrapReadOpens: cfg.TraceAll || pc.ChecksReads(),
 		TrapAllClones: cfg.MaxProcs > 0,
-		TrapNet:       pc.Net != policy.NetAllow,
+		TrapNet:       trapNet,
 		PathPage:      usePathPage(cfg),
 	}
 	prog, err := filter.Raw(fopts)
@@ -396,7 +407,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		trapNet:      cfg.Policy.Config().Net != policy.NetAllow,
 		loopback:     cfg.Policy.Config().Net == policy.NetLoopback,
-		readsChecked: cfg.Policy.Config().ReadRoots != nil || len(cfg.Policy.Config().DenyRead) > 0,
+		readsChecked: cfg.Policy.Config().ChecksReads(),
 		chainLeft:    len(cfg.InitialChain) > 0,
 		pathPage:     usePathPage(cfg),
 		seccompBase:  -1,
@@ -503,6 +514,9 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	t.tasks[t.rootPid].attached = true
 	t.counts.Processes = 1
 	t.counts.Threads = 1
+	if t.cfg.OnStart != nil {
+		t.cfg.OnStart(pid)
+	}
 
 	// The killer stops the tree on timeout or cancellation. It only sends
 	// signals, so it may run on any thread.

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 )
 
@@ -49,6 +50,9 @@ type HostConfig struct {
 	DefaultTimeout time.Duration `json:"default_timeout,omitempty"`
 	// MaxArtifacts caps the artifacts listed per execution (0: 200).
 	MaxArtifacts int `json:"max_artifacts,omitempty"`
+	// Unreachable are endpoints the worker's tree may never connect or
+	// send to, whatever Settings.Net says: the server's own listeners.
+	Unreachable []policy.Endpoint `json:"unreachable,omitempty"`
 }
 
 // ExecRequest is one execution.

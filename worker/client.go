@@ -202,7 +202,7 @@ func (p *Proc) readMessages(r *os.File) {
 	if max <= 0 {
 		max = defaultMaxOutput
 	}
-	if readJSONLines(r, p.log, "the worker-host", maxHostLine(max), p.dispatch) != nil {
+	if readJSONLines(r, p.log, "the worker-host", maxHostLine(max), false, func(m *hostMessage) error { p.dispatch(m); return nil }) != nil {
 		// The host broke the protocol: it is of no further use.
 		p.setLost(fmt.Sprintf("worker-host %d sent a message longer than %d bytes; it was killed", p.hostPid, maxHostLine(max)))
 		go p.kill()
@@ -213,12 +213,16 @@ func (p *Proc) readMessages(r *os.File) {
 var errLineTooLong = errors.New("message line too long")
 
 // readJSONLines decodes one JSON object per line of r and hands each to f,
-// until r ends; a line that does not decode is logged (naming its sender)
-// and skipped. A line longer than max bytes is not buffered: reading stops
+// until r ends. A line longer than max bytes is not buffered: reading stops
 // and errLineTooLong is returned (the sender is broken or hostile: the
 // worker's fd 4 is writable by the code it runs, and a line it never ends
 // would otherwise grow the reader's memory without bound).
-func readJSONLines[T any](r io.Reader, log zerolog.Logger, from string, max int, f func(*T)) error {
+//
+// A line that does not decode into T is logged (naming its sender) and
+// skipped unless strict: then unknown fields are refused too, and reading
+// stops with the decoding error, as it does with the first error f returns
+// (the sender broke the protocol: nothing it says after is believed).
+func readJSONLines[T any](r io.Reader, log zerolog.Logger, from string, max int, strict bool, f func(*T) error) error {
 	br := bufio.NewReaderSize(r, 1<<16)
 	var line []byte
 	for {
@@ -233,10 +237,23 @@ func readJSONLines[T any](r io.Reader, log zerolog.Logger, from string, max int,
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			m := new(T)
-			if jerr := json.Unmarshal(line, m); jerr != nil {
+			dec := json.NewDecoder(bytes.NewReader(line))
+			if strict {
+				dec.DisallowUnknownFields()
+			}
+			jerr := dec.Decode(m)
+			if jerr == nil && len(bytes.TrimSpace(line[dec.InputOffset():])) > 0 {
+				jerr = errors.New("more than one JSON value on the line")
+			}
+			switch {
+			case jerr != nil && strict:
+				return fmt.Errorf("a message that is not the protocol's (%d bytes): %w", len(line), jerr)
+			case jerr != nil:
 				log.Error().Err(jerr).Int("bytes", len(line)).Msg("bad message from " + from)
-			} else {
-				f(m)
+			default:
+				if ferr := f(m); ferr != nil {
+					return ferr
+				}
 			}
 		}
 		if err != nil {

@@ -13,6 +13,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/procstat"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/tracer"
@@ -167,6 +172,7 @@ type host struct {
 	stderr *stream
 
 	runDone   chan runOutcome
+	ran       *runOutcome // what runDone gave, once taken during start (waitRun)
 	cancelRun context.CancelFunc
 
 	evMu      sync.Mutex
@@ -236,7 +242,7 @@ func (h *host) run(in *bufio.Reader) int {
 		h.fatal(err)
 		if h.cancelRun != nil {
 			h.cancelRun()
-			<-h.runDone
+			h.waitRun()
 		}
 		return 1
 	}
@@ -324,14 +330,24 @@ func (h *host) start() (*Info, error) {
 			py = "/usr/bin/python3"
 		}
 	}
-	// -u: unbuffered stdout/stderr, so the order of Python's and C's writes
-	// is kept; -B: no .pyc writes (they would be denials outside the
+	// -I: isolated (Python 3.4+): no user site-packages, no PYTHON*
+	// variables, not the script's directory on sys.path. HOME is the
+	// sandbox, so a usercustomize.py or .pth that the code left under
+	// ~/.local would otherwise run in the next worker before worker.py
+	// (worker.py puts the sandbox and PYTHONPATH on sys.path after its
+	// hello). -u: unbuffered stdout/stderr, so the order of Python's and C's
+	// writes is kept; -B: no .pyc writes (they would be denials outside the
 	// sandbox and artifacts inside it).
-	argv := []string{py, "-u", "-B", script}
+	argv := []string{py, "-I", "-u", "-B", script}
 	plan, err := config.Build(&s, argv, os.Environ())
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: %w", os.Getpid(), err)
 	}
+	plan.Policy.Unreachable = h.cfg.Unreachable
+	// A worker is one session among others that share the scratch
+	// directories (/dev/shm): what another session made there (its
+	// multiprocessing shared memory) is not this one's to read.
+	plan.Policy.PrivateScratch = true
 	pol, err := policy.New(plan.Policy)
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: policy: %w", os.Getpid(), err)
@@ -370,8 +386,14 @@ func (h *host) start() (*Info, error) {
 	h.protoErr = make(chan string, 1)
 	go h.readResponses(respR)
 
+	// The worker's pid is the tracer's: it forked the process. The pid in
+	// the hello is the worker's own claim, which code that ran before it
+	// can forge (and signalling a forged pid at a timeout would interrupt
+	// any process of the user: the server itself).
+	startedPid := make(chan int, 1)
 	tcfg := &tracer.Config{
-		Path: plan.Path, Argv: plan.Argv, Env: plan.Env, Dir: plan.Cwd, Policy: pol,
+		OnStart: func(pid int) { startedPid <- pid },
+		Path:    plan.Path, Argv: plan.Argv, Env: plan.Env, Dir: plan.Cwd, Policy: pol,
 		MaxProcs: plan.MaxProcs, NoFreeze: plan.NoFreeze, KeepCaps: plan.KeepCaps, OnEvent: h.onEvent,
 		Stdin: nil, Stdout: outW, Stderr: errW,
 		ExtraFiles: []*os.File{reqR, respW},
@@ -401,17 +423,36 @@ func (h *host) start() (*Info, error) {
 	var hello *workerMsg
 	select {
 	case m, ok := <-h.resps:
-		if !ok || !m.Hello {
-			o := <-h.runDone
-			return nil, h.startFailure(o, "the worker did not say hello")
+		if !ok {
+			// fd 4 ended: the worker died (or broke the protocol).
+			return nil, h.endedEarly("the worker did not say hello")
+		}
+		if !m.Hello {
+			h.cancelRun()
+			return nil, h.startFailure(h.waitRun(), "the worker's first message was not its hello; it was killed")
 		}
 		hello = m
+	case why := <-h.protoErr:
+		h.cancelRun()
+		h.waitRun()
+		return nil, fmt.Errorf("worker-host %d: start the worker: %s", os.Getpid(), why)
 	case o := <-h.runDone:
+		h.ran = &o
 		return nil, h.startFailure(o, "the worker did not start")
 	}
-	h.workerPid = hello.Pid
+	select {
+	case h.workerPid = <-startedPid:
+	default:
+		// The tracer reports the pid before the process runs: a hello
+		// without it came from no process of ours.
+		return nil, fmt.Errorf("worker-host %d: a hello before the tracer started the worker", os.Getpid())
+	}
+	if hello.Pid != h.workerPid {
+		h.log.Warn().Int("worker_pid", h.workerPid).Int("claimed_pid", hello.Pid).
+			Msg("the worker's hello names another pid than the process the tracer started (start-up code changed it?); the tracer's is used")
+	}
 	info := &Info{
-		HostPid: os.Getpid(), WorkerPid: hello.Pid, Python: hello.Python, PythonVersion: hello.Version,
+		HostPid: os.Getpid(), WorkerPid: h.workerPid, Python: hello.Python, PythonVersion: hello.Version,
 		Sandbox: sbx, Started: time.Now().UTC(), Preloaded: []string{},
 	}
 	if len(h.cfg.Preload) > 0 {
@@ -421,13 +462,23 @@ func (h *host) start() (*Info, error) {
 		var m *workerMsg
 		select {
 		case m = <-h.resps:
+		case why := <-h.protoErr:
+			h.cancelRun()
+			h.waitRun()
+			return nil, fmt.Errorf("worker %d: preload: %s", h.workerPid, why)
 		case o := <-h.runDone:
+			h.ran = &o
 			return nil, h.startFailure(o, "the worker died while preloading "+fmt.Sprint(h.cfg.Preload))
 		}
 		if m == nil {
-			o := <-h.runDone
-			return nil, h.startFailure(o, "the worker died while preloading "+fmt.Sprint(h.cfg.Preload))
+			return nil, h.endedEarly("the worker died while preloading " + fmt.Sprint(h.cfg.Preload))
 		}
+		if m.Hello || m.Started != nil || m.ID != nil || (m.Preloaded == nil && m.Error == nil) {
+			h.cancelRun()
+			h.waitRun()
+			return nil, fmt.Errorf("worker %d: preload: the worker answered with another message than the preload's (the code of a module wrote to fd 4?)", h.workerPid)
+		}
+		m.Preloaded, m.PreloadErrors = h.checkPreload(m.Preloaded, m.PreloadErrors)
 		out, _, _ := h.stdout.take(markerWait)
 		errb, _, _ := h.stderr.take(markerWait)
 		if len(out) > 0 || len(errb) > 0 {
@@ -447,6 +498,61 @@ func (h *host) start() (*Info, error) {
 	// Events during start-up (none expected) are not any execution's.
 	h.takeEvents()
 	return info, nil
+}
+
+// endedEarly is the start-up error once the worker's fd 4 reached EOF:
+// the protocol violation that ended the reading, or how the worker ended
+// (this host holds a write end of fd 4 until the tracer returns, so EOF
+// means the tree is gone).
+func (h *host) endedEarly(what string) error {
+	select {
+	case why := <-h.protoErr:
+		h.cancelRun()
+		h.waitRun()
+		return fmt.Errorf("worker-host %d: start the worker: %s", os.Getpid(), why)
+	default:
+	}
+	return h.startFailure(h.waitRun(), what)
+}
+
+// waitRun waits for the tracer's end during start-up (once: the outcome is
+// kept for the next caller).
+func (h *host) waitRun() runOutcome {
+	if h.ran == nil {
+		o := <-h.runDone
+		h.ran = &o
+	}
+	return *h.ran
+}
+
+// checkPreload keeps of a preload response only the modules the host asked
+// for, with their errors capped: the response is the worker's word, and a
+// module's import code runs in the worker.
+func (h *host) checkPreload(done []string, errs map[string]string) ([]string, map[string]string) {
+	asked := map[string]bool{}
+	for _, m := range h.cfg.Preload {
+		asked[m] = true
+	}
+	var ok []string
+	for _, m := range done {
+		if asked[m] && !slices.Contains(ok, m) {
+			ok = append(ok, m)
+		}
+	}
+	var bad map[string]string
+	for m, e := range errs {
+		if !asked[m] {
+			continue
+		}
+		if bad == nil {
+			bad = map[string]string{}
+		}
+		if len(e) > maxNoteChars {
+			e = string(trimPartialRune([]byte(e[:maxNoteChars]), true)) + "\u2026"
+		}
+		bad[m] = e
+	}
+	return ok, bad
 }
 
 func (h *host) startFailure(o runOutcome, what string) error {
@@ -470,12 +576,77 @@ func lastLines(b []byte, n int) string {
 	return string(bytes.Join(lines, []byte("; ")))
 }
 
+// readResponses reads the worker's messages on fd 4. Everything on it is
+// untrusted input: the code runs in the worker and can write to fd 4. A
+// message that is not the protocol's (too long, not JSON, unknown fields,
+// wrong types, values out of range) ends the worker with the reason, never
+// the host or the server.
 func (h *host) readResponses(r *os.File) {
 	defer close(h.resps)
 	defer r.Close()
-	if readJSONLines(r, h.log, "the worker", maxWorkerLine, func(m *workerMsg) { h.resps <- m }) != nil {
+	err := readJSONLines(r, h.log, "the worker", maxWorkerLine, true, func(m *workerMsg) error {
+		if err := checkWorkerMsg(m); err != nil {
+			return err
+		}
+		h.resps <- m
+		return nil
+	})
+	switch {
+	case errors.Is(err, errLineTooLong):
 		h.protoErr <- fmt.Sprintf("the worker wrote a message longer than %d bytes on its control pipe (fd %d): the code wrote to it; the worker was killed", maxWorkerLine, 4)
+	case err != nil:
+		h.protoErr <- fmt.Sprintf("the worker broke the protocol on its control pipe (fd %d): %v; the code wrote to it? The worker was killed", 4, err)
 	}
+}
+
+var versionRE = regexp.MustCompile(`^[0-9]{1,4}\.[0-9]{1,4}\.[0-9]{1,4}$`)
+
+// checkWorkerMsg checks what one message of the worker may hold on its own
+// (the host checks it against its state when it acts on it): exactly one of
+// a hello, a started notice or a response, with values in range.
+func checkWorkerMsg(m *workerMsg) error {
+	resp := m.ID != nil || m.Result != nil || m.Error != nil || m.Artifacts != nil || m.DurationMS != 0 ||
+		m.Truncated || m.Notes != nil || m.Markers != nil || m.Preloaded != nil || m.PreloadErrors != nil
+	hello := m.Hello || m.Pid != 0 || m.Python != "" || m.Version != ""
+	kinds := 0
+	for _, k := range []bool{hello, m.Started != nil, resp} {
+		if k {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return errors.New("a message that is not exactly one of a hello, a started notice and a response")
+	}
+	switch {
+	case hello:
+		if !m.Hello || m.Pid <= 0 || m.Python == "" || len(m.Python) > maxPathChars || !versionRE.MatchString(m.Version) {
+			return fmt.Errorf("a malformed hello (pid %d, python %d bytes, version %q)", m.Pid, len(m.Python), trimForLog(m.Version))
+		}
+	case resp:
+		if m.DurationMS < 0 {
+			return fmt.Errorf("a response with a negative duration (%g ms)", m.DurationMS)
+		}
+		if len(m.Markers) > 2 {
+			return fmt.Errorf("a response with %d markers, want at most 2", len(m.Markers))
+		}
+		for _, a := range m.Artifacts {
+			if a.Path == "" || strings.HasPrefix(a.Path, "/") || slices.Contains(strings.Split(a.Path, "/"), "..") {
+				return fmt.Errorf("an artifact path %q that is not inside the sandbox", trimForLog(a.Path))
+			}
+			if a.Size < 0 || (a.Change != "created" && a.Change != "modified") || (a.Kind != "file" && a.Kind != "figure") {
+				return fmt.Errorf("a malformed artifact (size %d, change %q, kind %q)", a.Size, trimForLog(a.Change), trimForLog(a.Kind))
+			}
+		}
+	}
+	return nil
+}
+
+// trimForLog shortens a value of a rejected message for an error text.
+func trimForLog(s string) string {
+	if len(s) > 64 {
+		return string(trimPartialRune([]byte(s[:64]), true)) + "\u2026"
+	}
+	return s
 }
 
 func (h *host) writeRequest(r *workerRequest) {
@@ -570,10 +741,19 @@ func (h *host) interruptCur() {
 }
 
 func (h *host) interrupt() {
-	if h.workerPid > 0 {
-		if err := unix.Kill(h.workerPid, unix.SIGINT); err != nil {
-			h.log.Debug().Err(err).Msg("interrupt the worker")
-		}
+	if h.workerPid <= 0 {
+		return
+	}
+	// The pid is the tracer's (OnStart): the process it forked from this
+	// one. Once the tracer has reaped it (the worker exited; its tree may
+	// run on) the pid is free for any process of the system: signal it
+	// only while it is still our child.
+	if procstat.Field(h.workerPid, 4) != strconv.Itoa(os.Getpid()) {
+		h.log.Debug().Int("worker_pid", h.workerPid).Msg("interrupt: the worker is no longer this host's child")
+		return
+	}
+	if err := unix.Kill(h.workerPid, unix.SIGINT); err != nil {
+		h.log.Debug().Err(err).Msg("interrupt the worker")
 	}
 }
 
@@ -653,28 +833,30 @@ func (h *host) loop(client <-chan *hostRequest) int {
 				continue
 			}
 			if m.Started != nil {
-				if h.cur != nil && *m.Started == h.cur.id && !h.cur.running {
-					h.cur.running = true
-					if h.cur.intPending {
-						h.interrupt()
-					}
+				if h.cur == nil || *m.Started != h.cur.id || h.cur.running {
+					h.violation(fmt.Sprintf("the worker said execution %d started while %s: the code wrote to its control pipe (fd 4); the worker was killed", *m.Started, h.curText()))
+					continue
+				}
+				h.cur.running = true
+				if h.cur.intPending {
+					h.interrupt()
 				}
 				continue
 			}
-			if h.cur == nil || m.ID == nil || *m.ID != h.cur.id {
-				h.log.Error().Interface("id", m.ID).Msg("unexpected message from the worker")
+			if m.Hello || h.cur == nil || m.ID == nil || *m.ID != h.cur.id {
+				what := "a second hello"
+				if !m.Hello {
+					what = "a response to no execution running"
+					if m.ID != nil {
+						what = fmt.Sprintf("a response to execution %d", *m.ID)
+					}
+				}
+				h.violation(fmt.Sprintf("the worker sent %s while %s: the code wrote to its control pipe (fd 4); the worker was killed", what, h.curText()))
 				continue
 			}
 			h.finishExec(m, nil)
 		case why := <-h.protoErr:
-			h.log.Warn().Msg(why)
-			if h.cur != nil {
-				h.cur.killed = true
-				h.cur.killReason = why
-			} else {
-				h.lostWhy = why
-			}
-			h.cancelRun()
+			h.violation(why)
 		case o := <-h.runDone:
 			reason := h.describeExit(o.res)
 			if h.lostWhy != "" {
@@ -695,6 +877,29 @@ func (h *host) loop(client <-chan *hostRequest) int {
 			return 0
 		}
 	}
+}
+
+// violation ends the worker for breaking the protocol; why is the reason
+// the execution's result (or the exit message) gives.
+func (h *host) violation(why string) {
+	h.log.Warn().Msg(why)
+	if h.cur != nil {
+		if !h.cur.killed {
+			h.cur.killed = true
+			h.cur.killReason = why
+		}
+	} else if h.lostWhy == "" {
+		h.lostWhy = why
+	}
+	h.cancelRun()
+}
+
+// curText says which execution runs, for a violation's reason.
+func (h *host) curText() string {
+	if h.cur == nil {
+		return "none was running"
+	}
+	return fmt.Sprintf("execution %d was running", h.cur.id)
 }
 
 func (h *host) startExec(r *hostRequest) {

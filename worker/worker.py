@@ -340,11 +340,31 @@ class Worker(object):
         return {"preloaded": done, "errors": errors}
 
 
-def main():
-    # The script's directory (private to the host) is not the user's: the
-    # sandbox (cwd) is, as in an interactive session.
+def _operator_path():
+    """Puts the operator's PYTHONPATH on sys.path. The worker runs isolated
+    (python -I: no user site-packages, no PYTHON* variables, not the
+    script's directory), so that nothing the code leaves in the sandbox
+    (HOME) runs before the worker's hello; the path is set up here, after
+    it. The sandbox itself goes first on sys.path at the first execution
+    (_sandbox_path), after the preload: a module the code left in the
+    sandbox under a preloaded module's name is not imported at start-up,
+    where its denials would belong to no execution."""
     if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(WORKER_FILE):
-        sys.path[0] = ""
+        del sys.path[0]  # python without -I (3.3 and older have no -I)
+    extra = []
+    for p in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if p and p not in extra and p not in sys.path:
+            extra.append(p)
+    sys.path[0:0] = extra
+
+
+def _sandbox_path():
+    """The sandbox (cwd) first on sys.path, as in an interactive session."""
+    if not sys.path or sys.path[0] != "":
+        sys.path.insert(0, "")
+
+
+def main():
     sys.dont_write_bytecode = True
     signal.signal(signal.SIGINT, _on_sigint)
     # Past RLIMIT_FSIZE a write fails with EFBIG instead of killing us.
@@ -358,8 +378,11 @@ def main():
     reqs = io.open(REQ_FD, "rb", closefd=True)
     os.set_inheritable(REQ_FD, False)
     os.set_inheritable(RESP_FD, False)
+    # The host knows the worker's pid from the tracer; the one here is
+    # only compared with it.
     _send({"hello": True, "pid": os.getpid(), "python": sys.executable,
            "version": "%d.%d.%d" % sys.version_info[:3]})
+    _operator_path()
     while True:
         req = None
         try:
@@ -372,6 +395,8 @@ def main():
             req = json.loads(line.decode("utf-8"))
             op = req.get("op")
             if op == "execute":
+                if w.cells == 0:
+                    _sandbox_path()
                 resp = w.execute(req)
             elif op == "preload":
                 resp = w.preload(req.get("modules") or [])
