@@ -94,6 +94,9 @@ def describe_denial(d: Denial, sandbox: Optional[str] = None) -> str:
         else:
             target = first or "the network"
         verb = "listen on" if d.kind == "bind" else "connect to"
+        if d.rule == "never-reachable":
+            # The session server's own sockets, whatever the network mode.
+            return "%s %s %s: this is the sandbox server's own socket, which code never reaches; use the files and data you have" % (verb, target, blocked)
         return "%s %s %s: network access is off; work with files and data already on this machine" % (verb, target, blocked)
     if d.kind == "read" or d.rule in ("deny-read", "read-not-allowed"):
         return "read %s %s: this path is private; do not try to read it" % (first or "a file", blocked)
