@@ -221,7 +221,25 @@ func TestFilterCases(t *testing.T) {
 			{name: "getdents64", call: "getdents64", want: RetAllow},
 			{name: "ftruncate", call: "ftruncate", want: RetAllow},
 			{name: "close", call: "close", want: RetAllow},
-			{name: "futex", call: "futex", want: RetAllow},
+			{name: "futex_private_wait", call: "futex", args: arg(1, 128), want: RetAllow},
+			{name: "futex_private_cmp_requeue", call: "futex", args: arg(1, 128|4), want: RetAllow},
+			{name: "futex_private_clock_rt", call: "futex", args: arg(1, 128|256|9), want: RetAllow},
+			{name: "futex_private_hi_garbage", call: "futex", args: arg(1, 1<<32|128), want: RetAllow},
+			{name: "futex_shared_wait", call: "futex", args: arg(1, 0), want: RetTrace},
+			{name: "futex_shared_cmp_requeue", call: "futex", args: arg(1, 4), want: RetTrace},
+			{name: "futex_shared_hi_private", call: "futex", args: arg(1, 128<<32|4), want: RetTrace},
+			{name: "futex_wake2_private", call: "futex_wake", args: arg(3, 128|2), want: RetAllow},
+			{name: "futex_wake2_shared", call: "futex_wake", args: arg(3, 2), want: RetTrace},
+			{name: "futex_wait2_shared", call: "futex_wait", args: arg(3, 2), want: RetTrace},
+			{name: "futex_waitv", call: "futex_waitv", want: RetTrace},
+			{name: "futex_requeue", call: "futex_requeue", want: RetTrace},
+			{name: "mq_timedreceive", call: "mq_timedreceive", want: RetTrace},
+			{name: "mq_notify", call: "mq_notify", want: RetTrace},
+			{name: "getxattr_reads_open", call: "getxattr", want: RetAllow},
+			{name: "getxattr_reads_checked", o: Options{TrapReadOpens: true}, call: "getxattr", want: RetTrace},
+			{name: "listxattr_reads_checked", o: Options{TrapReadOpens: true}, call: "llistxattr", want: RetTrace},
+			{name: "inotify_add_watch_reads_checked", o: Options{TrapReadOpens: true}, call: "inotify_add_watch", want: RetTrace},
+			{name: "inotify_add_watch_reads_open", call: "inotify_add_watch", want: RetAllow},
 			{name: "exit_group", call: "exit_group", want: RetAllow},
 			{name: "socket", call: "socket", want: RetAllow},
 			{name: "newfstatat_all_options", o: all, call: "newfstatat", want: RetAllow},
@@ -990,8 +1008,12 @@ func TestPathPageOff(t *testing.T) {
 		// Then fanotify_init and fanotify_mark (x86_64 +8, aarch64 +4).
 		// Then +1: TIOCGPTN (the tree's own ptys). Then +33 (x86_64 +34 with
 		// net: one more long jump): the terminal changes (TCSETS, ...).
-		"x86_64":  {428, 422, 433, 427, 463, 457, 468, 462}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {378, 375, 375, 372, 400, 397, 397, 394}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		// Then the futex calls (futex, futex_wait, futex_wake on the
+		// private flag; futex_waitv, futex_requeue always), the mq_*
+		// calls beyond mq_open, and with reads the xattr reads and
+		// inotify_add_watch.
+		"x86_64":  {474, 496, 479, 501, 508, 530, 513, 535}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {405, 420, 402, 417, 429, 454, 426, 451}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

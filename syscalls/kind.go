@@ -26,6 +26,7 @@ const (
 	KindChdir                 // chdir, fchdir: always allowed; trapped so that the tracer knows the cwd
 	KindMemory                // mmap, munmap, mprotect, ... on tracecell's path page (tracer: pathpage.go)
 	KindLease                 // fcntl(F_SETLEASE): a lease holds back other processes' opens of the file for writing
+	KindFutex                 // a futex operation on a shared (not FUTEX_PRIVATE_FLAG) futex word: its memory must be the tree's own
 	kindCount
 )
 
@@ -49,6 +50,7 @@ var kindNames = [kindCount]string{
 	KindChdir:     "chdir",
 	KindMemory:    "memory",
 	KindLease:     "lease",
+	KindFutex:     "futex",
 }
 
 // String returns the report name of the kind.

@@ -143,6 +143,11 @@ func freezes(h syscalls.Handler, name string, openFlags uint64, readsChecked boo
 		return readsChecked || syscalls.OpenWrites(openFlags) || name == "creat"
 	case syscalls.HPath, syscalls.HFdMeta, syscalls.HIoctl, syscalls.HSocket, syscalls.HFcntl:
 		return true
+	case syscalls.HFutex:
+		// The word's mapping (and futex_waitv's array): another thread
+		// could map a read-only file page over a checked address before
+		// the kernel takes the key.
+		return true
 	case syscalls.HChdir:
 		// Never denied, but the tracer forgets the cwds it remembers
 		// (base): no other check may run before the cwd has moved.
