@@ -653,3 +653,29 @@ func TestFsopsDenyReadMetadata(t *testing.T) {
 		})
 	}
 }
+
+// TestFsopsReadPrefix: --read keeps what an interpreter's prefix holds for
+// it readable, not the whole directory two levels above the program: for
+// a program in a home directory that was /home, every user's ~/.ssh.
+func TestFsopsReadPrefix(t *testing.T) {
+	top := realDir(t) // stands for /home
+	mkdir(t, filepath.Join(top, "u"))
+	mkdir(t, filepath.Join(top, "v", ".ssh"))
+	secret := filepath.Join(top, "v", ".ssh", "id_rsa")
+	writeFile(t, secret, "PRIVATE KEY", 0o644)
+	tool := filepath.Join(top, "u", "tool")
+	b, err := os.ReadFile(fsops(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, tool, string(b), 0o755)
+	sbx := realDir(t)
+	rp := filepath.Join(t.TempDir(), "report.json")
+	r := execute(t, "", os.Environ(), []string{tcBin, "run", "--write", sbx, "--read", sbx, "--report", rp, "--", tool, "read", secret})
+	if res := resultOf(r.stdout); res != "errno=EACCES" {
+		t.Errorf("ESCAPED: a program in %s read %s under --read %s: %q\nstderr:\n%s", filepath.Dir(tool), secret, sbx, res, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "read-not-allowed") && !strings.Contains(r.stderr, "outside readable roots") {
+		t.Errorf("no read-not-allowed notice:\n%s", r.stderr)
+	}
+}
