@@ -181,6 +181,10 @@ func (t *tracer) needsFreeze(c *call) bool {
 		if _, ok := syscalls.LookupIoctl(uint32(t.regs.Arg(1))); !ok {
 			return false // passed on the command number alone
 		}
+	case syscalls.HFutex:
+		if t.mmAlone(c.tk) {
+			return false // no other task can change its mappings
+		}
 	case syscalls.HFcntl:
 		switch uint32(t.regs.Arg(1)) {
 		case syscalls.FcntlSetOwnEx: // f_owner_ex in memory

@@ -45,6 +45,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -256,4 +258,31 @@ func parseMaps(b []byte) (memMaps, error) {
 			inode: inode, path: string(bytes.TrimLeft(rest, " "))})
 	}
 	return ms, sc.Err()
+}
+
+// kcmpVM is KCMP_VM (include/uapi/linux/kcmp.h): kcmp(2) compares the mm of
+// two tasks (3.5, CONFIG_CHECKPOINT_RESTORE; RHEL 8 has it).
+const kcmpVM = 1
+
+// mmAlone reports whether no task of the tree but tk can change tk's memory
+// map: its process has one thread, and no task of another process shares
+// its mm (a clone(CLONE_VM) child, a vfork child before its exec), as
+// kcmp(KCMP_VM) tells. A futex check of such a task needs no freeze: only
+// tasks sharing the mm can map something over a checked word. When kcmp
+// fails (ENOSYS without CONFIG_CHECKPOINT_RESTORE, a task gone) the answer
+// is false: freeze.
+func (t *tracer) mmAlone(tk *task) bool {
+	if p := t.procs[tk.tgid]; p == nil || p.threads != 1 {
+		return false
+	}
+	for _, o := range t.tasks {
+		if o.tgid == tk.tgid {
+			continue
+		}
+		r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(tk.tid), uintptr(o.tid), kcmpVM, 0, 0, 0)
+		if e != 0 || r == 0 {
+			return false
+		}
+	}
+	return true
 }
