@@ -679,3 +679,32 @@ func TestFsopsReadPrefix(t *testing.T) {
 		t.Errorf("no read-not-allowed notice:\n%s", r.stderr)
 	}
 }
+
+// TestFsopsFutexRace: another thread flips the checked address between the
+// tree's anonymous memory and a read-only mapping of the host's semaphore
+// while the tree requeues from it. The check runs with the thread stopped
+// (freeze), so no requeue reaches the host's waiter. The --no-freeze run
+// shows that the attack can win when the mapping may change between check
+// and use (logged, not required: it is a race).
+func TestFsopsFutexRace(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{{"frozen", nil}, {"no-freeze", []string{"--no-freeze"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			w := startWaiter(t)
+			f := runFsops(t, nil, realDir(t), c.flags, "futex-race", w.file, "1500")
+			woken, why := w.postAndWoken(t)
+			if c.flags != nil {
+				t.Logf("without the freeze: %s; host waiter woken %v (%s)", f.result, woken, why)
+				return
+			}
+			if !woken {
+				t.Errorf("ESCAPED: the host's waiter was moved (%s); tree: %s", why, f.result)
+			}
+			if !strings.Contains(f.result, "denied=") || strings.Contains(f.result, "denied=0") {
+				t.Errorf("tree %q: the race never met the read-only mapping", f.result)
+			}
+		})
+	}
+}

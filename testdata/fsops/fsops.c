@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <limits.h>
+#include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
@@ -107,6 +108,54 @@ static int semwait(const char *name, int secs) {
 	return r == 0 ? 0 : 1;
 }
 
+// futex-race: one thread flips the page at a fixed address between the
+// tree's own anonymous memory and a read-only mapping of the host's
+// semaphore file while another requeues from that address: a check that
+// reads the memory map while the flipper runs would pass an address that
+// is the host's by the time the kernel takes the key.
+static int race_fd;
+static void *race_addr;
+static volatile int race_stop;
+
+static void *flipper(void *arg) {
+	(void)arg;
+	while (!race_stop) {
+		mmap(race_addr, 4096, PROT_READ, MAP_SHARED | MAP_FIXED, race_fd, 0);
+		mmap(race_addr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	}
+	return NULL;
+}
+
+static int futex_race(const char *path, int ms) {
+	race_fd = open(path, O_RDONLY);
+	if (race_fd < 0)
+		return die("open");
+	race_addr = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (race_addr == MAP_FAILED)
+		return die("mmap");
+	pthread_t th;
+	if (pthread_create(&th, NULL, flipper, NULL))
+		return die("pthread_create");
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	long ok = 0, denied = 0, moved = 0;
+	do {
+		long r = futex(race_addr, FUTEX_REQUEUE, 0, INT_MAX, &private_word, 0);
+		if (r > 0)
+			moved += r;
+		if (r >= 0)
+			ok++;
+		else if (errno == EPERM)
+			denied++;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	race_stop = 1;
+	pthread_join(th, NULL);
+	printf("result: moved=%ld ok=%ld denied=%ld\n", moved, ok, denied);
+	fflush(stdout);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: fsops CASE ARGS...\n");
@@ -166,6 +215,8 @@ int main(int argc, char **argv) {
 			return die("map");
 		return result(futex(&private_word, FUTEX_REQUEUE, 0, INT_MAX, w, 0));
 	}
+	if (!strcmp(c, "futex-race"))
+		return futex_race(a, argc > 3 ? atoi(argv[3]) : 1000);
 	if (!strcmp(c, "futex-wake")) { // take the host's post from it
 		int *w = mapword(a, O_RDONLY, PROT_READ, MAP_SHARED);
 		if (!w)
