@@ -159,13 +159,27 @@ type hostWaiter struct {
 
 func startWaiter(t *testing.T) *hostWaiter {
 	t.Helper()
+	return waiterOn(t, newSem(t))
+}
+
+// newSem names a fresh named semaphore and removes it after the test.
+func newSem(t *testing.T) string {
+	t.Helper()
 	if _, err := os.Stat("/dev/shm"); err != nil {
 		t.Skipf("no /dev/shm: %v", err)
 	}
 	name := fmt.Sprintf("/tcfsops-%d-%d", os.Getpid(), fsopsSeq.Add(1))
+	file := "/dev/shm/sem." + name[1:]
+	os.Remove(file)
+	t.Cleanup(func() { os.Remove(file) })
+	return name
+}
+
+// waiterOn starts the host waiter on semaphore name (created by it unless
+// it exists).
+func waiterOn(t *testing.T, name string) *hostWaiter {
+	t.Helper()
 	w := &hostWaiter{name: name, file: "/dev/shm/sem." + name[1:], done: make(chan string, 1)}
-	os.Remove(w.file)
-	t.Cleanup(func() { os.Remove(w.file) })
 	// Its own timeout (20 s) is far above the time the test gives it
 	// once posted: a waiter that was moved away times out; one still
 	// there wakes at once.
@@ -704,6 +718,90 @@ func TestFsopsFutexRace(t *testing.T) {
 			}
 			if !strings.Contains(f.result, "denied=") || strings.Contains(f.result, "denied=0") {
 				t.Errorf("tree %q: the race never met the read-only mapping", f.result)
+			}
+		})
+	}
+}
+
+// restartTree starts fsops futex-restart on the host's semaphore file
+// (prefix: tracecell run ... --, or nothing for the bare run) and waits
+// until it calls restart_syscall. finish waits for its end.
+func restartTree(t *testing.T, file string, prefix []string) (finish func() (string, string)) {
+	t.Helper()
+	argv := append(append([]string{}, prefix...), fsops(t), "futex-restart", file)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var se strings.Builder
+	cmd.Stderr = &se
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "restarting" {
+		t.Fatalf("tree did not reach its restart: %q\nstderr:\n%s", sc.Text(), se.String())
+	}
+	return func() (string, string) {
+		var last string
+		for sc.Scan() {
+			last = sc.Text()
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		return strings.TrimPrefix(last, "result: "), se.String()
+	}
+}
+
+// TestFsopsFutexRestart: a timed shared wait on the tree's own word,
+// interrupted by a signal whose handler maps the host's semaphore over the
+// word and calls restart_syscall, must not queue on the host's futex (it
+// would take the wake-up of the host's waiter, queued after it).
+func TestFsopsFutexRestart(t *testing.T) {
+	for _, traced := range []bool{true, false} {
+		t.Run(map[bool]string{true: "traced", false: "bare"}[traced], func(t *testing.T) {
+			name := newSem(t)
+			file := "/dev/shm/sem." + name[1:]
+			if out, err := exec.Command(fsops(t), "semcreate", name).CombinedOutput(); err != nil {
+				t.Fatalf("semcreate: %v\n%s", err, out)
+			}
+			if err := os.Chmod(file, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var prefix []string
+			rp := filepath.Join(t.TempDir(), "report.json")
+			if traced {
+				prefix = []string{tcBin, "run", "--write", realDir(t), "--report", rp, "--"}
+			}
+			finish := restartTree(t, file, prefix)
+			time.Sleep(300 * time.Millisecond) // queued on the host's futex, if it got there
+			w := waiterOn(t, name)
+			woken, why := w.postAndWoken(t)
+			res, stderr := finish()
+			if !traced {
+				if woken {
+					t.Fatalf("bare: the host waiter woke (%s): the ground truth cannot fail (tree %q)", why, res)
+				}
+				return
+			}
+			if !woken {
+				t.Errorf("ESCAPED: the tree took the host's wake-up (%s); tree %q\nstderr:\n%s", why, res, stderr)
+			}
+			if res != "errno=EPERM" {
+				t.Errorf("tree saw %q, want errno=EPERM\nstderr:\n%s", res, stderr)
+			}
+			b, err := os.ReadFile(rp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := &reportDoc{}
+			if err := json.Unmarshal(b, rep); err != nil {
+				t.Fatal(err)
+			}
+			if (fsRun{r: result{report: rep}}).sysOf() != "restart_syscall" || rep.Denials[0].Rule != "futex-memory" || !rep.Denials[0].hasResolved(file) {
+				t.Errorf("no futex-memory denial of restart_syscall naming %s; denials:\n%s", file, rep.denialList())
 			}
 		})
 	}

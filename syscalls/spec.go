@@ -500,6 +500,14 @@ func buildSpecs() map[string]*Spec {
 		mk("futex_wake", KindFutex, HFutex).flags(3),
 		mk("futex_waitv", KindFutex, HFutex),
 		mk("futex_requeue", KindFutex, HFutex),
+		// restart_syscall resumes an interrupted FUTEX_WAIT or
+		// FUTEX_WAIT_BITSET with a timeout at the address the kernel
+		// saved (futex_wait_restart), which may have been remapped
+		// since; a thread may also call it itself from a signal
+		// handler. Always trapped (it is rare: a sleep interrupted by a
+		// signal or a ptrace stop); checked only after a shared timed
+		// wait of the task ended with -ERESTART_RESTARTBLOCK.
+		mk("restart_syscall", KindFutex, HFutex),
 
 		// seccomp: trapped only with SECCOMP_FILTER_FLAG_NEW_LISTENER.
 		mk("seccomp", KindForbidden, HForbidden).flags(1),

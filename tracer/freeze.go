@@ -182,6 +182,9 @@ func (t *tracer) needsFreeze(c *call) bool {
 			return false // passed on the command number alone
 		}
 	case syscalls.HFutex:
+		if c.name == "restart_syscall" && c.tk.futexRestart == 0 {
+			return false // passed on the task's state alone
+		}
 		if t.mmAlone(c.tk) {
 			return false // no other task can change its mappings
 		}

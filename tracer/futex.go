@@ -68,7 +68,22 @@ type futexWord struct {
 // futex_wake, futex_waitv and futex_requeue.
 func (t *tracer) decodeFutex(c *call) *policy.Op {
 	var words []futexWord
+	// timedWait: an allowed call may end with -ERESTART_RESTARTBLOCK and
+	// be resumed by restart_syscall at this word (futexExit).
+	var timedWait uint64
 	switch c.name {
+	case "restart_syscall":
+		addr := c.tk.futexRestart
+		if addr == 0 {
+			c.pass = true // restarts a sleep, poll or private wait: nothing to check
+			return nil
+		}
+		// The kernel's saved restart is used once (futex_wait_restart
+		// sets restart->fn back to do_no_restart_syscall).
+		c.tk.futexRestart = 0
+		c.flags = "FUTEX_WAIT (restarted)"
+		words = append(words, futexWord{addr, "uaddr"})
+		timedWait = addr
 	case "futex":
 		op := uint32(t.regs.Arg(1))
 		if op&syscalls.FutexPrivateFlag != 0 {
@@ -90,6 +105,11 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 				FutexWhy: fmt.Sprintf("futex command %d is not known to tracecell, which cannot tell what memory it acts on", cmd)}
 		}
 		words = append(words, futexWord{t.regs.Arg(0), "uaddr"})
+		if (cmd == syscalls.FutexWait || cmd == syscalls.FutexWaitBitset) && t.regs.Arg(3) != 0 {
+			// futex_wait saves uaddr for futex_wait_restart only
+			// with a timeout (kernel/futex/waitwake.c).
+			timedWait = t.regs.Arg(0)
+		}
 		if syscalls.FutexUsesUaddr2(cmd) {
 			words = append(words, futexWord{t.regs.Arg(4), "uaddr2"})
 		}
@@ -152,8 +172,14 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 			FutexWhy: fmt.Sprintf("the futex word at %#x (%s) lies in %s: a shared futex there is keyed by the file and reaches every process that maps it; futex words must be in memory the traced tree may write (anonymous memory or a writable MAP_SHARED mapping), or use FUTEX_PRIVATE_FLAG", w.addr, w.arg, why)}
 	}
 	c.pass = true
+	c.tk.futexExit = timedWait
 	return nil
 }
+
+// errRestartBlock is ERESTART_RESTARTBLOCK (include/linux/errno.h): a
+// syscall-exit stop shows it when the call will be resumed by
+// restart_syscall.
+const errRestartBlock = 516
 
 // futexMemWhy says why a shared futex word at addr in mapping m may not be
 // used ("" when it may).

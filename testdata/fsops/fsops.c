@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -156,6 +157,44 @@ static int futex_race(const char *path, int ms) {
 	return 0;
 }
 
+// futex-restart: a shared FUTEX_WAIT with a timeout on the tree's own
+// anonymous word is interrupted by SIGALRM; the handler maps the host's
+// semaphore over the word and calls restart_syscall, which resumes the wait
+// at the saved address: now the host's futex, where the tree's waiter can
+// take a wake-up meant for the host's.
+static int *restart_word;
+static int restart_fd;
+
+static void on_alarm(int sig) {
+	(void)sig;
+	if (mmap(restart_word, 4096, PROT_READ, MAP_SHARED | MAP_FIXED, restart_fd, 0) == MAP_FAILED) {
+		printf("setup: mmap: %s\n", strerror(errno));
+		fflush(stdout);
+		_exit(2);
+	}
+	printf("restarting\n");
+	fflush(stdout);
+	long r = syscall(SYS_restart_syscall);
+	result(r);
+	_exit(0);
+}
+
+static int futex_restart(const char *path) {
+	restart_fd = open(path, O_RDONLY);
+	if (restart_fd < 0)
+		return die("open");
+	restart_word = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (restart_word == MAP_FAILED)
+		return die("mmap");
+	signal(SIGALRM, on_alarm);
+	struct itimerval it = {{0, 0}, {0, 100000}};
+	setitimer(ITIMER_REAL, &it, NULL);
+	struct timespec ts = {15, 0};
+	long r = futex(restart_word, FUTEX_WAIT, 0, (long)&ts, NULL, 0);
+	printf("setup: the wait was not interrupted: %ld %s\n", r, strerror(errno));
+	return 2;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: fsops CASE ARGS...\n");
@@ -214,6 +253,12 @@ int main(int argc, char **argv) {
 		if (!w)
 			return die("map");
 		return result(futex(&private_word, FUTEX_REQUEUE, 0, INT_MAX, w, 0));
+	}
+	if (!strcmp(c, "futex-restart"))
+		return futex_restart(a);
+	if (!strcmp(c, "semcreate")) { // the semaphore, value 0, nobody waiting
+		sem_t *s = sem_open(a, O_CREAT, 0644, 0);
+		return s == SEM_FAILED ? die("sem_open") : result(0);
 	}
 	if (!strcmp(c, "futex-race"))
 		return futex_race(a, argc > 3 ? atoi(argv[3]) : 1000);
