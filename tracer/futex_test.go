@@ -3,10 +3,14 @@ package tracer
 import (
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/syscalls"
 )
 
 // TestParseMaps: the fields of /proc/<pid>/maps, a path with spaces, and
@@ -96,6 +100,64 @@ func TestFutexMemWhy(t *testing.T) {
 			why := tr.futexMemWhy(tid, addr, m)
 			if (why == "") != (c.bad == "") || !strings.Contains(why, c.bad) {
 				t.Errorf("futexMemWhy = %q, want %q", why, c.bad)
+			}
+		})
+	}
+}
+
+// TestKernelFails: which denied calls get the kernel's own errno instead of
+// a denial, and that a deny-read or unreadable path never does.
+func TestKernelFails(t *testing.T) {
+	pol, err := policy.New(policy.Config{WriteRoots: []string{"/srv/sbx"}, DenyRead: []string{"/home/u/.ssh"}, Scratch: []string{"/dev/shm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	polRead, err := policy.New(policy.Config{WriteRoots: []string{"/srv/sbx"}, ReadRoots: []string{"/data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := func(p string) policy.Path { return policy.Path{Given: p, Resolved: p, Exists: true} }
+	gone := func(p string) policy.Path { return policy.Path{Given: p, Resolved: p} }
+	for _, c := range []struct {
+		name  string
+		pol   *policy.Policy
+		call  string
+		flags uint64 // open flags
+		kind  syscalls.Kind
+		paths []policy.Path
+		want  syscall.Errno
+	}{
+		{"mkdir existing", pol, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/etc")}, syscall.EEXIST},
+		{"mkdir new", pol, "mkdir", 0, syscalls.KindCreate, []policy.Path{gone("/etc/x")}, 0},
+		{"symlink existing", pol, "symlinkat", 0, syscalls.KindCreate, []policy.Path{ex("/etc/hosts")}, syscall.EEXIST},
+		{"shm_unlink gone", pol, "unlink", 0, syscalls.KindDelete, []policy.Path{gone("/dev/shm/psm_1")}, syscall.ENOENT},
+		{"unlink existing", pol, "unlink", 0, syscalls.KindDelete, []policy.Path{ex("/dev/shm/psm_1")}, 0},
+		{"chmod gone", pol, "chmod", 0, syscalls.KindChmod, []policy.Path{gone("/etc/x")}, syscall.ENOENT},
+		{"rename source gone", pol, "rename", 0, syscalls.KindRename, []policy.Path{gone("/etc/a"), ex("/etc/b")}, syscall.ENOENT},
+		{"rename onto existing", pol, "rename", 0, syscalls.KindRename, []policy.Path{ex("/etc/a"), ex("/etc/b")}, 0},
+		{"link onto existing", pol, "link", 0, syscalls.KindLink, []policy.Path{ex("/etc/a"), ex("/srv/sbx/b")}, syscall.EEXIST},
+		{"link source gone", pol, "link", 0, syscalls.KindLink, []policy.Path{gone("/etc/a"), ex("/srv/sbx/b")}, syscall.ENOENT},
+		{"O_CREAT|O_EXCL existing", pol, "openat", unix.O_CREAT | unix.O_EXCL | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{ex("/dev/shm/x")}, syscall.EEXIST},
+		{"O_CREAT existing", pol, "openat", unix.O_CREAT | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{ex("/dev/shm/x")}, 0},
+		{"O_WRONLY gone", pol, "openat", unix.O_WRONLY, syscalls.KindWrite, []policy.Path{gone("/etc/x")}, syscall.ENOENT},
+		{"O_TMPFILE", pol, "openat", unix.O_TMPFILE | unix.O_WRONLY, syscalls.KindCreate, []policy.Path{gone("/etc/x")}, 0},
+		{"deny-read existing", pol, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/home/u/.ssh/d")}, 0},
+		{"deny-read gone", pol, "unlink", 0, syscalls.KindDelete, []policy.Path{gone("/home/u/.ssh/x")}, 0},
+		{"outside read roots", polRead, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/etc")}, 0},
+		{"inside read roots", polRead, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/data/d")}, syscall.EEXIST},
+		{"fd path", pol, "fchmod", 0, syscalls.KindChmod, []policy.Path{{Given: "fd 3", Resolved: "/etc/x"}}, 0},
+		{"proc special", pol, "unlink", 0, syscalls.KindDelete, []policy.Path{{Given: "/proc/1/fd/3", Resolved: "/proc/1/fd/3", Special: "pipe:[1]"}}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec, ok := syscalls.Lookup(c.call)
+			if !ok {
+				t.Fatalf("no spec %s", c.call)
+			}
+			tr := &tracer{pol: c.pol}
+			cl := &call{spec: spec, name: c.call, openFlags: c.flags, hasOpenFlags: spec.Handler == syscalls.HOpen}
+			op := &policy.Op{Kind: c.kind, Syscall: c.call, Paths: c.paths}
+			if got := tr.kernelFails(cl, op); got != c.want {
+				t.Errorf("kernelFails = %v, want %v", got, c.want)
 			}
 		})
 	}
