@@ -127,6 +127,12 @@ type freezer struct {
 	relookup bool
 	// interrupted: the caller was sent PTRACE_INTERRUPT (relookup).
 	interrupted bool
+	// blockAfter replaces freezeBlocked for this call (0: freezeBlocked).
+	blockAfter time.Duration
+	// noPaths: the call names no path (a futex), so left to finish
+	// unfrozen it is not in flight for the walk cache (dirCache): it
+	// cannot move a directory.
+	noPaths bool
 }
 
 // freezes reports whether an allowed call of this handler must run with the
@@ -448,7 +454,11 @@ func (t *tracer) runFrozen(f *freezer) error {
 		}
 		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SYSCALL) pid %d", tid), err)
 	}
-	check := time.Now().Add(freezeBlocked)
+	blocked := freezeBlocked
+	if f.blockAfter > 0 {
+		blocked = f.blockAfter
+	}
+	check := time.Now().Add(blocked)
 	for !t.dying.Load() {
 		x, ws, err := pollUntil(check)
 		if err != nil {
@@ -494,16 +504,18 @@ func (t *tracer) runFrozen(f *freezer) error {
 				}
 				f.interrupted = true
 			}
-			check = time.Now().Add(freezeBlocked)
+			check = time.Now().Add(blocked)
 			continue
 		}
 		if st == 'S' {
 			// Blocked after its lookups (see the comment at the top):
 			// let the tree run; the loop answers its syscall-exit stop.
-			t.setInFlight(f.tk, true)
+			if !f.noPaths {
+				t.setInFlight(f.tk, true)
+			}
 			return t.thaw()
 		}
-		check = time.Now().Add(freezeBlocked)
+		check = time.Now().Add(blocked)
 	}
 	return t.thaw()
 }

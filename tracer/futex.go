@@ -44,6 +44,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -175,6 +176,14 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 	c.tk.futexExit = timedWait
 	return nil
 }
+
+// futexBlocked is how long a frozen futex call may sleep before the tree is
+// let go (freezer.blockAfter), instead of freezeBlocked: every futex call
+// takes the keys of its words (get_futex_key) before it sleeps
+// (futex_wait_setup, futex_wait_multiple_setup, the rt_mutex of the PI
+// calls), so once it sleeps no mapping change can reach it, and a
+// contended process-shared semaphore must not hold the tree for 10 ms.
+const futexBlocked = 200 * time.Microsecond
 
 // errRestartBlock is ERESTART_RESTARTBLOCK (include/linux/errno.h): a
 // syscall-exit stop shows it when the call will be resumed by

@@ -130,6 +130,9 @@ func (t *tracer) seccompStop(tk *task) error {
 	}
 	if fr != nil {
 		fr.relookup = c.relookup
+		if spec.Handler == syscalls.HFutex {
+			fr.blockAfter, fr.noPaths = futexBlocked, true
+		}
 	}
 	if op != nil && movesDirs(op) {
 		// Decided or not, the walks after this one must not trust where
