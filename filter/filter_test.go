@@ -234,6 +234,7 @@ func TestFilterCases(t *testing.T) {
 			{name: "futex_waitv", call: "futex_waitv", want: RetTrace},
 			{name: "futex_requeue", call: "futex_requeue", want: RetTrace},
 			{name: "restart_syscall", call: "restart_syscall", want: RetTrace},
+			{name: "rt_sigreturn", call: "rt_sigreturn", want: RetTrace},
 			{name: "mq_timedreceive", call: "mq_timedreceive", want: RetTrace},
 			{name: "mq_notify", call: "mq_notify", want: RetTrace},
 			{name: "getxattr_reads_open", call: "getxattr", want: RetAllow},
@@ -1012,9 +1013,9 @@ func TestPathPageOff(t *testing.T) {
 		// Then the futex calls (futex, futex_wait, futex_wake on the
 		// private flag; futex_waitv, futex_requeue always), the mq_*
 		// calls beyond mq_open, and with reads the xattr reads and
-		// inotify_add_watch; restart_syscall.
-		"x86_64":  {478, 500, 483, 505, 512, 534, 517, 539}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {407, 424, 404, 421, 433, 458, 430, 455}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		// inotify_add_watch; restart_syscall and rt_sigreturn.
+		"x86_64":  {482, 504, 487, 509, 516, 538, 521, 543}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {409, 428, 406, 425, 437, 462, 434, 459}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

@@ -806,3 +806,22 @@ func TestFsopsFutexRestart(t *testing.T) {
 		})
 	}
 }
+
+// TestFsopsFutexRestartBenign: once a handler has returned (rt_sigreturn
+// drops the kernel's saved restart), a later restart_syscall is another
+// call's (a sleep stopped and continued) and passes, even where the old
+// wait's address now holds a read-only mapping of a host file.
+func TestFsopsFutexRestartBenign(t *testing.T) {
+	name := newSem(t)
+	file := "/dev/shm/sem." + name[1:]
+	if out, err := exec.Command(fsops(t), "semcreate", name).CombinedOutput(); err != nil {
+		t.Fatalf("semcreate: %v\n%s", err, out)
+	}
+	if err := os.Chmod(file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := runFsops(t, nil, realDir(t), nil, "futex-restart-benign", file)
+	if f.result != "ok 0" || len(f.r.report.Denials) != 0 {
+		t.Errorf("nanosleep after a handled interrupt: %q, denials:\n%s\nstderr:\n%s", f.result, f.r.report.denialList(), f.r.stderr)
+	}
+}

@@ -508,6 +508,11 @@ func buildSpecs() map[string]*Spec {
 		// signal or a ptrace stop); checked only after a shared timed
 		// wait of the task ended with -ERESTART_RESTARTBLOCK.
 		mk("restart_syscall", KindFutex, HFutex),
+		// rt_sigreturn ends a signal handler and resets the saved
+		// restart (restart_block.fn = do_no_restart_syscall): the
+		// tracer forgets the word it would check restart_syscall
+		// against. Never denied.
+		mk("rt_sigreturn", KindFutex, HFutex),
 
 		// seccomp: trapped only with SECCOMP_FILTER_FLAG_NEW_LISTENER.
 		mk("seccomp", KindForbidden, HForbidden).flags(1),

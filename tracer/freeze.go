@@ -188,7 +188,7 @@ func (t *tracer) needsFreeze(c *call) bool {
 			return false // passed on the command number alone
 		}
 	case syscalls.HFutex:
-		if c.name == "restart_syscall" && c.tk.futexRestart == 0 {
+		if c.name == "rt_sigreturn" || (c.name == "restart_syscall" && c.tk.futexRestart == 0) {
 			return false // passed on the task's state alone
 		}
 		if t.mmAlone(c.tk) {

@@ -73,15 +73,23 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 	// be resumed by restart_syscall at this word (futexExit).
 	var timedWait uint64
 	switch c.name {
+	case "rt_sigreturn":
+		// The kernel resets the saved restart (restore_sigcontext:
+		// "current->restart_block.fn = do_no_restart_syscall"), so a
+		// handler's return ends the chance to restart the wait.
+		c.tk.futexRestart = 0
+		c.pass = true
+		return nil
 	case "restart_syscall":
 		addr := c.tk.futexRestart
 		if addr == 0 {
 			c.pass = true // restarts a sleep, poll or private wait: nothing to check
 			return nil
 		}
-		// The kernel's saved restart is used once (futex_wait_restart
-		// sets restart->fn back to do_no_restart_syscall).
-		c.tk.futexRestart = 0
+		// Kept until the restart is allowed (futex_wait_restart then
+		// resets restart->fn: it runs once) or a handler returns
+		// (rt_sigreturn): a denied restart leaves the kernel's saved
+		// one in place, to be tried again.
 		c.flags = "FUTEX_WAIT (restarted)"
 		words = append(words, futexWord{addr, "uaddr"})
 		timedWait = addr
@@ -174,6 +182,9 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 	}
 	c.pass = true
 	c.tk.futexExit = timedWait
+	if c.name == "restart_syscall" {
+		c.tk.futexRestart = 0 // used: futex_wait_restart resets restart->fn
+	}
 	return nil
 }
 

@@ -175,8 +175,47 @@ static void on_alarm(int sig) {
 	printf("restarting\n");
 	fflush(stdout);
 	long r = syscall(SYS_restart_syscall);
+	if (r < 0 && errno == EPERM) // a denied restart must stay denied
+		r = syscall(SYS_restart_syscall);
 	result(r);
 	_exit(0);
+}
+
+// futex-restart-benign: a timed shared wait on the tree's own word is
+// interrupted by a signal whose handler just returns; the word's address is
+// then reused by a read-only mapping of the host's semaphore (as an
+// unmapped address may be), and a later sleep is stopped and continued, so
+// the kernel restarts it through restart_syscall: that restart is the
+// sleep's, not the old wait's, and must pass.
+static void on_alarm_return(int sig) { (void)sig; }
+
+static int futex_restart_benign(const char *path) {
+	int fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return die("open");
+	int *w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (w == MAP_FAILED)
+		return die("mmap");
+	struct sigaction sa = {.sa_handler = on_alarm_return};
+	sigaction(SIGALRM, &sa, NULL);
+	struct itimerval it = {{0, 0}, {0, 50000}};
+	setitimer(ITIMER_REAL, &it, NULL);
+	struct timespec ts = {5, 0};
+	if (futex(w, FUTEX_WAIT, 0, (long)&ts, NULL, 0) == 0 || errno != EINTR)
+		return die("the wait was not interrupted");
+	if (mmap(w, 4096, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+		return die("mmap over");
+	pid_t parent = getpid(), child = fork();
+	if (child == 0) {
+		usleep(100000);
+		kill(parent, SIGSTOP);
+		usleep(50000);
+		kill(parent, SIGCONT);
+		_exit(0);
+	}
+	struct timespec sl = {0, 400000000};
+	long r = syscall(SYS_nanosleep, &sl, NULL);
+	return result(r);
 }
 
 static int futex_restart(const char *path) {
@@ -256,6 +295,8 @@ int main(int argc, char **argv) {
 	}
 	if (!strcmp(c, "futex-restart"))
 		return futex_restart(a);
+	if (!strcmp(c, "futex-restart-benign"))
+		return futex_restart_benign(a);
 	if (!strcmp(c, "semcreate")) { // the semaphore, value 0, nobody waiting
 		sem_t *s = sem_open(a, O_CREAT, 0644, 0);
 		return s == SEM_FAILED ? die("sem_open") : result(0);
