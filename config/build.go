@@ -26,9 +26,8 @@ const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 
 // RuntimeRoots are readable even when --read restricts reads: what a program
 // (a Python interpreter above all) needs to start and import its standard
-// library. The directory two levels above the resolved executable (the
-// interpreter's prefix, e.g. /opt/python3.11 for /opt/python3.11/bin/python3)
-// is added at run time.
+// library. What the interpreter's prefix holds for it (prefixRoots: e.g.
+// /opt/python3.11/lib for /opt/python3.11/bin/python3) is added at run time.
 var RuntimeRoots = []string{
 	"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin",
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
@@ -196,9 +195,7 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	p.Path = exe
 	p.InitialChain, p.Warnings = startChain(exe, argv[0], pathVar, p.Cwd)
 	if real, err := filepath.EvalSymlinks(exe); err == nil {
-		if prefix := filepath.Dir(filepath.Dir(real)); prefix != "/" && prefix != "/usr" {
-			pc.RuntimeRoots = append(pc.RuntimeRoots, prefix)
-		}
+		pc.RuntimeRoots = append(pc.RuntimeRoots, prefixRoots(real)...)
 		pc.RuntimeRoots = appendUnique(pc.RuntimeRoots, real)
 	}
 	if pc.ReadRoots != nil {
@@ -305,6 +302,35 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// prefixRoots are the parts of the prefix of the resolved executable real
+// (the directory two levels above it: /opt/python3.11 for
+// /opt/python3.11/bin/python3) that an interpreter installed there reads
+// when it starts: PREFIX/lib and PREFIX/lib64 (its shared libraries and
+// standard library), PREFIX/pyvenv.cfg, and, when real lies in PREFIX/bin,
+// the files Python looks for next to itself (pyvenv.cfg, pybuilddir.txt,
+// python3.X._pth, measured with CPython 3.6 to 3.13 from pyenv). Not the
+// whole prefix: for a program in the user's home (~/tool, or ~/bin/tool)
+// the prefix is /home or the home itself, and ~/.ssh would be readable
+// under --read. Nothing for a program in /, /usr or /usr/local's bin,
+// whose prefixes are runtime roots already or would open too much.
+func prefixRoots(real string) []string {
+	bin := filepath.Dir(real)
+	prefix := filepath.Dir(bin)
+	if prefix == "/" || prefix == "/usr" {
+		return nil
+	}
+	roots := []string{filepath.Join(prefix, "lib"), filepath.Join(prefix, "lib64"), filepath.Join(prefix, "pyvenv.cfg")}
+	if filepath.Base(bin) == "bin" {
+		base := filepath.Base(real)
+		roots = append(roots, filepath.Join(bin, "pyvenv.cfg"), filepath.Join(bin, "pybuilddir.txt"), filepath.Join(bin, base+"._pth"))
+		// python3.X._pth and python3._pth: the version-less name too.
+		if i := strings.IndexByte(base, '.'); i > 0 {
+			roots = appendUnique(roots, filepath.Join(bin, base[:i]+"._pth"))
+		}
+	}
+	return roots
 }
 
 func appendUnique(list []string, v string) []string {

@@ -429,3 +429,33 @@ func TestBuildExecPatterns(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefixRoots: --read keeps an interpreter's prefix readable where the
+// interpreter reads it, not the whole directory two levels above the
+// program (for ~/tool that was /home, with every user's ~/.ssh).
+func TestPrefixRoots(t *testing.T) {
+	for _, c := range []struct {
+		real string
+		want []string
+	}{
+		{"/opt/python3.11/bin/python3.11", []string{"/opt/python3.11/lib", "/opt/python3.11/lib64", "/opt/python3.11/pyvenv.cfg",
+			"/opt/python3.11/bin/pyvenv.cfg", "/opt/python3.11/bin/pybuilddir.txt", "/opt/python3.11/bin/python3.11._pth", "/opt/python3.11/bin/python3._pth"}},
+		{"/home/u/tool", []string{"/home/lib", "/home/lib64", "/home/pyvenv.cfg"}},
+		{"/home/u/bin/tool", []string{"/home/u/lib", "/home/u/lib64", "/home/u/pyvenv.cfg",
+			"/home/u/bin/pyvenv.cfg", "/home/u/bin/pybuilddir.txt", "/home/u/bin/tool._pth"}},
+		{"/usr/bin/python3.11", nil},
+		{"/bin/sh", nil},
+	} {
+		t.Run(c.real, func(t *testing.T) {
+			got := prefixRoots(c.real)
+			if strings.Join(got, " ") != strings.Join(c.want, " ") {
+				t.Errorf("prefixRoots(%s) = %q, want %q", c.real, got, c.want)
+			}
+			for _, r := range got {
+				if strings.HasPrefix("/home/u/.ssh/id_rsa", r+"/") || r == "/home" || r == "/home/u" {
+					t.Errorf("%s makes ~/.ssh readable", r)
+				}
+			}
+		})
+	}
+}

@@ -96,6 +96,9 @@ type cond struct {
 	// flags argument; the kernel ignores the high half).
 	anyBits bool
 	mask    uint32
+	// noBits: trap when the low 32 bits share no bit with mask (futex
+	// without FUTEX_PRIVATE_FLAG).
+	noBits bool
 	// oneOf: trap when the low 32 bits equal one of vals (an int or
 	// unsigned int command).
 	vals []uint32
@@ -171,7 +174,18 @@ func rules(o Options) ([]rule, error) {
 			} // else its ranges are in memory (process_madvise): always trapped
 
 		}
+		if s.Kind == syscalls.KindRead && s.Handler == syscalls.HPath && !o.TrapReadOpens {
+			// getxattr, listxattr, inotify_add_watch: checked like
+			// reads, so only when reads are.
+			continue
+		}
 		switch s.Name {
+		case "futex", "futex_wait", "futex_wake":
+			// A private futex is keyed by the caller's mm: it reaches no
+			// other process. glibc's mutexes, condition variables and
+			// unnamed semaphores use private futexes; only process-shared
+			// ones (named semaphores, PTHREAD_PROCESS_SHARED) stop.
+			c = &cond{arg: s.FlagsArg, noBits: true, mask: syscalls.FutexPrivateFlag}
 		case "open", "openat":
 			if !o.TrapReadOpens {
 				c = &cond{arg: s.FlagsArg, anyBits: true, mask: syscalls.OpenWriteMask}
@@ -394,6 +408,8 @@ func appendArgCheck(out []bpf.Instruction, c cond) []bpf.Instruction {
 		return append(appendMemCheck(out, c.mem), allow)
 	case c.anyBits:
 		return append(out, lo, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: c.mask, SkipFalse: 1}, trace, allow)
+	case c.noBits:
+		return append(out, lo, bpf.JumpIf{Cond: bpf.JumpBitsSet, Val: c.mask, SkipFalse: 1}, allow, trace)
 	case c.nonZero64:
 		return append(out,
 			lo, bpf.JumpIf{Cond: bpf.JumpNotEqual, Val: 0, SkipTrue: 2},

@@ -223,7 +223,27 @@ func TestFilterCases(t *testing.T) {
 			{name: "getdents64", call: "getdents64", want: RetAllow},
 			{name: "ftruncate", call: "ftruncate", want: RetAllow},
 			{name: "close", call: "close", want: RetAllow},
-			{name: "futex", call: "futex", want: RetAllow},
+			{name: "futex_private_wait", call: "futex", args: arg(1, 128), want: RetAllow},
+			{name: "futex_private_cmp_requeue", call: "futex", args: arg(1, 128|4), want: RetAllow},
+			{name: "futex_private_clock_rt", call: "futex", args: arg(1, 128|256|9), want: RetAllow},
+			{name: "futex_private_hi_garbage", call: "futex", args: arg(1, 1<<32|128), want: RetAllow},
+			{name: "futex_shared_wait", call: "futex", args: arg(1, 0), want: RetTrace},
+			{name: "futex_shared_cmp_requeue", call: "futex", args: arg(1, 4), want: RetTrace},
+			{name: "futex_shared_hi_private", call: "futex", args: arg(1, 128<<32|4), want: RetTrace},
+			{name: "futex_wake2_private", call: "futex_wake", args: arg(3, 128|2), want: RetAllow},
+			{name: "futex_wake2_shared", call: "futex_wake", args: arg(3, 2), want: RetTrace},
+			{name: "futex_wait2_shared", call: "futex_wait", args: arg(3, 2), want: RetTrace},
+			{name: "futex_waitv", call: "futex_waitv", want: RetTrace},
+			{name: "futex_requeue", call: "futex_requeue", want: RetTrace},
+			{name: "restart_syscall", call: "restart_syscall", want: RetTrace},
+			{name: "rt_sigreturn", call: "rt_sigreturn", want: RetTrace},
+			{name: "mq_timedreceive", call: "mq_timedreceive", want: RetTrace},
+			{name: "mq_notify", call: "mq_notify", want: RetTrace},
+			{name: "getxattr_reads_open", call: "getxattr", want: RetAllow},
+			{name: "getxattr_reads_checked", o: Options{TrapReadOpens: true}, call: "getxattr", want: RetTrace},
+			{name: "listxattr_reads_checked", o: Options{TrapReadOpens: true}, call: "llistxattr", want: RetTrace},
+			{name: "inotify_add_watch_reads_checked", o: Options{TrapReadOpens: true}, call: "inotify_add_watch", want: RetTrace},
+			{name: "inotify_add_watch_reads_open", call: "inotify_add_watch", want: RetAllow},
 			{name: "exit_group", call: "exit_group", want: RetAllow},
 			{name: "socket", call: "socket", want: RetAllow},
 			{name: "newfstatat_all_options", o: all, call: "newfstatat", want: RetAllow},
@@ -1029,6 +1049,10 @@ func TestPathPageOff(t *testing.T) {
 		// Then fanotify_init and fanotify_mark (x86_64 +8, aarch64 +4).
 		// Then +1: TIOCGPTN (the tree's own ptys). Then +33 (x86_64 +34 with
 		// net: one more long jump): the terminal changes (TCSETS, ...).
+		// Then the futex calls (futex, futex_wait, futex_wake on the
+		// private flag; futex_waitv, futex_requeue always), the mq_*
+		// calls beyond mq_open, and with reads the xattr reads and
+		// inotify_add_watch; restart_syscall and rt_sigreturn.
 		// Then +70: ioctl became an allow-list (issue 16): a binary search
 		// over the 84 commands of syscalls.IoctlAllowed (132 instructions
 		// with its load) instead of a comparison with each trapped one.

@@ -47,6 +47,13 @@ const (
 	// only read or to act on its own fd alone, made on an fd the tree may
 	// not write (issue 16).
 	RuleIoctlNotAllowed = "ioctl-not-allowed"
+	// RuleFutexMemory denies a shared futex operation on a word in memory
+	// the tree may not write (a read-only mapping of a host file).
+	RuleFutexMemory = "futex-memory"
+	// RuleSetID denies setting S_ISUID or S_ISGID (chmod, O_CREAT, mknod).
+	RuleSetID = "set-id-bits"
+	// RuleFileCaps denies setting file capabilities (security.capability).
+	RuleFileCaps = "file-capabilities"
 
 	// Allows (Decision.Allow true), for --trace.
 	RuleInsideRoot    = "inside-writable-root"
@@ -298,6 +305,9 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 	case k == syscalls.KindIoctl:
 		return p.decideIoctl(op, l)
 	case k.ChecksAsWrite():
+		if d, bad := privilege(op); bad {
+			return d
+		}
 		return p.decideFS(op, l)
 	case k == syscalls.KindRead:
 		return p.decideRead(op, l)
@@ -307,6 +317,11 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 		return p.decideNet(op, l)
 	case k == syscalls.KindSignal || k == syscalls.KindProcess:
 		return decideTarget(op)
+	case k == syscalls.KindFutex:
+		if op.FutexWhy == "" {
+			return allow(RuleInTree)
+		}
+		return deny(syscall.EPERM, RuleFutexMemory, op.FutexWhy)
 	case k == syscalls.KindForbidden:
 		name := op.Syscall
 		if name == "" {
@@ -315,10 +330,60 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 		if strings.HasPrefix(name, "mknod") {
 			name += " of a device node"
 		}
-		return deny(syscall.EPERM, RuleForbiddenSyscall, name+" is never allowed")
+		why := ""
+		if strings.HasPrefix(name, "mq_") {
+			why = " (POSIX message queues live in the host's mqueue file system: mq_open is not allowed, so a queue descriptor can only be another program's queue, opened through /dev/mqueue)"
+		}
+		return deny(syscall.EPERM, RuleForbiddenSyscall, name+" is never allowed"+why)
 	default:
 		return deny(syscall.EPERM, RuleUnknownKind, fmt.Sprintf("operation kind %v is not classified", k))
 	}
+}
+
+// Set-id mode bits (include/uapi/linux/stat.h).
+const (
+	SetUID = 0o4000 // S_ISUID
+	SetGID = 0o2000 // S_ISGID
+)
+
+// XattrCaps is the extended attribute that holds a file's capabilities
+// (XATTR_NAME_CAPS): whoever executes the file gains them.
+const XattrCaps = "security.capability"
+
+// privilege denies what would make a file run with more privilege than
+// its caller has, wherever the file is, the sandbox included: any local
+// user who can reach the sandbox may execute what the tree leaves there.
+//   - S_ISUID on anything, and S_ISGID on anything but a directory: a copy
+//     of python3 made setuid by a root tree runs as root for everyone. On
+//     a directory S_ISGID only makes new entries take the directory's
+//     group (and new subdirectories the bit): nothing runs with it, and
+//     shared project directories use it, so it is allowed there. (mkdir
+//     drops both bits itself: vfs_mkdir keeps S_IRWXUGO|S_ISVTX.)
+//   - security.capability: file capabilities (cap_setuid+ep) are root's
+//     power handed to whoever runs the file.
+//
+// chown needs no check: the kernel clears S_ISUID and S_ISGID of a
+// non-directory on every chown (chown_common: ATTR_KILL_SUID|ATTR_KILL_SGID)
+// and drops security.capability (ATTR_KILL_PRIV).
+func privilege(op *Op) (Decision, bool) {
+	if op.SetID != 0 {
+		bits := op.SetID & (SetUID | SetGID)
+		dir := len(op.Paths) > 0 && op.Paths[0].IsDir
+		if bits&SetUID != 0 || (bits&SetGID != 0 && !dir) {
+			what := "set-user-ID bit"
+			switch bits {
+			case SetGID:
+				what = "set-group-ID bit"
+			case SetUID | SetGID:
+				what = "set-user-ID and set-group-ID bits"
+			}
+			return deny(syscall.EPERM, RuleSetID, fmt.Sprintf("%s would set the %s: a set-id file runs with its owner's privileges for every user, so tracecell never lets the traced tree make one (leave the bit out, e.g. chmod 0755)", nameOf(op), what)), true
+		}
+	}
+	if op.Xattr == XattrCaps {
+		return deny(syscall.EPERM, RuleFileCaps, nameOf(op)+" of security.capability would give the file capabilities, which whoever runs it gains: never allowed"), true
+	}
+	return Decision{}, false
 }
 
 // role says what a path is to its operation: "source" and "target" of
@@ -647,6 +712,19 @@ func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 		}
 	}
 	return allow(RuleRead)
+}
+
+// MayKnow reports whether the traced tree may learn whether res exists
+// from an errno (EEXIST, ENOENT) instead of a denial: not for a deny-read
+// path, nor for one outside the readable roots when reads are restricted.
+func (p *Policy) MayKnow(res string) bool {
+	if !clean(res) {
+		return false
+	}
+	if _, denied := p.denyRead(res); denied {
+		return false
+	}
+	return p.cfg.ReadRoots == nil || p.readable(res)
 }
 
 func (p *Policy) readable(res string) bool {

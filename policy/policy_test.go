@@ -1341,3 +1341,76 @@ func TestHeldOutside(t *testing.T) {
 		}
 	}
 }
+
+// TestDecidePrivilege: set-id bits and file capabilities are denied
+// wherever the file is, the writable roots included; S_ISGID on a
+// directory is allowed (it only makes new entries take its group).
+func TestDecidePrivilege(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	for _, c := range []struct {
+		name string
+		op   Op
+		rule string
+	}{
+		{"chmod_setuid_in_root", Op{Kind: syscalls.KindChmod, Syscall: "chmod", Paths: []Path{ex("/srv/sbx/python3")}, SetID: SetUID}, RuleSetID},
+		{"chmod_setgid_file", Op{Kind: syscalls.KindChmod, Syscall: "fchmodat", Paths: []Path{ex("/srv/sbx/a")}, SetID: SetGID}, RuleSetID},
+		{"chmod_both", Op{Kind: syscalls.KindChmod, Syscall: "fchmod", Paths: []Path{ex("/srv/sbx/a")}, SetID: SetUID | SetGID}, RuleSetID},
+		{"chmod_setgid_dir", Op{Kind: syscalls.KindChmod, Syscall: "chmod", Paths: []Path{dir("/srv/sbx/shared")}, SetID: SetGID}, RuleInsideRoot},
+		{"chmod_setuid_dir", Op{Kind: syscalls.KindChmod, Syscall: "chmod", Paths: []Path{dir("/srv/sbx/shared")}, SetID: SetUID}, RuleSetID},
+		{"creat_setuid", Op{Kind: syscalls.KindCreate, Syscall: "openat", Paths: []Path{newp("/srv/sbx/new")}, SetID: SetUID}, RuleSetID},
+		{"creat_setgid_scratch", Op{Kind: syscalls.KindCreate, Syscall: "openat", Paths: []Path{newp("/dev/shm/x")}, SetID: SetGID}, RuleSetID},
+		{"setuid_outside", Op{Kind: syscalls.KindChmod, Syscall: "chmod", Paths: []Path{ex("/etc/passwd")}, SetID: SetUID}, RuleSetID},
+		{"plain_chmod", Op{Kind: syscalls.KindChmod, Syscall: "chmod", Paths: []Path{ex("/srv/sbx/a")}}, RuleInsideRoot},
+		{"setcap", Op{Kind: syscalls.KindXattr, Syscall: "setxattr", Paths: []Path{ex("/srv/sbx/a")}, Xattr: XattrCaps}, RuleFileCaps},
+		{"fsetcap", Op{Kind: syscalls.KindXattr, Syscall: "fsetxattr", Paths: []Path{ex("/srv/sbx/a")}, Xattr: XattrCaps}, RuleFileCaps},
+		{"user_xattr", Op{Kind: syscalls.KindXattr, Syscall: "setxattr", Paths: []Path{ex("/srv/sbx/a")}, Xattr: "user.x"}, RuleInsideRoot},
+		{"caps_lookalike", Op{Kind: syscalls.KindXattr, Syscall: "setxattr", Paths: []Path{ex("/srv/sbx/a")}, Xattr: "security.capability2"}, RuleInsideRoot},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			errno := syscall.Errno(0)
+			if !allowRules[c.rule] {
+				errno = syscall.EPERM
+			}
+			check(t, p.Decide(&c.op, owned), c.rule, errno, nil)
+		})
+	}
+}
+
+// TestDecideFutex: the policy states the rule; the tracer found the why.
+func TestDecideFutex(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	check(t, p.Decide(&Op{Kind: syscalls.KindFutex, Syscall: "futex"}, nil), RuleInTree, 0, nil)
+	check(t, p.Decide(&Op{Kind: syscalls.KindFutex, Syscall: "futex", FutexWhy: "the futex word at 0x1 lies in a read-only shared mapping of /dev/shm/sem.x"}, nil), RuleFutexMemory, syscall.EPERM, nil)
+	d := p.Decide(&Op{Kind: syscalls.KindForbidden, Syscall: "mq_timedreceive"}, nil)
+	check(t, d, RuleForbiddenSyscall, syscall.EPERM, nil)
+	if !strings.Contains(d.Reason, "message queue") {
+		t.Errorf("mq reason %q does not say why", d.Reason)
+	}
+}
+
+// TestMayKnow: an errno may tell whether a path exists only where the
+// tree may read it.
+func TestMayKnow(t *testing.T) {
+	open := mustNew(t, baseConfig())
+	c := baseConfig()
+	c.ReadRoots = []string{"/data"}
+	restricted := mustNew(t, c)
+	for _, x := range []struct {
+		p    *Policy
+		path string
+		want bool
+	}{
+		{open, "/etc/hosts", true},
+		{open, "/dev/shm/gone", true},
+		{open, "/etc/shadow", false},
+		{open, "/srv/sbx/.secret/x", false},
+		{open, "/srv/sbx/../etc", false},
+		{restricted, "/data/x", true},
+		{restricted, "/srv/sbx/x", true},
+		{restricted, "/home/u/.ssh", false},
+	} {
+		if got := x.p.MayKnow(x.path); got != x.want {
+			t.Errorf("MayKnow(%s) = %v, want %v (read roots %v)", x.path, got, x.want, x.p.cfg.ReadRoots)
+		}
+	}
+}

@@ -194,6 +194,17 @@ type Op struct {
 	// owner; TargetInTree says whether that terminal is the tree's own.
 	AsyncTTY bool `json:"async_tty,omitempty"`
 
+	// SetID are the S_ISUID and S_ISGID bits of the mode a chmod, an
+	// O_CREAT open or a mknod would give Paths[0] (0 when none).
+	SetID uint32 `json:"set_id,omitempty"`
+	// Xattr is the name of the extended attribute a setxattr sets.
+	Xattr string `json:"xattr,omitempty"`
+
+	// Futex (KindFutex): why a futex word the call names may not be used,
+	// "" when every word lies in memory the tree may write (the tracer
+	// reads the memory map; the policy only states the rule).
+	FutexWhy string `json:"futex_why,omitempty"`
+
 	// Exec: Initial is true for the exec of the command tracecell was asked
 	// to run (always allowed).
 	Initial bool `json:"initial,omitempty"`

@@ -803,3 +803,62 @@ func IoctlFamily(cmd uint32) (string, bool) {
 	}
 	return "", false
 }
+
+// Futex operations (include/uapi/linux/futex.h; the same on every ABI).
+// FUTEX_PRIVATE_FLAG in futex(2)'s op, and FUTEX2_PRIVATE in the flags of
+// futex_wait, futex_wake (6.7) and each struct futex_waitv (5.16), make the
+// futex key mm-local (get_futex_key: key.private.mm): such a word can reach
+// no other process, so the filter lets those calls through.
+const (
+	FutexPrivateFlag = 128 // FUTEX_PRIVATE_FLAG
+	Futex2Private    = 128 // FUTEX2_PRIVATE
+	FutexClockRT     = 256 // FUTEX_CLOCK_REALTIME
+)
+
+// FutexCmd is the command of a futex(2) op: op & FUTEX_CMD_MASK, which is
+// ~(FUTEX_PRIVATE_FLAG|FUTEX_CLOCK_REALTIME) (kernel/futex/syscalls.c):
+// every other bit stays, and an unknown command fails with ENOSYS.
+func FutexCmd(op uint32) uint32 { return op &^ (FutexPrivateFlag | FutexClockRT) }
+
+// futex(2) commands (op & FutexCmdMask).
+const (
+	FutexWait          = 0
+	FutexWake          = 1
+	FutexFd            = 2 // removed in 2.6.26: ENOSYS
+	FutexRequeue       = 3
+	FutexCmpRequeue    = 4
+	FutexWakeOp        = 5
+	FutexLockPI        = 6
+	FutexUnlockPI      = 7
+	FutexTrylockPI     = 8
+	FutexWaitBitset    = 9
+	FutexWakeBitset    = 10
+	FutexWaitRequeuePI = 11
+	FutexCmpRequeuePI  = 12
+	FutexLockPI2       = 13 // 5.14
+)
+
+var futexCmdNames = [...]string{"FUTEX_WAIT", "FUTEX_WAKE", "FUTEX_FD", "FUTEX_REQUEUE", "FUTEX_CMP_REQUEUE", "FUTEX_WAKE_OP",
+	"FUTEX_LOCK_PI", "FUTEX_UNLOCK_PI", "FUTEX_TRYLOCK_PI", "FUTEX_WAIT_BITSET", "FUTEX_WAKE_BITSET",
+	"FUTEX_WAIT_REQUEUE_PI", "FUTEX_CMP_REQUEUE_PI", "FUTEX_LOCK_PI2"}
+
+// FutexCmdName names a futex(2) command, "FUTEX_OP(N)" when unknown.
+func FutexCmdName(cmd uint32) string {
+	if int(cmd) < len(futexCmdNames) {
+		return futexCmdNames[cmd]
+	}
+	return "FUTEX_OP(" + strconv.Itoa(int(cmd)) + ")"
+}
+
+// FutexUsesUaddr2 reports whether a futex(2) command names a second futex
+// word in its uaddr2 argument (argument 4): the requeue target, or the
+// word FUTEX_WAKE_OP changes. The kernel keys uaddr1 of REQUEUE and
+// CMP_REQUEUE with FUTEX_READ: a word in read-only memory is enough to
+// move another program's waiters.
+func FutexUsesUaddr2(cmd uint32) bool {
+	switch cmd {
+	case FutexRequeue, FutexCmpRequeue, FutexWakeOp, FutexWaitRequeuePI, FutexCmpRequeuePI:
+		return true
+	}
+	return false
+}

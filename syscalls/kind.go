@@ -27,6 +27,7 @@ const (
 	KindMemory                // mmap, munmap, mprotect, ... on tracecell's path page (tracer: pathpage.go)
 	KindLease                 // fcntl(F_SETLEASE): a lease holds back other processes' opens of the file for writing
 	KindIoctl                 // an ioctl command off the allow-list with no rule of its own: decided on what its fd points to
+	KindFutex                 // a futex operation on a shared (not FUTEX_PRIVATE_FLAG) futex word: its memory must be the tree's own
 	kindCount
 )
 
@@ -51,6 +52,7 @@ var kindNames = [kindCount]string{
 	KindMemory:    "memory",
 	KindLease:     "lease",
 	KindIoctl:     "ioctl",
+	KindFutex:     "futex",
 }
 
 // String returns the report name of the kind.

@@ -105,10 +105,14 @@ const (
 	// one of their MemRanges may reach the path page, and the tracer denies
 	// those that do (tracer: pathpage.go).
 	HMem
+	// HFutex is futex, futex_wait, futex_wake, futex_waitv and
+	// futex_requeue on a shared futex word (tracer: futex.go): each word
+	// it names must lie in memory the tree may write.
+	HFutex
 	handlerCount
 )
 
-var handlerNames = [handlerCount]string{"path", "open", "exec", "socket", "signal", "process", "fd-meta", "ioctl", "clone", "forbidden", "process-mem", "fcntl", "chdir", "memory"}
+var handlerNames = [handlerCount]string{"path", "open", "exec", "socket", "signal", "process", "fd-meta", "ioctl", "clone", "forbidden", "process-mem", "fcntl", "chdir", "memory", "futex"}
 
 // The path page: an address range that the tracer maps read-only into a
 // traced process (after its first checked call with more than one task in
@@ -173,6 +177,15 @@ type Spec struct {
 	PidArg   int // pid (or thread id / who) argument, -1 when none
 	SigArg   int // signal number argument, -1 when none
 	ModeArg  int // file mode argument of mknod/mknodat (S_IFCHR/S_IFBLK make a device), -1 when none
+	// PermArg is the permission bits argument whose S_ISUID and S_ISGID
+	// bits are checked (chmod family, open/creat with O_CREAT, mknod), -1
+	// when none. mkdir has none: vfs_mkdir keeps only S_IRWXUGO|S_ISVTX
+	// of its mode (fs/namei.c, 2.6 onwards), so set-id bits given to
+	// mkdir never reach the inode.
+	PermArg int
+	// NameArg is the extended attribute name argument (setxattr family),
+	// -1 when none.
+	NameArg int
 	// AddrArg is the socket address: a struct sockaddr pointer (connect,
 	// bind, sendto), a struct msghdr pointer (sendmsg) or a struct mmsghdr
 	// array (sendmmsg); AddrLenArg its length when passed as an argument.
@@ -190,9 +203,9 @@ type Spec struct {
 // to -1.
 func mk(name string, k Kind, h Handler, paths ...PathArg) *Spec {
 	s := &Spec{Name: name, Kind: k, Handler: h, Paths: paths,
-		FlagsArg: -1, FdArg: -1, PidArg: -1, SigArg: -1, ModeArg: -1, AddrArg: -1, AddrLenArg: -1, LinkTargetArg: -1}
+		FlagsArg: -1, FdArg: -1, PidArg: -1, SigArg: -1, ModeArg: -1, PermArg: -1, NameArg: -1, AddrArg: -1, AddrLenArg: -1, LinkTargetArg: -1}
 	switch k {
-	case KindSignal, KindProcess, KindForbidden, KindMemory:
+	case KindSignal, KindProcess, KindForbidden, KindMemory, KindFutex:
 		s.Errno = syscall.EPERM
 	default:
 		s.Errno = syscall.EACCES
@@ -204,7 +217,9 @@ func (s *Spec) flags(i int) *Spec   { s.FlagsArg = i; return s }
 func (s *Spec) fd(i int) *Spec      { s.FdArg = i; return s }
 func (s *Spec) pid(i int) *Spec     { s.PidArg = i; return s }
 func (s *Spec) sig(i int) *Spec     { s.SigArg = i; return s }
-func (s *Spec) mode(i int) *Spec    { s.ModeArg = i; return s }
+func (s *Spec) mode(i int) *Spec    { s.ModeArg = i; s.PermArg = i; return s }
+func (s *Spec) perm(i int) *Spec    { s.PermArg = i; return s }
+func (s *Spec) name(i int) *Spec    { s.NameArg = i; return s }
 func (s *Spec) addr(a, l int) *Spec { s.AddrArg, s.AddrLenArg = a, l; return s }
 func (s *Spec) linkTo(i int) *Spec  { s.LinkTargetArg = i; return s }
 func (s *Spec) mem(r ...MemRange) *Spec {
@@ -284,16 +299,31 @@ var forbidden = []string{
 	"shmget", "shmat", "shmctl", "semget", "semop", "semtimedop", "semctl",
 	"msgget", "msgsnd", "msgrcv", "msgctl",
 	// POSIX message queues live in the host's mqueue file system, outside
-	// any sandbox; descriptors for the other mq_* calls come from mq_open.
-	"mq_open", "mq_unlink",
+	// any sandbox. mq_open is forbidden, so any queue descriptor the tree
+	// holds is a host queue reached by an open of /dev/mqueue/NAME (a
+	// queue descriptor is an fd of that file system): on a read-only fd
+	// mq_timedreceive takes another program's message and mq_notify
+	// registers for its notification (one registration a queue, held
+	// while the fd is open: the owner's own mq_notify fails with EBUSY
+	// meanwhile). mq_timedsend needs an fd opened for writing (a write
+	// open there is denied anyway) and mq_getsetattr changes only the
+	// caller's own fd's O_NONBLOCK; both are forbidden all the same,
+	// since a tree without mq_open has no queue of its own to use them
+	// on. Their FdArg names the queue in the report.
+	"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
 }
+
+// mqFdCalls are the forbidden calls whose first argument is a queue
+// descriptor.
+var mqFdCalls = map[string]bool{"mq_timedsend": true, "mq_timedreceive": true, "mq_notify": true, "mq_getsetattr": true}
 
 func buildSpecs() map[string]*Spec {
 	specs := []*Spec{
 		// Opens. The kind (read, write, create) comes from the flags.
-		mk("open", KindWrite, HOpen, p(0, FollowOpen, "path")).flags(1),
-		mk("openat", KindWrite, HOpen, at(1, 0, FollowOpen, "path", false)).flags(2),
-		mk("creat", KindWrite, HOpen, p(0, FollowOpen, "path")), // O_CREAT|O_WRONLY|O_TRUNC implied
+		// PermArg: the mode of a file O_CREAT makes.
+		mk("open", KindWrite, HOpen, p(0, FollowOpen, "path")).flags(1).perm(2),
+		mk("openat", KindWrite, HOpen, at(1, 0, FollowOpen, "path", false)).flags(2).perm(3),
+		mk("creat", KindWrite, HOpen, p(0, FollowOpen, "path")).perm(1), // O_CREAT|O_WRONLY|O_TRUNC implied
 
 		// New entries. None follows a final symlink: an existing name
 		// (even a dangling symlink) fails with EEXIST.
@@ -324,13 +354,13 @@ func buildSpecs() map[string]*Spec {
 		// Permission and ownership. fchmodat(2) has no flags argument:
 		// glibc's AT_SYMLINK_NOFOLLOW emulation goes through an O_PATH fd
 		// and /proc/self/fd, which resolves like any path. fchmodat2 is 6.6.
-		mk("chmod", KindChmod, HPath, p(0, always, "path")),
-		mk("fchmodat", KindChmod, HPath, at(1, 0, always, "path", false)),
-		mk("fchmodat2", KindChmod, HPath, at(1, 0, atNoFol, "path", true)).flags(3),
+		mk("chmod", KindChmod, HPath, p(0, always, "path")).perm(1),
+		mk("fchmodat", KindChmod, HPath, at(1, 0, always, "path", false)).perm(2),
+		mk("fchmodat2", KindChmod, HPath, at(1, 0, atNoFol, "path", true)).flags(3).perm(2),
 		mk("chown", KindChown, HPath, p(0, always, "path")),
 		mk("lchown", KindChown, HPath, p(0, never, "path")),
 		mk("fchownat", KindChown, HPath, at(1, 0, atNoFol, "path", true)).flags(4),
-		mk("fchmod", KindChmod, HFdMeta).fd(0),
+		mk("fchmod", KindChmod, HFdMeta).fd(0).perm(1),
 		mk("fchown", KindChown, HFdMeta).fd(0),
 
 		// Content and times.
@@ -344,15 +374,32 @@ func buildSpecs() map[string]*Spec {
 
 		// Extended attributes. The XATTR_CREATE/REPLACE flags of
 		// setxattr are not AT_* flags, so FlagsArg stays -1 there.
-		mk("setxattr", KindXattr, HPath, p(0, always, "path")),
-		mk("lsetxattr", KindXattr, HPath, p(0, never, "path")),
+		// NameArg: security.capability (file capabilities) is never set.
+		mk("setxattr", KindXattr, HPath, p(0, always, "path")).name(1),
+		mk("lsetxattr", KindXattr, HPath, p(0, never, "path")).name(1),
 		mk("removexattr", KindXattr, HPath, p(0, always, "path")),
 		mk("lremovexattr", KindXattr, HPath, p(0, never, "path")),
-		mk("fsetxattr", KindXattr, HFdMeta).fd(0),
+		mk("fsetxattr", KindXattr, HFdMeta).fd(0).name(1),
 		mk("fremovexattr", KindXattr, HFdMeta).fd(0),
 		// setxattrat/removexattrat (6.13): (dfd, path, at_flags, name, ...).
-		mk("setxattrat", KindXattr, HPath, at(1, 0, atNoFol, "path", true)).flags(2),
+		mk("setxattrat", KindXattr, HPath, at(1, 0, atNoFol, "path", true)).flags(2).name(3),
 		mk("removexattrat", KindXattr, HPath, at(1, 0, atNoFol, "path", true)).flags(2),
+		// Reading extended attributes and watching a path tell what is in
+		// it (a deny-read file's xattrs, its every change): checked like a
+		// read, so trapped only when reads are (filter: KindRead). fgetxattr
+		// and flistxattr act on an fd, whose open was checked.
+		// inotify_add_watch follows a final symlink unless IN_DONT_FOLLOW
+		// is in its mask (tracer: decodePaths). fanotify_mark is
+		// forbidden.
+		mk("getxattr", KindRead, HPath, p(0, always, "path")),
+		mk("lgetxattr", KindRead, HPath, p(0, never, "path")),
+		mk("listxattr", KindRead, HPath, p(0, always, "path")),
+		mk("llistxattr", KindRead, HPath, p(0, never, "path")),
+		// getxattrat/listxattrat (6.13): (dfd, path, at_flags, ...).
+		mk("getxattrat", KindRead, HPath, at(1, 0, atNoFol, "path", true)).flags(2),
+		mk("listxattrat", KindRead, HPath, at(1, 0, atNoFol, "path", true)).flags(2),
+		mk("inotify_add_watch", KindRead, HPath, p(1, always, "path")),
+
 		// file_setattr (6.17): (dfd, path, struct file_attr *, size,
 		// at_flags) sets the FS_XFLAG_* attributes (immutable, append-only)
 		// that FS_IOC_FSSETXATTR sets through an fd.
@@ -438,13 +485,45 @@ func buildSpecs() map[string]*Spec {
 		// the page. No ranges: trapped whenever the page is used, and denied.
 		mk("process_madvise", KindMemory, HMem),
 
+		// Futexes on a shared futex word (tracer: futex.go). Without
+		// FUTEX_PRIVATE_FLAG (FUTEX2_PRIVATE for the futex2 calls) the
+		// kernel keys a word in a file mapping by the file's inode and
+		// offset (get_futex_key), so a word of a read-only mapping of a
+		// host process's named semaphore is that process's futex. futex
+		// and futex_wait/futex_wake (6.7) are trapped only without the
+		// private flag in FlagsArg; futex_waitv (5.16) and futex_requeue
+		// (6.7) take their words and flags from an array in memory and
+		// are always trapped.
+		mk("futex", KindFutex, HFutex).flags(1),
+		mk("futex_wait", KindFutex, HFutex).flags(3),
+		mk("futex_wake", KindFutex, HFutex).flags(3),
+		mk("futex_waitv", KindFutex, HFutex),
+		mk("futex_requeue", KindFutex, HFutex),
+		// restart_syscall resumes an interrupted FUTEX_WAIT or
+		// FUTEX_WAIT_BITSET with a timeout at the address the kernel
+		// saved (futex_wait_restart), which may have been remapped
+		// since; a thread may also call it itself from a signal
+		// handler. Always trapped (it is rare: a sleep interrupted by a
+		// signal or a ptrace stop); checked only after a shared timed
+		// wait of the task ended with -ERESTART_RESTARTBLOCK.
+		mk("restart_syscall", KindFutex, HFutex),
+		// rt_sigreturn ends a signal handler and resets the saved
+		// restart (restart_block.fn = do_no_restart_syscall): the
+		// tracer forgets the word it would check restart_syscall
+		// against. Never denied.
+		mk("rt_sigreturn", KindFutex, HFutex),
+
 		// seccomp: trapped only with SECCOMP_FILTER_FLAG_NEW_LISTENER.
 		mk("seccomp", KindForbidden, HForbidden).flags(1),
 		// prctl: trapped only for PR_SET_MM (see PrSetMM).
 		mk("prctl", KindForbidden, HForbidden).flags(0),
 	}
 	for _, n := range forbidden {
-		specs = append(specs, mk(n, KindForbidden, HForbidden))
+		s := mk(n, KindForbidden, HForbidden)
+		if mqFdCalls[n] {
+			s.fd(0)
+		}
+		specs = append(specs, s)
 	}
 	m := make(map[string]*Spec, len(specs))
 	for _, s := range specs {

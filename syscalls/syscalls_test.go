@@ -510,7 +510,7 @@ func TestSpecs(t *testing.T) {
 				t.Errorf("handler %v", s.Handler)
 			}
 			switch s.Kind {
-			case KindSignal, KindProcess, KindForbidden, KindMemory:
+			case KindSignal, KindProcess, KindForbidden, KindMemory, KindFutex:
 				if s.Errno != syscall.EPERM {
 					t.Errorf("errno %v, want EPERM", s.Errno)
 				}

@@ -127,6 +127,12 @@ type freezer struct {
 	relookup bool
 	// interrupted: the caller was sent PTRACE_INTERRUPT (relookup).
 	interrupted bool
+	// blockAfter replaces freezeBlocked for this call (0: freezeBlocked).
+	blockAfter time.Duration
+	// noPaths: the call names no path (a futex), so left to finish
+	// unfrozen it is not in flight for the walk cache (dirCache): it
+	// cannot move a directory.
+	noPaths bool
 }
 
 // freezes reports whether an allowed call of this handler must run with the
@@ -142,6 +148,11 @@ func freezes(h syscalls.Handler, name string, openFlags uint64, readsChecked boo
 	case syscalls.HOpen:
 		return readsChecked || syscalls.OpenWrites(openFlags) || name == "creat"
 	case syscalls.HPath, syscalls.HFdMeta, syscalls.HIoctl, syscalls.HSocket, syscalls.HFcntl:
+		return true
+	case syscalls.HFutex:
+		// The word's mapping (and futex_waitv's array): another thread
+		// could map a read-only file page over a checked address before
+		// the kernel takes the key.
 		return true
 	case syscalls.HChdir:
 		// Never denied, but the tracer forgets the cwds it remembers
@@ -175,6 +186,13 @@ func (t *tracer) needsFreeze(c *call) bool {
 	case syscalls.HIoctl:
 		if syscalls.IoctlPasses(uint32(t.regs.Arg(1))) {
 			return false // passed on the command number alone
+		}
+	case syscalls.HFutex:
+		if c.name == "rt_sigreturn" || (c.name == "restart_syscall" && c.tk.futexRestart == 0) {
+			return false // passed on the task's state alone
+		}
+		if t.mmAlone(c.tk) {
+			return false // no other task can change its mappings
 		}
 	case syscalls.HFcntl:
 		switch uint32(t.regs.Arg(1)) {
@@ -436,7 +454,11 @@ func (t *tracer) runFrozen(f *freezer) error {
 		}
 		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SYSCALL) pid %d", tid), err)
 	}
-	check := time.Now().Add(freezeBlocked)
+	blocked := freezeBlocked
+	if f.blockAfter > 0 {
+		blocked = f.blockAfter
+	}
+	check := time.Now().Add(blocked)
 	for !t.dying.Load() {
 		x, ws, err := pollUntil(check)
 		if err != nil {
@@ -482,16 +504,18 @@ func (t *tracer) runFrozen(f *freezer) error {
 				}
 				f.interrupted = true
 			}
-			check = time.Now().Add(freezeBlocked)
+			check = time.Now().Add(blocked)
 			continue
 		}
 		if st == 'S' {
 			// Blocked after its lookups (see the comment at the top):
 			// let the tree run; the loop answers its syscall-exit stop.
-			t.setInFlight(f.tk, true)
+			if !f.noPaths {
+				t.setInFlight(f.tk, true)
+			}
 			return t.thaw()
 		}
-		check = time.Now().Add(freezeBlocked)
+		check = time.Now().Add(blocked)
 	}
 	return t.thaw()
 }

@@ -112,15 +112,18 @@ func (t *tracer) trapsListen() bool { return t.trapNet }
 //
 // Precondition: tk is stopped at the syscall exit of its call.
 func (t *tracer) callDone(tk *task, unfrozen bool) {
-	ino, scratch, pty := tk.bindIno, tk.pendingScratch, tk.ptyPending
-	if ino == 0 && len(scratch) == 0 && !pty {
+	ino, scratch, pty, fx := tk.bindIno, tk.pendingScratch, tk.ptyPending, tk.futexExit
+	if ino == 0 && len(scratch) == 0 && !pty && fx == 0 {
 		return
 	}
-	tk.bindIno, tk.pendingScratch, tk.ptyPending = 0, nil, false
+	tk.bindIno, tk.pendingScratch, tk.ptyPending, tk.futexExit = 0, nil, false, 0
 	if t.readRegs(tk.tid) != nil {
 		return // gone
 	}
 	ret := int64(t.regs.Ret())
+	if fx != 0 && ret == -errRestartBlock {
+		tk.futexRestart = fx // futex.go
+	}
 	if ino != 0 && ret == 0 && len(t.bound) < maxBound {
 		t.bound[ino] = true
 	}

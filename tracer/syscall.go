@@ -133,6 +133,9 @@ func (t *tracer) seccompStop(tk *task) error {
 	}
 	if fr != nil {
 		fr.relookup = c.relookup
+		if spec.Handler == syscalls.HFutex {
+			fr.blockAfter, fr.noPaths = futexBlocked, true
+		}
 	}
 	if op != nil && movesDirs(op) {
 		// Decided or not, the walks after this one must not trust where
@@ -197,6 +200,19 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 		return t.release(c, fr, true)
 	}
+	if e := t.kernelFails(c, op); e != 0 && c.limit == nil {
+		// The kernel fails this call before it can change anything
+		// (EEXIST, ENOENT): its answer, not a denial. Given by the tracer
+		// without running the call, so that no race can make it succeed.
+		t.counts.Failed++
+		if t.audit {
+			return t.release(c, fr, true) // the kernel answers the same
+		}
+		if err := t.deny(tid, e); err != nil {
+			return err
+		}
+		return t.release(c, fr, false)
+	}
 	ev := t.newEvent(c, op, d)
 	if t.audit && c.limit == nil {
 		ev.Decision = report.Audit
@@ -252,7 +268,7 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 		}
 	}
 	if f == nil {
-		if c.tk.bindIno != 0 || len(c.tk.pendingScratch) > 0 || c.tk.ptyPending {
+		if c.tk.bindIno != 0 || len(c.tk.pendingScratch) > 0 || c.tk.ptyPending || c.tk.futexExit != 0 {
 			return t.resumeToExit(c.tk)
 		}
 		return t.resume(tid, 0)
@@ -389,6 +405,8 @@ func (t *tracer) decode(c *call) *policy.Op {
 		return t.decodeChdir(c)
 	case syscalls.HMem:
 		return t.decodeMem(c)
+	case syscalls.HFutex:
+		return t.decodeFutex(c)
 	case syscalls.HForbidden:
 		switch c.name {
 		case "seccomp":
@@ -402,7 +420,18 @@ func (t *tracer) decode(c *call) *policy.Op {
 			}
 			c.flags = "PR_SET_MM"
 		}
-		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
+		op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
+		if c.spec.FdArg >= 0 {
+			// mq_timedsend and the like: the report names the queue the
+			// descriptor is (a host queue, /dev/mqueue/NAME). Denied
+			// whatever the fd is.
+			fd := t.regs.Int32Arg(c.spec.FdArg)
+			if p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd); ok {
+				op.Paths = []policy.Path{p}
+			}
+			c.fail, c.failWhy, c.failPath = 0, "", policy.Path{}
+		}
+		return op
 	}
 	return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 }
@@ -738,6 +767,13 @@ func (t *tracer) decodeOpen(c *call) *policy.Op {
 		return nil
 	}
 	op := &policy.Op{Syscall: c.name, Paths: []policy.Path{p}}
+	if flags&unix.O_CREAT != 0 || tmpfile {
+		// The mode of the file it may create: set-id bits are checked
+		// whether or not the file exists now (another task could remove
+		// it before the kernel's lookup: a path copied to the path page
+		// runs without a freeze).
+		t.permArg(c, op)
+	}
 	switch {
 	case !syscalls.OpenWrites(flags):
 		op.Kind = syscalls.KindRead
@@ -775,6 +811,9 @@ func (t *tracer) decodePaths(c *call) *policy.Op {
 		case syscalls.FollowIfAtFollow:
 			follow = flags&unix.AT_SYMLINK_FOLLOW != 0
 		}
+		if c.name == "inotify_add_watch" && uint32(t.regs.Arg(2))&unix.IN_DONT_FOLLOW != 0 {
+			follow = false
+		}
 		p, ok := t.pathArg(c, pa, follow, atEmpty)
 		if !ok {
 			return nil
@@ -795,9 +834,50 @@ func (t *tracer) decodePaths(c *call) *policy.Op {
 			op.Kind = syscalls.KindForbidden
 		}
 	}
+	t.permArg(c, op)
+	if !t.xattrName(c, op) {
+		return nil
+	}
 	// mkdir/mknod/symlink of an existing entry fail with EEXIST; creating
 	// counts as a create either way.
 	return op
+}
+
+// permArg records the set-id bits of c's mode argument (spec.PermArg) in
+// op, and the mode in the report's flags when it has any.
+func (t *tracer) permArg(c *call, op *policy.Op) {
+	if c.spec.PermArg < 0 {
+		return
+	}
+	mode := uint32(t.regs.Arg(c.spec.PermArg)) // a umode_t: the kernel keeps the low 16 bits
+	op.SetID = mode & (policy.SetUID | policy.SetGID)
+	if op.SetID != 0 && !c.hasOpenFlags { // an open's flags are formatted by newEvent
+		m := fmt.Sprintf("mode=%#o", mode&0o7777)
+		if c.flags != "" {
+			m = c.flags + " " + m
+		}
+		c.flags = m
+	}
+}
+
+// xattrName records the attribute name a setxattr sets (spec.NameArg). It
+// returns false, with c.fail set, when the name cannot be read: the kernel
+// fails the call with EFAULT (or ERANGE for a name too long) before
+// touching anything.
+func (t *tracer) xattrName(c *call, op *policy.Op) bool {
+	if c.spec.NameArg < 0 {
+		return true
+	}
+	name, err := t.mem.readString(c.tk.tid, uintptr(t.regs.Arg(c.spec.NameArg)))
+	if err != nil {
+		c.fail = errnoOf(err, syscall.EFAULT)
+		return false
+	}
+	op.Xattr = string(name)
+	if c.flags == "" {
+		c.flags = "name=" + op.Xattr
+	}
+	return true
 }
 
 // decodeFdMeta handles calls that change metadata through an fd (fchmod,
@@ -809,7 +889,14 @@ func (t *tracer) decodeFdMeta(c *call, fdArg int, kind syscalls.Kind) *policy.Op
 	if !ok {
 		return nil
 	}
-	return &policy.Op{Kind: kind, Syscall: c.name, Paths: []policy.Path{p}}
+	op := &policy.Op{Kind: kind, Syscall: c.name, Paths: []policy.Path{p}}
+	if c.spec.Handler == syscalls.HFdMeta {
+		t.permArg(c, op)
+		if !t.xattrName(c, op) {
+			return nil
+		}
+	}
+	return op
 }
 
 // decodeIoctl decides the ioctl commands the filter traps: every command
@@ -1650,4 +1737,72 @@ func (t *tracer) pathArgBytes(c *call, given []byte, follow bool) (policy.Path, 
 		p.Base = b
 	}
 	return t.resolved(c, p, base, given, follow)
+}
+
+// kernelFails returns the errno the kernel fails a denied file system call
+// with before it looks at permissions (0 when it would not fail it, or when
+// saying so would tell the tree more than it may know): a create of a name
+// that exists gets EEXIST (filename_create and open's O_CREAT|O_EXCL look
+// the name up before any permission or read-only check: mkdir of /etc is
+// EEXIST for everyone), and a call on a name that does not exist gets
+// ENOENT (unlink, rmdir, rename's and link's source, chmod, chown,
+// setxattr, truncate, utimes, an open without O_CREAT). shm_unlink of a
+// name that is gone, which multiprocessing's resource tracker does at
+// exit, so gets ENOENT as on a bare system.
+//
+// Only path arguments resolved at this stop count (not an fd, not a /proc
+// magic link), and only where the policy lets the tree know what exists
+// (Policy.MayKnow: never a deny-read path; stat would tell the rest). The
+// tracer returns the errno itself and the call never runs: a racing task
+// that creates or removes the name in between cannot turn it into a real
+// change.
+func (t *tracer) kernelFails(c *call, op *policy.Op) syscall.Errno {
+	if op == nil || !op.Kind.ModifiesFS() || len(op.Paths) == 0 {
+		return 0
+	}
+	h := c.spec.Handler
+	if h != syscalls.HPath && h != syscalls.HOpen {
+		return 0
+	}
+	for i := range op.Paths {
+		p := &op.Paths[i]
+		if p.Given == "" || p.Special != "" || !t.pol.MayKnow(p.Resolved) {
+			return 0
+		}
+	}
+	p0 := &op.Paths[0]
+	if h == syscalls.HOpen {
+		flags := c.openFlags
+		switch {
+		case flags&unix.O_TMPFILE == unix.O_TMPFILE:
+			return 0
+		case flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL && p0.Exists:
+			return syscall.EEXIST
+		case flags&unix.O_CREAT == 0 && !p0.Exists:
+			return syscall.ENOENT
+		}
+		return 0
+	}
+	switch op.Kind {
+	case syscalls.KindCreate:
+		if p0.Exists {
+			return syscall.EEXIST
+		}
+	case syscalls.KindDelete, syscalls.KindChmod, syscalls.KindChown, syscalls.KindXattr, syscalls.KindWrite:
+		if !p0.Exists {
+			return syscall.ENOENT
+		}
+	case syscalls.KindRename:
+		if !p0.Exists {
+			return syscall.ENOENT
+		}
+	case syscalls.KindLink:
+		if !p0.Exists {
+			return syscall.ENOENT
+		}
+		if len(op.Paths) > 1 && op.Paths[1].Exists {
+			return syscall.EEXIST
+		}
+	}
+	return 0
 }

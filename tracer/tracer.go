@@ -272,6 +272,12 @@ type task struct {
 	approvedExec string
 	initialExec  bool
 	chainExec    bool // the approved exec is the start chain's (Config.InitialChain)
+	// futexExit is the word of this task's allowed shared FUTEX_WAIT or
+	// FUTEX_WAIT_BITSET with a timeout in flight, resumed to its syscall
+	// exit (futex.go), 0 when none; futexRestart is the word of such a
+	// wait that ended with -ERESTART_RESTARTBLOCK: the kernel saved it
+	// for restart_syscall, which is checked against it.
+	futexExit, futexRestart uint64
 	// bindIno is the socket of this task's allowed inet bind in flight,
 	// resumed to its syscall exit (listen.go), 0 when none.
 	bindIno uint64

@@ -96,6 +96,17 @@ CASES = [
      ev("lease", "fcntl", "outside-writable-roots", OUT, [p("fd 3", True, resolved="/home/u/data.csv")], flags="F_SETLEASE(F_RDLCK)"),
      "a lease on /home/u/data.csv blocked: a lease (fcntl F_SETLEASE) holds back other programs that open the file for writing, "
      "so it is allowed only on files in the sandbox; read the file without one, or call copy_to_sandbox and use the copy"),
+    ("set-id bit in the sandbox",
+     ev("chmod", "chmod", "set-id-bits", "chmod would set the set-user-ID bit", [p(SBX + "/python3", True)], flags="mode=04755"),
+     "chmod of python3 blocked: set-user-ID and set-group-ID bits are never allowed (a set-id file runs with its owner's "
+     "rights for every user); leave them out, e.g. mode 0o755"),
+    ("file capabilities",
+     ev("xattr", "setxattr", "file-capabilities", "setxattr of security.capability would give the file capabilities", [p(SBX + "/tool", True)], flags="name=security.capability"),
+     "setting file capabilities (security.capability) on tool blocked: it is never allowed here"),
+    ("shared futex on a host semaphore",
+     ev("futex", "futex", "futex-memory", "the futex word lies in a read-only shared mapping", [p("uaddr 0x7f00", True, resolved="/dev/shm/sem.x")], flags="FUTEX_CMP_REQUEUE"),
+     "a shared futex in memory mapped from /dev/shm/sem.x blocked: futex words shared between processes must be in memory "
+     "this program may write; use threading or multiprocessing locks"),
 ]
 
 

@@ -104,6 +104,14 @@ def describe_denial(d: Denial, sandbox: Optional[str] = None) -> str:
         return ("a lease on %s %s: a lease (fcntl F_SETLEASE) holds back other programs that open the file for writing, "
                 "so it is allowed only on files in the sandbox; read the file without one, or call copy_to_sandbox and use the copy"
                 % (first or "a file", blocked))
+    if d.rule == "set-id-bits":
+        return ("%s of %s %s: set-user-ID and set-group-ID bits are never allowed (a set-id file runs with its owner's "
+                "rights for every user); leave them out, e.g. mode 0o755" % (d.syscall or "chmod", first or "a file", blocked))
+    if d.rule == "file-capabilities":
+        return "setting file capabilities (security.capability) on %s %s: it is never allowed here" % (first or "a file", blocked)
+    if d.kind == "futex":
+        return ("a shared futex in memory mapped from %s %s: futex words shared between processes must be in memory "
+                "this program may write; use threading or multiprocessing locks" % (first or "a file", blocked))
     if d.kind in _FS_VERBS:
         if d.kind in ("rename", "link") and len(paths) > 1:
             phrase = "%s %s to %s" % (d.kind, first, _shown(paths[1], sandbox))

@@ -1,0 +1,164 @@
+package tracer
+
+import (
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// TestParseMaps: the fields of /proc/<pid>/maps, a path with spaces, and
+// anonymous lines without a path.
+func TestParseMaps(t *testing.T) {
+	text := "55d0c0a00000-55d0c0a21000 r--p 00000000 08:01 1311                       /usr/bin/python3.11\n" +
+		"7f0000000000-7f0000001000 r--s 00000000 00:1a 42                         /dev/shm/sem.my sem (deleted)\n" +
+		"7f0000001000-7f0000002000 rw-s 00000000 00:01 7                          /dev/zero (deleted)\n" +
+		"7f0000002000-7f0000004000 rw-p 00000000 00:00 0 \n" +
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n"
+	ms, err := parseMaps([]byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 5 {
+		t.Fatalf("%d mappings, want 5: %+v", len(ms), ms)
+	}
+	m, ok := ms.find(0x7f0000000ffc)
+	if !ok || m.path != "/dev/shm/sem.my sem (deleted)" || m.write || !m.shared || m.inode != 42 {
+		t.Errorf("sem mapping %+v %v", m, ok)
+	}
+	if m, ok := ms.find(0x7f0000003000); !ok || m.path != "" || !m.write || m.shared || m.inode != 0 {
+		t.Errorf("anonymous mapping %+v %v", m, ok)
+	}
+	if _, ok := ms.find(0x7f0000004000); ok {
+		t.Error("found a mapping at the end of the last one")
+	}
+	if _, err := parseMaps([]byte("garbage\n")); err == nil {
+		t.Error("garbage parsed")
+	}
+}
+
+// TestFutexMemWhy classifies real mappings of this process: anonymous and
+// writable shared memory may hold shared futex words, a read-only shared
+// mapping and an uncopied page of a private file mapping may not; a copied
+// one may.
+func TestFutexMemWhy(t *testing.T) {
+	f, err := os.CreateTemp(t.TempDir(), "futex")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 4096)); err != nil {
+		t.Fatal(err)
+	}
+	mp := func(prot, flags int, fd int) []byte {
+		b, err := unix.Mmap(fd, 0, 4096, prot, flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { unix.Munmap(b) })
+		return b
+	}
+	fd := int(f.Fd())
+	anon := mp(unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS, -1)
+	anon[0] = 1
+	shanon := mp(unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS, -1)
+	shw := mp(unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED, fd)
+	shr := mp(unix.PROT_READ, unix.MAP_SHARED, fd)
+	priv := mp(unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE, fd)
+	_ = priv[0] // faulted in: the file's page, not a copy
+	cow := mp(unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE, fd)
+	cow[0] = 1 // copied on write: anonymous now
+	tid := unix.Gettid()
+	tr := &tracer{}
+	for _, c := range []struct {
+		name string
+		b    []byte
+		bad  string // "" when allowed; else a word of the reason
+	}{
+		{"private anonymous", anon, ""},
+		{"shared anonymous", shanon, ""},
+		{"shared writable file", shw, ""},
+		{"shared read-only file", shr, "read-only shared mapping"},
+		{"private file, not copied", priv, "not copied"},
+		{"private file, copied", cow, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ms, err := readMaps(tid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := uint64(uintptr(unsafe.Pointer(&c.b[0])))
+			m, ok := ms.find(addr)
+			if !ok {
+				t.Fatalf("%#x not in the maps", addr)
+			}
+			why := tr.futexMemWhy(tid, addr, m)
+			if (why == "") != (c.bad == "") || !strings.Contains(why, c.bad) {
+				t.Errorf("futexMemWhy = %q, want %q", why, c.bad)
+			}
+		})
+	}
+}
+
+// TestKernelFails: which denied calls get the kernel's own errno instead of
+// a denial, and that a deny-read or unreadable path never does.
+func TestKernelFails(t *testing.T) {
+	pol, err := policy.New(policy.Config{WriteRoots: []string{"/srv/sbx"}, DenyRead: []string{"/home/u/.ssh"}, Scratch: []string{"/dev/shm"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	polRead, err := policy.New(policy.Config{WriteRoots: []string{"/srv/sbx"}, ReadRoots: []string{"/data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := func(p string) policy.Path { return policy.Path{Given: p, Resolved: p, Exists: true} }
+	gone := func(p string) policy.Path { return policy.Path{Given: p, Resolved: p} }
+	for _, c := range []struct {
+		name  string
+		pol   *policy.Policy
+		call  string
+		flags uint64 // open flags
+		kind  syscalls.Kind
+		paths []policy.Path
+		want  syscall.Errno
+	}{
+		{"mkdir existing", pol, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/etc")}, syscall.EEXIST},
+		{"mkdir new", pol, "mkdir", 0, syscalls.KindCreate, []policy.Path{gone("/etc/x")}, 0},
+		{"symlink existing", pol, "symlinkat", 0, syscalls.KindCreate, []policy.Path{ex("/etc/hosts")}, syscall.EEXIST},
+		{"shm_unlink gone", pol, "unlink", 0, syscalls.KindDelete, []policy.Path{gone("/dev/shm/psm_1")}, syscall.ENOENT},
+		{"unlink existing", pol, "unlink", 0, syscalls.KindDelete, []policy.Path{ex("/dev/shm/psm_1")}, 0},
+		{"chmod gone", pol, "chmod", 0, syscalls.KindChmod, []policy.Path{gone("/etc/x")}, syscall.ENOENT},
+		{"rename source gone", pol, "rename", 0, syscalls.KindRename, []policy.Path{gone("/etc/a"), ex("/etc/b")}, syscall.ENOENT},
+		{"rename onto existing", pol, "rename", 0, syscalls.KindRename, []policy.Path{ex("/etc/a"), ex("/etc/b")}, 0},
+		{"link onto existing", pol, "link", 0, syscalls.KindLink, []policy.Path{ex("/etc/a"), ex("/srv/sbx/b")}, syscall.EEXIST},
+		{"link source gone", pol, "link", 0, syscalls.KindLink, []policy.Path{gone("/etc/a"), ex("/srv/sbx/b")}, syscall.ENOENT},
+		{"O_CREAT|O_EXCL existing", pol, "openat", unix.O_CREAT | unix.O_EXCL | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{ex("/dev/shm/x")}, syscall.EEXIST},
+		{"O_CREAT existing", pol, "openat", unix.O_CREAT | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{ex("/dev/shm/x")}, 0},
+		{"O_WRONLY gone", pol, "openat", unix.O_WRONLY, syscalls.KindWrite, []policy.Path{gone("/etc/x")}, syscall.ENOENT},
+		{"O_TMPFILE", pol, "openat", unix.O_TMPFILE | unix.O_WRONLY, syscalls.KindCreate, []policy.Path{gone("/etc/x")}, 0},
+		{"deny-read existing", pol, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/home/u/.ssh/d")}, 0},
+		{"deny-read gone", pol, "unlink", 0, syscalls.KindDelete, []policy.Path{gone("/home/u/.ssh/x")}, 0},
+		{"outside read roots", polRead, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/etc")}, 0},
+		{"inside read roots", polRead, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/data/d")}, syscall.EEXIST},
+		{"fd path", pol, "fchmod", 0, syscalls.KindChmod, []policy.Path{{Given: "fd 3", Resolved: "/etc/x"}}, 0},
+		{"proc special", pol, "unlink", 0, syscalls.KindDelete, []policy.Path{{Given: "/proc/1/fd/3", Resolved: "/proc/1/fd/3", Special: "pipe:[1]"}}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			spec, ok := syscalls.Lookup(c.call)
+			if !ok {
+				t.Fatalf("no spec %s", c.call)
+			}
+			tr := &tracer{pol: c.pol}
+			cl := &call{spec: spec, name: c.call, openFlags: c.flags, hasOpenFlags: spec.Handler == syscalls.HOpen}
+			op := &policy.Op{Kind: c.kind, Syscall: c.call, Paths: c.paths}
+			if got := tr.kernelFails(cl, op); got != c.want {
+				t.Errorf("kernelFails = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
