@@ -261,6 +261,17 @@ func (ms memMaps) find(addr uint64) (mapping, bool) {
 	return mapping{}, false
 }
 
+// any reports whether a mapping that overlaps r satisfies f (sendmmsg's
+// alias check, netmsg.go).
+func (ms memMaps) any(r span, f func(mapping) bool) bool {
+	for _, m := range ms {
+		if r.overlaps(span{m.start, m.end}) && f(m) {
+			return true
+		}
+	}
+	return false
+}
+
 // readMaps reads and parses /proc/<tid>/maps.
 func readMaps(tid int) (memMaps, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/maps")

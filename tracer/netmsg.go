@@ -212,68 +212,18 @@ func (t *tracer) rewritten(tid int, base uint64, msgs []msg) (int, string) {
 	if err != nil {
 		return 1, fmt.Sprintf("sendmmsg of %d entries: tracecell could not read the memory map to rule out that the kernel's msg_len writes change later entries (%v), so the call is denied to be safe", len(msgs), err)
 	}
-	if !vmas.any(written, func(v vma) bool { return v.shared }) {
+	if !vmas.any(written, func(v mapping) bool { return v.shared }) {
 		return -1, ""
 	}
 	for j := 1; j < len(msgs); j++ {
 		for _, r := range msgs[j].read {
-			if vmas.any(r, func(v vma) bool { return v.shared || v.inode != 0 }) {
+			if vmas.any(r, func(v mapping) bool { return v.shared || v.inode != 0 }) {
 				return j, fmt.Sprintf("sendmmsg entries lie in shared memory: the kernel writes each entry's msg_len there before it reads the next, and entry %d's memory at %#x may be the same pages under another address, so the address checked may not be the one it would send to (use private memory for the mmsghdr array)",
 					j, r.lo)
 			}
 		}
 	}
 	return -1, ""
-}
-
-// vma is one line of /proc/<pid>/maps.
-type vma struct {
-	span
-	shared bool   // MAP_SHARED ('s')
-	inode  uint64 // a file behind it (also shmem, memfd)
-}
-
-type vmaList []vma
-
-// any reports whether a mapping that overlaps r satisfies f.
-func (l vmaList) any(r span, f func(vma) bool) bool {
-	for _, v := range l {
-		if v.overlaps(r) && f(v) {
-			return true
-		}
-	}
-	return false
-}
-
-// readMaps parses /proc/<tid>/maps.
-func readMaps(tid int) (vmaList, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", tid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var l vmaList
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// start-end perms offset dev inode [path]
-		fs := bytes.Fields(sc.Bytes())
-		if len(fs) < 5 {
-			continue
-		}
-		lo, hi, ok := bytes.Cut(fs[0], []byte("-"))
-		a, err1 := strconv.ParseUint(string(lo), 16, 64)
-		b, err2 := strconv.ParseUint(string(hi), 16, 64)
-		ino, err3 := strconv.ParseUint(string(fs[4]), 10, 64)
-		if !ok || err1 != nil || err2 != nil || err3 != nil || len(fs[1]) < 4 {
-			return nil, fmt.Errorf("/proc/%d/maps: bad line %q", tid, sc.Text())
-		}
-		l = append(l, vma{span{a, b}, fs[1][3] == 's', ino})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return l, nil
 }
 
 // Local address of a sending socket (policy.Op.From).

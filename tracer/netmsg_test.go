@@ -68,10 +68,10 @@ func TestReadMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := func(b []byte) span { return mkSpan(uint64(addrOf(b)), 1) }
-	if !l.any(at(sh), func(v vma) bool { return v.shared && v.inode != 0 }) {
+	if !l.any(at(sh), func(v mapping) bool { return v.shared && v.inode != 0 }) {
 		t.Errorf("shared anonymous mapping not seen as shared (shmem inode)")
 	}
-	if l.any(at(pr), func(v vma) bool { return v.shared || v.inode != 0 }) {
+	if l.any(at(pr), func(v mapping) bool { return v.shared || v.inode != 0 }) {
 		t.Errorf("private anonymous mapping seen as shared or file-backed")
 	}
 }
