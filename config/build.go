@@ -290,6 +290,7 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	if s.MaxOpenFiles > 0 {
 		p.Rlimits = append(p.Rlimits, Rlimit{"open_files", unix.RLIMIT_NOFILE, uint64(s.MaxOpenFiles), uint64(s.MaxOpenFiles)})
 	}
+	pc.NetAdmin = p.KeepCaps.Has(caps.NetAdmin)
 	if _, err := policy.New(pc); err != nil {
 		return nil, usagef("policy: %v", err)
 	}

@@ -94,7 +94,7 @@ type fsRun struct {
 // given flags; the report goes to a directory anyone may write.
 func runFsops(t *testing.T, prefix []string, sbx string, flags []string, args ...string) fsRun {
 	t.Helper()
-	rd := openDir(t)
+	rd := openWorldDir(t)
 	rp := filepath.Join(rd, "report.json")
 	argv := append(append([]string{}, prefix...), tcBin, "run", "--write", sbx, "--report", rp)
 	argv = append(argv, flags...)
@@ -115,7 +115,7 @@ func runFsops(t *testing.T, prefix []string, sbx string, flags []string, args ..
 // openDir is a fresh directory anyone may reach and write (mode 0777 under
 // the system temp dir; t.TempDir's parent is private to the test's user),
 // symlinks expanded.
-func openDir(t *testing.T) string {
+func openWorldDir(t *testing.T) string {
 	t.Helper()
 	d, err := os.MkdirTemp("", "tcfsops-")
 	if err != nil {
@@ -478,7 +478,7 @@ func TestFsopsSetID(t *testing.T) {
 	for user, prefix := range users {
 		for _, c := range cases {
 			t.Run(user+"/"+c.name, func(t *testing.T) {
-				sbx := openDir(t)
+				sbx := openWorldDir(t)
 				prog := filepath.Join(sbx, "prog")
 				writeFile(t, prog, "#!/bin/sh\n", 0o755)
 				mkdir(t, filepath.Join(sbx, "dir"))

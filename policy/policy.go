@@ -62,16 +62,19 @@ const (
 	RuleScratchOwned  = "scratch-owned"
 	RuleOwnPty        = "own-pty"
 	RuleSpecialObject = "special-object"
-	RuleRead          = "read"
-	RuleInitialExec   = "initial-exec"
-	RuleAllowExec     = "allow-exec"
-	RuleNetAllow      = "net-allow"
-	RuleLoopback      = "loopback"
-	RuleNetlink       = "netlink"
-	RuleUnspec        = "unspec"
-	RuleUnixInRoots   = "unix-socket-in-roots"
-	RuleUnixAutobind  = "unix-autobind"
-	RuleInTree        = "in-tree"
+	// RuleNetAdminKept allows a socket ioctl off the allow-list where the
+	// operator kept CAP_NET_ADMIN for the tree (Config.NetAdmin).
+	RuleNetAdminKept = "net-admin-kept"
+	RuleRead         = "read"
+	RuleInitialExec  = "initial-exec"
+	RuleAllowExec    = "allow-exec"
+	RuleNetAllow     = "net-allow"
+	RuleLoopback     = "loopback"
+	RuleNetlink      = "netlink"
+	RuleUnspec       = "unspec"
+	RuleUnixInRoots  = "unix-socket-in-roots"
+	RuleUnixAutobind = "unix-autobind"
+	RuleInTree       = "in-tree"
 )
 
 // DefaultDevices are the device files every program may open for writing:
@@ -1041,6 +1044,8 @@ func (p *Policy) decideIoctl(op *Op, l Ledger) Decision {
 	pa := &op.Paths[0]
 	if pa.Special != "" {
 		switch {
+		case strings.HasPrefix(pa.Special, "socket:") && p.cfg.NetAdmin:
+			return allow(RuleNetAdminKept)
 		case strings.HasPrefix(pa.Special, "socket:"):
 			return deny(syscall.EPERM, RuleIoctlNotAllowed, fmt.Sprintf("%s on %s: socket commands other than the queries tracecell allows reach the network configuration or devices of the whole host", what, pa.Special))
 		case pa.SpecialInTree:

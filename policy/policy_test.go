@@ -1168,6 +1168,17 @@ func TestDecideIoctl(t *testing.T) {
 	if d := p.Decide(&Op{Kind: syscalls.KindIoctl, Syscall: "ioctl", Ioctl: "0x1"}, nil); d.Allow || d.Rule != RuleIoctlNotAllowed {
 		t.Errorf("no path: %+v", d)
 	}
+	// With CAP_NET_ADMIN kept by the operator, socket configuration
+	// reaches the kernel, which checks the capability.
+	na := baseConfig()
+	na.NetAdmin = true
+	sock := Path{Resolved: "/proc/9/task/9/fd/5", Exists: true, Special: "socket:[88]", SpecialInTree: true}
+	if d := mustNew(t, na).Decide(&Op{Kind: syscalls.KindIoctl, Syscall: "ioctl", Ioctl: "SIOCSIFFLAGS", Paths: []Path{sock}}, nil); !d.Allow || d.Rule != RuleNetAdminKept {
+		t.Errorf("SIOCSIFFLAGS with net_admin kept: %+v", d)
+	}
+	if d := mustNew(t, na).Decide(&Op{Kind: syscalls.KindIoctl, Syscall: "ioctl", Ioctl: "LOOP_CLR_FD", Paths: []Path{ex("/dev/loop0")}}, nil); d.Allow {
+		t.Errorf("net_admin kept allows a non-socket ioctl: %+v", d)
+	}
 	// As a write the same op is decided like one: the terminal changes
 	// of syscalls.Ioctls keep their foreign-pty rule.
 	if d := p.Decide(&Op{Kind: syscalls.KindWrite, Syscall: "ioctl", Paths: []Path{ex("/dev/pts/3")}}, nil); d.Rule != RuleForeignPty {

@@ -103,6 +103,12 @@ type Config struct {
 	// (the session server's own sockets, which would let a session drive
 	// every other one).
 	Unreachable []Endpoint `json:"unreachable,omitempty"`
+	// NetAdmin: the operator kept CAP_NET_ADMIN for the tree (--keep-cap
+	// net_admin, a root tracecell, typically in a network namespace of the
+	// tree's own). Socket ioctls off the allow-list (SIOCSIFFLAGS,
+	// SIOCADDRT, ...) then reach the kernel, which checks the capability
+	// itself; without it they are denied and reported as ioctl-not-allowed.
+	NetAdmin bool `json:"net_admin,omitempty"`
 }
 
 // ChecksReads reports whether some read-only opens may be denied (read
