@@ -53,7 +53,7 @@ func netmem(t *testing.T) string {
 		os.Chmod(dir, 0o755) // the as-nobody run executes it too
 		netmemBin = filepath.Join(dir, "netmem")
 		src := filepath.Join(repoRoot, "testdata", "netmem", "netmem.c")
-		if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", netmemBin, src).CombinedOutput(); err != nil {
+		if out, err := exec.Command(gcc, "-O2", "-Wall", "-pthread", "-o", netmemBin, src).CombinedOutput(); err != nil {
 			netmemErr = fmt.Errorf("gcc %s: %v\n%s", src, err, out)
 		}
 	})
@@ -173,6 +173,39 @@ func TestSendmmsgRewritten(t *testing.T) {
 			t.Errorf("denials:\n%s", r.report.denialList())
 		}
 	})
+}
+
+// TestSendmmsgSleeps: a sendmmsg to a connected AF_UNIX socket whose queue
+// fills sleeps in the kernel before it reads its later entries; a second
+// thread then points entry 39 at a socket outside the writable roots and
+// drains the queue. Left to finish unfrozen, the kernel read the new
+// address and sent there (red team on the issue-16 build). Now such a
+// call is interrupted when it sleeps and checked again at its restart.
+func TestSendmmsgSleeps(t *testing.T) {
+	bin := netmem(t)
+	dir := realDir(t)
+	sbx, host := filepath.Join(dir, "sbx"), filepath.Join(dir, "host")
+	mkdir(t, sbx)
+	mkdir(t, host)
+	os.Chmod(dir, 0o755)
+	far := filepath.Join(host, "far.sock")
+	outside := unixgram(t, far)
+	if r := runBare(t, sbx, runEnv(t, sbx), bin, "mmsg-sleep", far); resultOf(r.stdout) != "sent=40" || received(outside, 300*time.Millisecond) == 0 {
+		t.Fatalf("bare run did not reach the far socket (%q): the test proves nothing\n%s", r.stdout, r.stderr)
+	}
+	r := runTraced(t, sbx, runEnv(t, sbx), nil, bin, "mmsg-sleep", far)
+	if n := received(outside, 300*time.Millisecond); n != 0 {
+		t.Errorf("the socket outside the writable roots got %d datagrams", n)
+	}
+	denied := false
+	for _, e := range r.report.Denials {
+		if e.Decision == "deny" && e.Syscall == "sendmmsg" && len(e.Paths) > 0 && e.Paths[0].Resolved == far {
+			denied = true
+		}
+	}
+	if !denied {
+		t.Errorf("no denial of the sendmmsg to %s; stdout %q; denials:\n%s", far, r.stdout, r.report.denialList())
+	}
 }
 
 // TestSendmmsgRewrittenInet: under --net loopback entry 1's address is

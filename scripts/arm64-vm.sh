@@ -136,7 +136,7 @@ cp bin/tracecell-linux-arm64 "$root/tc/bin/tracecell"
 log "cross-compiling testdata/escapes (static)"
 aarch64-linux-gnu-gcc -static -O2 -Wall -o "$root/tc/bin/escape" testdata/escapes/escape.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -pthread -o "$root/tc/bin/race" testdata/escapes/race.c
-aarch64-linux-gnu-gcc -static -O2 -Wall -o "$root/tc/bin/netmem" testdata/netmem/netmem.c
+aarch64-linux-gnu-gcc -static -O2 -Wall -pthread -o "$root/tc/bin/netmem" testdata/netmem/netmem.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -o "$root/tc/bin/ioctl" testdata/escapes/ioctl.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -pthread -o "$root/tc/bin/fsops" testdata/fsops/fsops.c
 if [ "${TC_ARM64_SURFACE418:-0}" = 1 ] && [ -e "$root/tc/tests/integration.test" ]; then

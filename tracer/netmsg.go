@@ -32,7 +32,9 @@ package tracer
 //     writes its msg_len (put_user, 4 bytes at offset 56 of struct
 //     mmsghdr on 64-bit) before it reads entry i+1. Memory of entry j that
 //     overlaps msg_len of an earlier entry is checked as one value and
-//     used as another: see rewritten.
+//     used as another: see rewritten. And a send may sleep before entry
+//     i+1 is read: such a call is never left to finish unfrozen (readMsgs
+//     sets call.relookup).
 //   - recvmsg/recvmmsg are not checked (they name no destination).
 //   - readv/writev/preadv/pwritev, process_vm_readv: not checked (the fd
 //     or the pid in a register decides).
@@ -172,6 +174,16 @@ func (t *tracer) readMsgs(c *call) ([]msg, int, string, error) {
 	vlen := uint64(uint32(t.regs.Arg(2)))
 	if vlen > uioMaxIOV { // the kernel sends at most UIO_MAXIOV
 		vlen = uioMaxIOV
+	}
+	if vlen > 1 {
+		// The kernel reads entry i+1 only after it sent entry i, and a
+		// send may sleep (a full AF_UNIX queue, socket buffers): were the
+		// tree let go while it sleeps, another thread could rewrite a
+		// later entry before the kernel reads it, whatever its family.
+		// A frozen run is interrupted instead (freeze.go, relookup): the
+		// kernel returns the count sent so far (__sys_sendmmsg), or
+		// restarts the call, which stops here and is checked again.
+		c.relookup = true
 	}
 	msgs := make([]msg, 0, vlen)
 	for i := uint64(0); i < vlen; i++ {

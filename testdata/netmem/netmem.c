@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -117,6 +118,65 @@ static int unixaddr(struct sockaddr_un *a, const char *path) {
 	return offsetof(struct sockaddr_un, sun_path) + strlen(path) + 1;
 }
 
+// mmsg-sleep: a sendmmsg that sleeps. The kernel reads entry i+1 only
+// after it sent entry i, and a send to a full AF_UNIX queue sleeps; were
+// the tree let go then, another thread could point a later entry at
+// another socket before the kernel reads it.
+#define SLEEP_N 40
+static struct mmsghdr sleep_m[SLEEP_N];
+static struct sockaddr_un sleep_far;
+static socklen_t sleep_farlen;
+static int sleep_r;
+
+static void *sleep_rewrite(void *arg) {
+	(void)arg;
+	usleep(200000); // the sender sleeps on the full queue by now
+	sleep_m[SLEEP_N - 1].msg_hdr.msg_name = &sleep_far;
+	sleep_m[SLEEP_N - 1].msg_hdr.msg_namelen = sleep_farlen;
+	char b[64];
+	for (int i = 0; i < 4 * SLEEP_N; i++) // drain: the sender wakes
+		if (recv(sleep_r, b, sizeof b, MSG_DONTWAIT) < 0)
+			usleep(1000);
+	return NULL;
+}
+
+static int mmsg_sleep(const char *far) {
+	struct sockaddr_un ra;
+	socklen_t ralen = unixaddr(&ra, "r.sock");
+	unlink("r.sock");
+	sleep_r = socket(AF_UNIX, SOCK_DGRAM, 0);
+	int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+	if (bind(sleep_r, (struct sockaddr *)&ra, ralen) < 0 || connect(fd, (struct sockaddr *)&ra, ralen) < 0)
+		return result(-1);
+	sleep_farlen = unixaddr(&sleep_far, far);
+	static struct iovec iov[SLEEP_N];
+	static char msg[SLEEP_N][16];
+	for (int i = 0; i < SLEEP_N; i++) {
+		snprintf(msg[i], sizeof msg[i], "m%d", i);
+		iov[i].iov_base = msg[i];
+		iov[i].iov_len = strlen(msg[i]);
+		sleep_m[i].msg_hdr.msg_iov = &iov[i];
+		sleep_m[i].msg_hdr.msg_iovlen = 1;
+	}
+	pthread_t th;
+	pthread_create(&th, NULL, sleep_rewrite, NULL);
+	int total = 0;
+	while (total < SLEEP_N) { // a partial count is normal: send the rest
+		int n = sendmmsg(fd, sleep_m + total, SLEEP_N - total, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			pthread_join(th, NULL);
+			printf("info: sent %d before the error\n", total);
+			return result(-1);
+		}
+		total += n;
+	}
+	pthread_join(th, NULL);
+	printf("result: sent=%d\n", total);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	need(argc, 2, "CASE ARGS...");
 	const char *c = argv[1];
@@ -160,6 +220,10 @@ int main(int argc, char **argv) {
 		} __attribute__((packed)) fp = {AF_INET, htons(port)};
 		struct in_addr init = {htonl(INADDR_LOOPBACK)};
 		return mmsg(fd, &to, sizeof to, len, 52, &fp, 4, &init, sizeof(struct sockaddr_in));
+	}
+	if (!strcmp(c, "mmsg-sleep")) {
+		need(argc, 3, "mmsg-sleep FAR_SOCKET");
+		return mmsg_sleep(argv[2]);
 	}
 	if (!strcmp(c, "mmsg-plain")) {
 		// Two entries, no overlap, to the socket PATH: must pass.
