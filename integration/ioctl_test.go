@@ -285,6 +285,65 @@ func TestIoctlBtrfsWholeFS(t *testing.T) {
 	}
 }
 
+// TestIoctlBtrfsDedupe: FIDEDUPERANGE made on a sandbox file's fd names
+// its destination by an fd inside its argument. On a read-only fd of a host
+// file the kernel takes it (the caller owns the file) and replaces the host
+// file's extents by the sandbox file's: its bytes stay, its blocks change
+// (red team on the issue-16 build). The destination is decided like the
+// source now: denied and reported, and filefrag, run here outside the
+// tree, shows the host file's extents unshared. Into a sandbox file it works.
+func TestIoctlBtrfsDedupe(t *testing.T) {
+	mnt := btrfsMount(t)
+	if _, err := exec.LookPath("filefrag"); err != nil {
+		t.Skip("no filefrag (e2fsprogs) to see the extents")
+	}
+	prog := ioctlProg(t)
+	sbx, host := filepath.Join(mnt, "sbx"), filepath.Join(mnt, "host")
+	mkdir(t, sbx)
+	mkdir(t, host)
+	data := strings.Repeat("tracecell dedupe block\n", 64<<10/23+1)[:64<<10]
+	src, mine, theirs := filepath.Join(sbx, "src"), filepath.Join(sbx, "mine"), filepath.Join(host, "theirs")
+	for _, f := range []string{src, mine, theirs} {
+		writeFile(t, f, data, 0o644)
+	}
+	if out, err := exec.Command("sync").CombinedOutput(); err != nil {
+		t.Fatalf("sync: %v\n%s", err, out)
+	}
+	shared := func(p string) bool {
+		out, err := exec.Command("filefrag", "-v", p).CombinedOutput()
+		if err != nil {
+			t.Fatalf("filefrag %s: %v\n%s", p, err, out)
+		}
+		return strings.Contains(string(out), "shared")
+	}
+	if shared(theirs) || shared(mine) {
+		t.Fatal("extents shared before the run")
+	}
+	r := runTraced(t, sbx, nil, []string{"--quiet"}, prog,
+		"dedupe", src, theirs, "65536",
+		"dedupe", src, mine, "65536",
+	)
+	got := stepResults(r.stdout)
+	if strings.Join(got["dedupe"], ",") != "errno=EPERM,ok" {
+		t.Errorf("results %v, want the host destination denied and the sandbox one done\nstdout:\n%s\nstderr:\n%s", got, r.stdout, r.stderr)
+	}
+	if shared(theirs) {
+		t.Errorf("the host file %s now shares its extents with the sandbox file", theirs)
+	}
+	if !shared(mine) {
+		t.Errorf("the sandbox file %s was not deduplicated: the test proves nothing", mine)
+	}
+	found := false
+	for _, e := range r.report.Denials {
+		if e.Flags == "FIDEDUPERANGE" && e.Rule == "ioctl-not-allowed" && e.hasResolved(theirs) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no ioctl-not-allowed denial of FIDEDUPERANGE naming %s:\n%s", theirs, r.report.denialList())
+	}
+}
+
 // TestIoctlUnknownCommand: a command off the allow-list is decided on what
 // its fd points to: on a read-only fd of a host file it is denied as
 // ioctl-not-allowed (named in hex, with the resolved path); inside the

@@ -711,6 +711,11 @@ func IoctlPasses(cmd uint32) bool {
 	return ok
 }
 
+// FIDEDUPERANGE shares the extents of its fd's file with the files of the
+// destination fds in its argument: _IOWR(0x94, 54, struct
+// file_dedupe_range), linux/fs.h. The tracer decides each destination too.
+const FIDEDUPERANGE = 0xc0189436
+
 // ioctlNames names commands in neither table that the tracer decides on
 // what their fd points to, for reports.
 var ioctlNames = map[uint32]string{
@@ -788,7 +793,7 @@ const SockIocType = 0x89
 func IoctlFamily(cmd uint32) (string, bool) {
 	switch IoctlType(cmd) {
 	case 0x94:
-		if cmd == 0xc0189436 { // FIDEDUPERANGE: decided on its fd
+		if cmd == FIDEDUPERANGE { // decided on its fd and its destinations' (tracer: dedupeOp)
 			return "", false
 		}
 		return "btrfs", true

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -925,6 +926,9 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 		op := t.decodeFdMeta(c, 0, syscalls.KindIoctl)
 		if op != nil {
 			op.Ioctl = c.flags
+			if cmd == syscalls.FIDEDUPERANGE {
+				return t.dedupeOp(c, op)
+			}
 		}
 		return op
 	}
@@ -1050,6 +1054,55 @@ func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 		op.Paths = append(op.Paths, src)
 	}
 	return op
+}
+
+// dedupeOp adds the destinations of FIDEDUPERANGE to the decision on its
+// source fd (op). The ioctl's fd is the source; struct file_dedupe_range
+// (linux/fs.h: src_offset, src_length, __u16 dest_count, reserved, then
+// dest_count struct file_dedupe_range_info of 32 bytes, dest_fd first)
+// names the files whose extents the kernel replaces by the source's
+// (vfs_dedupe_file_range). Their bytes stay the same, but their blocks
+// change, and the kernel takes a read-only fd of a file the caller owns
+// (allow_file_dedupe): each destination must be a file the tree may
+// change, like the source. The kernel copies the whole struct in before it
+// acts (ioctl_file_dedupe_range: memdup_user) and allows at most a page of
+// it (ENOMEM past that), so the destinations read here are the ones used.
+func (t *tracer) dedupeOp(c *call, src *policy.Op) *policy.Op {
+	arg := uintptr(t.regs.Arg(2))
+	hdr, err := t.mem.readBytes(c.tk.tid, arg, 24)
+	if err != nil {
+		c.fail = syscall.EFAULT
+		return nil
+	}
+	n := int(binary.LittleEndian.Uint16(hdr[16:18]))
+	if 24+32*n > 4096 {
+		c.pass = true // the kernel refuses it (ENOMEM) before it acts
+		return nil
+	}
+	ops := []*policy.Op{src}
+	if n > 0 {
+		b, err := t.mem.readBytes(c.tk.tid, arg+24, 32*n)
+		if err != nil {
+			c.fail = syscall.EFAULT
+			return nil
+		}
+		for i := 0; i < n; i++ {
+			fd := int64(binary.LittleEndian.Uint64(b[32*i:]))
+			if fd < 0 || fd > math.MaxInt32 {
+				continue // the kernel fails this destination alone (EBADF)
+			}
+			p, ok := t.fdPath(c, policy.Path{Role: "target", Given: "dest_fd " + strconv.Itoa(int(fd))}, int32(fd))
+			if !ok {
+				if c.fail == syscall.EBADF {
+					c.fail = 0 // per destination, as above
+					continue
+				}
+				return nil
+			}
+			ops = append(ops, &policy.Op{Kind: syscalls.KindIoctl, Syscall: c.name, Ioctl: c.flags, Paths: []policy.Path{p}})
+		}
+	}
+	return t.pol.Worst(ops, t.ledger)
 }
 
 // asyncOp checks signal-driven I/O going on for the fd in argument 0 (fcntl F_SETFL with O_ASYNC, ioctl FIOASYNC). On most files

@@ -11,6 +11,8 @@
 //   subvol-setflags SUBVOL       BTRFS_IOC_SUBVOL_SETFLAGS: make SUBVOL read-only
 //   subvol-getflags SUBVOL       BTRFS_IOC_SUBVOL_GETFLAGS: print its flags
 //   raw PATH CMD                 ioctl(fd, CMD (hex), buf) with a zeroed 4 KiB buffer
+//   dedupe SRC DST LEN           FIDEDUPERANGE on SRC's fd: share its first LEN bytes'
+//                                extents with DST (a destination fd in the argument)
 //
 // Each step prints one line "STEP: ok" or "STEP: errno=NAME" (getflags:
 // "subvol-getflags: flags=N"); the program exits 0 either way, so the test
@@ -21,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/btrfs.h>
+#include <linux/fs.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +108,25 @@ int main(int argc, char **argv) {
 				printf("%s: flags=%llu\n", step, (unsigned long long)fl);
 			close(fd);
 			i += 2;
+		} else if (!strcmp(step, "dedupe") && left >= 3) {
+			struct {
+				struct file_dedupe_range r;
+				struct file_dedupe_range_info info[1];
+			} a;
+			memset(&a, 0, sizeof a);
+			int src = ro(argv[i + 1]), dst = ro(argv[i + 2]);
+			a.r.src_length = strtoull(argv[i + 3], NULL, 0);
+			a.r.dest_count = 1;
+			a.info[0].dest_fd = dst;
+			long r = ioctl(src, FIDEDUPERANGE, &a);
+			if (r == 0 && a.info[0].status < 0) {
+				errno = -a.info[0].status;
+				r = -1;
+			}
+			report(step, r);
+			close(src);
+			close(dst);
+			i += 4;
 		} else if (!strcmp(step, "raw") && left >= 2) {
 			static char buf[4096];
 			memset(buf, 0, sizeof buf);
