@@ -638,6 +638,7 @@ func escapeCases() []escapeCase {
 			setup: func(w *world) []string { return []string{"127.0.0.1", strconv.Itoa(udpListener(w))} }},
 		sourceRouteCase("py-ip-options-lsrr", "ip-options", "setsockopt", "192.0.2.1"),
 		sourceRouteCase("py-ip-retopts-lsrr", "ip-retopts", "sendmsg", "192.0.2.1", "9"),
+		sourceRouteCase("py-ip-retopts-lsrr-padded", "ip-retopts-padded", "sendmsg", "192.0.2.1", "9"),
 		{name: "py-tcp-listen-unbound", prog: []string{"py", "tcp-bind-listen"}, kinds: []string{"bind"}, errno: "EACCES", match: bySyscall,
 			setup: func(w *world) []string {
 				// The outside connects to whatever port the program

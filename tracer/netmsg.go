@@ -69,9 +69,14 @@ const (
 	sizeofMmsghdr = 64 // struct mmsghdr: msghdr, unsigned int msg_len, padding
 	offMsgLen     = 56 // msg_len in struct mmsghdr
 	uioMaxIOV     = 1024
-	// maxControl bounds the control data read: above any optmem_max; the
-	// kernel refuses more (ENOBUFS).
-	maxControl = 64 << 10
+	// maxControl bounds the control data read. The kernel takes up to
+	// net.core.optmem_max bytes (____sys_sendmsg: sock_kmalloc, ENOBUFS
+	// past it): 20480 by default on 4.18, 131072 on 6.x, and root may
+	// raise it. Up to maxControl the tracer reads it all; past it (only
+	// where optmem_max was raised past it) the call fails with ENOBUFS, as
+	// it would under the default limit. The red team hid a source route
+	// behind 70000 bytes of padding when this was 64 KiB.
+	maxControl = 16 << 20
 )
 
 // span is a range of tracee memory, [lo, hi).
@@ -127,7 +132,7 @@ func (t *tracer) readMsg(tid int, addr uint64) (msg, error) {
 	ctl, n := binary.LittleEndian.Uint64(b[32:]), binary.LittleEndian.Uint64(b[40:])
 	if ctl != 0 && n >= 16 {
 		if n > maxControl {
-			n = maxControl
+			return m, syscall.ENOBUFS
 		}
 		m.read = append(m.read, mkSpan(ctl, n))
 		m.srLevel, m.sr = t.ctlSourceRoute(tid, ctl, n)

@@ -239,7 +239,7 @@ def main():
                     e = ctypes.get_errno()
                     raise OSError(e, os.strerror(e))
         result(run)
-    elif case in ("ip-options", "ip-retopts"):
+    elif case in ("ip-options", "ip-retopts", "ip-retopts-padded"):
         # Loose source routing through args[0]: a datagram for 127.0.0.1
         # leaves for that first hop instead (setsockopt IP_OPTIONS, or
         # the IP_RETOPTS control message of one sendmsg).
@@ -251,6 +251,14 @@ def main():
                     s.setsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, opts)
                     if s.getsockopt(socket.IPPROTO_IP, socket.IP_OPTIONS, 40) != opts:
                         raise OSError(errno.EINVAL, "options not set")
+                elif case == "ip-retopts-padded":
+                    # The route behind 70000 bytes of a control message of
+                    # a level the kernel skips: more than tracecell once
+                    # read (64 KiB), less than optmem_max on 6.x (128 KiB).
+                    # Bound to loopback first, as --net loopback asks.
+                    pad = (0x7FFF, 1, bytes(70000))
+                    s.bind(("127.0.0.1", 0))
+                    s.sendmsg([PAYLOAD], [pad, (socket.IPPROTO_IP, 7, opts)], 0, ("127.0.0.1", int(args[1])))
                 else:
                     s.sendmsg([PAYLOAD], [(socket.IPPROTO_IP, 7, opts)], 0, ("127.0.0.1", int(args[1])))
         result(run)
