@@ -488,3 +488,59 @@ func TestDeepRelativePath(t *testing.T) {
 		})
 	}
 }
+
+// TestNetlinkUserPeer: a netlink message to a port id other than the
+// kernel's (0) reaches the user-space process bound there: NETLINK_USERSOCK
+// lets any user send to any port. Under --net deny a host listener got the
+// tree's message (red team on the issue-16 build); now a netlink send to a
+// port or a multicast group is decided like an abstract socket. The
+// kernel's own netlink (getaddrinfo's NETLINK_ROUTE dump) still works.
+func TestNetlinkUserPeer(t *testing.T) {
+	const netlinkUsersock = 2
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, netlinkUsersock)
+	if err != nil {
+		t.Skipf("no NETLINK_USERSOCK here: %v", err)
+	}
+	defer unix.Close(fd)
+	port := uint32(0x7c000000 | os.Getpid())
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Pid: port}); err != nil {
+		t.Skipf("bind a NETLINK_USERSOCK port: %v", err)
+	}
+	got := func() int {
+		n := 0
+		buf := make([]byte, 4096)
+		for {
+			m, _, err := unix.Recvfrom(fd, buf, unix.MSG_DONTWAIT)
+			if err != nil || m <= 0 {
+				return n
+			}
+			n++
+		}
+	}
+	code := fmt.Sprintf(`import socket, struct
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 2)
+body = b"tracecell netlink"
+try:
+    s.sendto(struct.pack("=IHHII", 16 + len(body), 0x10, 0, 1, 0) + body, (%d, 0))
+    print("result: ok")
+except OSError as e:
+    print("result: errno=" + __import__("errno").errorcode[e.errno])
+socket.getaddrinfo("localhost", 80, flags=socket.AI_ADDRCONFIG)
+print("info: getaddrinfo ok")
+`, port)
+	sbx := realDir(t)
+	if r := runBare(t, sbx, runEnv(t, sbx), "python3", "-c", code); resultOf(r.stdout) != "ok" || got() != 1 {
+		t.Fatalf("bare run did not reach the netlink port (%q): the test proves nothing\n%s", r.stdout, r.stderr)
+	}
+	r := runTraced(t, sbx, runEnv(t, sbx), nil, "python3", "-c", code)
+	if n := got(); n != 0 {
+		t.Errorf("the host's netlink port got %d messages under --net deny", n)
+	}
+	wantResult(t, r, "errno=EACCES")
+	if !strings.Contains(r.stdout, "info: getaddrinfo ok") {
+		t.Errorf("getaddrinfo failed under tracecell:\n%s%s", r.stdout, r.stderr)
+	}
+	if _, ok := denialBy(r, "sendto", "net-deny"); !ok {
+		t.Errorf("no net-deny denial of the netlink sendto; denials:\n%s", r.report.denialList())
+	}
+}

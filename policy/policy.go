@@ -848,9 +848,17 @@ func (p *Policy) decideNet(op *Op, l Ledger) Decision {
 		return p.netDenied("set "+op.Addr+", which route packets through other hosts (source routing)", RuleNetLoopback)
 	case "netlink":
 		// NETLINK_ROUTE is how glibc's getaddrinfo (AI_ADDRCONFIG) and
-		// if_nameindex learn the local addresses. The peer is the kernel;
-		// reaching a user-space netlink listener stays possible (see README).
-		return allow(RuleNetlink)
+		// if_nameindex learn the local addresses: their peer is the
+		// kernel (port 0, no group). A message to another port id or to
+		// a multicast group reaches user-space processes (NETLINK_USERSOCK
+		// lets any user send and receive): a channel to host processes
+		// like an abstract socket, decided like one (the red team reached
+		// a host listener under --net deny). The tracer gives the port in
+		// Port and the groups in Addr ("groups HEX").
+		if op.Kind != syscalls.KindConnect || p.cfg.Net == NetAllow || (op.Port == 0 && (op.Addr == "" || op.Addr == "groups 0")) {
+			return allow(RuleNetlink)
+		}
+		return p.netDenied(fmt.Sprintf("%s a netlink socket of another process (port id %d, %s): user-space netlink peers are host processes", verb, op.Port, op.Addr), RuleNetLoopback)
 	case "", "unspec":
 		if op.Kind == syscalls.KindConnect && !isSend(op.Syscall) {
 			// connect(AF_UNSPEC) dissolves the association (connect(2)).

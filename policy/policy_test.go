@@ -613,6 +613,10 @@ func TestDecideOtherFamilies(t *testing.T) {
 	}{
 		{"netlink connect", Op{Kind: C, Family: "netlink"}, same(RuleNetlink), nil},
 		{"netlink bind", Op{Kind: B, Family: "netlink"}, same(RuleNetlink), nil},
+		{"netlink kernel", Op{Kind: C, Syscall: "sendto", Family: "netlink", Port: 0, Addr: "groups 0"}, same(RuleNetlink), nil},
+		{"netlink user port", Op{Kind: C, Syscall: "sendto", Family: "netlink", Port: 4242, Addr: "groups 0"}, want{RuleNetDeny, RuleNetLoopback, RuleNetlink}, nil},
+		{"netlink group", Op{Kind: C, Syscall: "sendmsg", Family: "netlink", Port: 0, Addr: "groups 1"}, want{RuleNetDeny, RuleNetLoopback, RuleNetlink}, nil},
+		{"netlink bind port", Op{Kind: B, Family: "netlink", Port: 4242, Addr: "groups 1"}, same(RuleNetlink), nil},
 		{"packet", Op{Kind: C, Family: "family(17)"}, want{RuleNetFamily, RuleNetFamily, RuleNetAllow}, nil},
 		{"packet bind", Op{Kind: B, Family: "family(17)"}, want{RuleNetFamily, RuleNetFamily, RuleNetAllow}, nil},
 		{"bluetooth", Op{Kind: C, Family: "family(31)"}, want{RuleNetFamily, RuleNetFamily, RuleNetAllow}, nil},

@@ -1756,7 +1756,17 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int) *p
 		p.Role = "socket"
 		op.Paths = []policy.Path{p}
 	case afNetlink:
+		// struct sockaddr_nl (linux/netlink.h): nl_family, nl_pad, __u32
+		// nl_pid (the port: 0 is the kernel), __u32 nl_groups (multicast
+		// groups). netlink_connect and netlink_sendmsg take 12 bytes or
+		// fail EINVAL.
 		op.Family = "netlink"
+		if n < 12 {
+			c.fail = syscall.EINVAL
+			return nil
+		}
+		op.Port = int(binary.LittleEndian.Uint32(b[4:]))
+		op.Addr = "groups " + strconv.FormatUint(uint64(binary.LittleEndian.Uint32(b[8:])), 16)
 	default:
 		op.Family = "family(" + strconv.Itoa(fam) + ")"
 	}
