@@ -19,8 +19,13 @@ var (
 	// ErrBusy: the session is running another execution or a reset
 	// (requests to one session are not queued).
 	ErrBusy = errors.New("session busy")
-	// ErrNotFound: no session with that id (deleted, reaped, never made).
+	// ErrNotFound: no session with that id (deleted, reaped, never made,
+	// lost in an earlier boot of this cell; MissOf says which).
 	ErrNotFound = errors.New("session not found")
+	// ErrWrongCell: the id was minted by another cell (cell.go).
+	ErrWrongCell = errors.New("session of another cell")
+	// ErrDraining: the cell drains; it creates nothing and holds no such session.
+	ErrDraining = errors.New("cell draining")
 	// ErrTooManySessions: the server holds --max-sessions sessions.
 	ErrTooManySessions = errors.New("too many sessions")
 	// ErrShuttingDown: Close has begun.
@@ -35,7 +40,15 @@ func (e *apiError) Is(target error) bool {
 	case ErrBusy:
 		return e.code == "session_busy"
 	case ErrNotFound:
-		return e.code == "session_not_found"
+		switch e.code {
+		case "session_not_found", "session_deleted", "session_expired", "session_lost":
+			return true
+		}
+		return false
+	case ErrWrongCell:
+		return e.code == "wrong_cell"
+	case ErrDraining:
+		return e.code == "draining"
 	case ErrTooManySessions:
 		return e.code == "too_many_sessions"
 	case ErrShuttingDown:
