@@ -446,3 +446,6 @@ func (s *Server) writeCellMetrics(w io.Writer) {
 	}
 	fmt.Fprintf(w, "# HELP tracecell_draining 1 while the cell drains (SIGTERM with --drain-timeout): it creates nothing and serves its open sessions.\n# TYPE tracecell_draining gauge\ntracecell_draining{cell=%s} %d\n", c, d)
 }
+
+// CheckCellID explains a --cell-id that cannot name a cell (nil if it can).
+func CheckCellID(id string) error { return checkCellID(id) }
