@@ -193,7 +193,9 @@ class SyncClientTest(unittest.TestCase):
 
     def test_generated_id_and_exists(self) -> None:
         s = self.new_session()
-        self.assertTrue(s.id.startswith("s-"), s.id)
+        # Generated ids carry the cell: "<cell>.s-<16 hex>" (a proxy routes by the prefix).
+        self.assertRegex(s.id, r"^[A-Za-z0-9_-]{1,63}\.s-[0-9a-f]{16}$")
+        self.assertEqual(s.id.split(".")[0], s.cell)
         with self.assertRaises(tracecell.SessionExists) as cm:
             self.c.create_session(s.id)
         self.assertEqual(cm.exception.status, 409)
