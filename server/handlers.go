@@ -39,6 +39,8 @@ var routes = []route{
 	{"POST", "/v1/sessions/{id}/reset", sessionRoute((*Server).handleReset)},
 	{"POST", "/v1/sessions/{id}/copy", sessionRoute((*Server).handleCopy)},
 	{"POST", "/v1/sessions/{id}/keepalive", sessionRoute((*Server).handleKeepalive)},
+	{"GET", "/v1/sessions/{id}/archive", sessionRoute((*Server).handleArchiveGet)},
+	{"POST", "/v1/sessions/{id}/archive", sessionRoute((*Server).handleArchivePut)},
 	{"GET", "/v1/sessions/{id}/files", sessionRoute((*Server).handleFiles)},
 	{"GET", "/v1/sessions/{id}/files/{path...}", sessionRoute((*Server).handleDownload)},
 	{"POST", "/v1/execute", (*Server).handleOneshot},

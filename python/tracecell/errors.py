@@ -88,6 +88,7 @@ ERROR_CODES: Dict[str, Type[TracecellError]] = {
     "invalid_json": InvalidRequest,
     "bad_body": InvalidRequest,
     "invalid_field": InvalidRequest,
+    "invalid_archive": InvalidRequest,
     "invalid_path": InvalidRequest,
     "invalid_id": InvalidRequest,
     "path_outside_sandbox": InvalidRequest,
@@ -121,6 +122,7 @@ ERROR_CODES: Dict[str, Type[TracecellError]] = {
     # 413, 429, 507
     "body_too_large": LimitExceeded,
     "copy_too_large": LimitExceeded,
+    "archive_too_large": LimitExceeded,
     "too_many_sessions": LimitExceeded,
     "no_space": LimitExceeded,
     # 500
