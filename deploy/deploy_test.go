@@ -22,12 +22,57 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 )
+
+// The agent-sandbox types, mirrored field for field from
+// sigs.k8s.io/agent-sandbox (api/v1alpha1/sandbox_types.go: PodTemplate,
+// PodMetadata; extensions/api/v1alpha1/sandboxtemplate_types.go and
+// sandboxwarmpool_types.go), whose module the Go module proxy does not
+// serve: the wrappers are checked against this mirror, the pod spec inside
+// against k8s.io/api itself.
+type sandboxPodTemplate struct {
+	Spec     corev1.PodSpec `json:"spec"`
+	Metadata struct {
+		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	} `json:"metadata"`
+}
+
+type sandboxTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		PodTemplate          sandboxPodTemplate `json:"podTemplate"`
+		VolumeClaimTemplates []struct {
+			Metadata struct {
+				Name        string            `json:"name,omitempty"`
+				Labels      map[string]string `json:"labels,omitempty"`
+				Annotations map[string]string `json:"annotations,omitempty"`
+			} `json:"metadata"`
+			Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
+		} `json:"volumeClaimTemplates,omitempty"`
+		NetworkPolicy *struct {
+			Ingress []networkingv1.NetworkPolicyIngressRule `json:"ingress,omitempty"`
+			Egress  []networkingv1.NetworkPolicyEgressRule  `json:"egress,omitempty"`
+		} `json:"networkPolicy,omitempty"`
+	} `json:"spec"`
+}
+
+type sandboxWarmPool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Replicas    int32                     `json:"replicas"`
+		PodTemplate sandboxPodTemplate        `json:"podTemplate"`
+		Strategy    appsv1.DeploymentStrategy `json:"strategy"`
+	} `json:"spec"`
+}
 
 type doc struct {
 	file string
@@ -67,6 +112,10 @@ func load(t *testing.T) []doc {
 				obj = &appsv1.Deployment{}
 			case "policy/v1 PodDisruptionBudget":
 				obj = &policyv1.PodDisruptionBudget{}
+			case "extensions.agents.x-k8s.io/v1alpha1 SandboxTemplate":
+				obj = &sandboxTemplate{}
+			case "extensions.agents.x-k8s.io/v1alpha1 SandboxWarmPool":
+				obj = &sandboxWarmPool{}
 			default:
 				t.Fatalf("%s document %d: no type for %s %s; add it to this test", f, i, tm.APIVersion, tm.Kind)
 			}
@@ -137,6 +186,10 @@ func TestManifests(t *testing.T) {
 			sts, meta, spec = o, o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec
 		case *appsv1.Deployment:
 			meta, spec = o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec
+		case *sandboxTemplate:
+			meta, spec = metav1.ObjectMeta{Labels: o.Spec.PodTemplate.Metadata.Labels}, &o.Spec.PodTemplate.Spec
+		case *sandboxWarmPool:
+			meta, spec = metav1.ObjectMeta{Labels: o.Spec.PodTemplate.Metadata.Labels}, &o.Spec.PodTemplate.Spec
 		case *corev1.Service:
 			if o.Spec.ClusterIP == corev1.ClusterIPNone {
 				headless = o
@@ -150,7 +203,7 @@ func TestManifests(t *testing.T) {
 			continue
 		}
 		pods++
-		name := d.file + " " + meta.Labels["app.kubernetes.io/name"]
+		name := fmt.Sprintf("%s %s %T", d.file, meta.Labels["app.kubernetes.io/name"], d.obj)
 		t.Run(name, func(t *testing.T) {
 			tcs := tracecellContainers(*spec)
 			// Pod Security: the pod is restricted unless it runs vLLM's
@@ -195,7 +248,7 @@ func TestManifests(t *testing.T) {
 			}
 		})
 	}
-	if pods < 3 || sts == nil || headless == nil || haproxyCfg == "" {
+	if pods < 5 || sts == nil || headless == nil || haproxyCfg == "" {
 		t.Fatalf("expected the cells' StatefulSet, its headless Service, the HAProxy ConfigMap and 3 pod templates; got %d pods", pods)
 	}
 	t.Run("cells", func(t *testing.T) {
@@ -273,6 +326,10 @@ func TestManifests(t *testing.T) {
 				spec = &o.Spec.Template.Spec
 			case *appsv1.Deployment:
 				spec = &o.Spec.Template.Spec
+			case *sandboxTemplate:
+				spec = &o.Spec.PodTemplate.Spec
+			case *sandboxWarmPool:
+				spec = &o.Spec.PodTemplate.Spec
 			}
 			if spec == nil {
 				continue
@@ -344,5 +401,32 @@ func checkProxy(t *testing.T, prog, text string, args func(string) []string) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %v: %v\n%s", prog, args(f), err, out.String())
+	}
+}
+
+// The warm pool's pods are the template's (the v1alpha1 warm pool carries
+// its own copy): a drift between them would make claimed cells differ
+// from the template a reader looks at.
+func TestSandboxPoolMatchesTemplate(t *testing.T) {
+	var tmpl *sandboxTemplate
+	var pool *sandboxWarmPool
+	for _, d := range load(t) {
+		switch o := d.obj.(type) {
+		case *sandboxTemplate:
+			tmpl = o
+		case *sandboxWarmPool:
+			pool = o
+		}
+	}
+	if tmpl == nil || pool == nil {
+		t.Fatal("no SandboxTemplate or SandboxWarmPool in deploy/k8s")
+	}
+	a, _ := yaml.Marshal(tmpl.Spec.PodTemplate)
+	b, _ := yaml.Marshal(pool.Spec.PodTemplate)
+	if !bytes.Equal(a, b) {
+		t.Fatalf("the warm pool's pod differs from the template's:\n%s\n---\n%s", a, b)
+	}
+	if tmpl.Spec.NetworkPolicy == nil || len(tmpl.Spec.NetworkPolicy.Ingress) == 0 {
+		t.Error("no ingress rule: the template's default-deny NetworkPolicy would block the API port")
 	}
 }
