@@ -43,9 +43,19 @@ const (
 	HeaderBoot = "X-Tracecell-Boot"
 )
 
-// maxBoots is how many earlier boots' id files a cell keeps (older ones are
-// removed at start): ids lost longer ago are answered as never seen.
+// maxBoots is how many boots' id files a cell keeps, this one included
+// (older ones are removed at start): ids lost longer ago are answered as
+// never seen.
 const maxBoots = 16
+
+// maxEnded bounds the ended ids a cell remembers (about 100 bytes each);
+// the oldest are forgotten first and then answered as never seen.
+// maxBootFile bounds one boot's record; past it, sessions are not recorded
+// (a restart then answers them as never seen), which the log says once.
+var (
+	maxEnded          = 200_000
+	maxBootFile int64 = 64 << 20
+)
 
 // validCellID: 1 to 63 of A-Z a-z 0-9 _ - (no dot: the dot separates the
 // cell from the rest of a minted session id; 63 is a DNS label's limit, so
@@ -117,11 +127,16 @@ type history struct {
 	dir  string // <state-dir>/cells/<cell>
 	boot string
 
-	mu     sync.Mutex
-	f      *os.File // this boot's file, append-only
-	ended  map[string]fate
-	oldest time.Time // start of the oldest boot on record
-	boots  int       // boots on record, this one included
+	mu      sync.Mutex
+	f       *os.File // this boot's file, append-only
+	written int64    // bytes in f
+	full    bool     // f reached maxBootFile
+	ended   map[string]fate
+	order   []string        // ended ids, oldest first (may repeat: see remember)
+	count   map[string]int  // occurrences in order
+	open    map[string]bool // ids whose "+" line this boot wrote
+	oldest  time.Time       // start of the oldest boot on record
+	boots   int             // boots on record, this one included
 	// lostLastBoot: sessions the previous boot left open (it was killed).
 	lostLastBoot int
 }
@@ -236,7 +251,7 @@ func (h *history) replay(p string) (int, error) {
 			if len(fields) == 5 {
 				fa.reason = fields[4]
 			}
-			h.ended[fields[1]] = fa
+			h.remember(fields[1], fa)
 			last = fa.at
 		case fields[0] == "end" && len(fields) >= 2:
 			last = at(1)
@@ -255,7 +270,7 @@ func (h *history) replay(p string) (int, error) {
 		why = endReason
 	}
 	for id := range open {
-		h.ended[id] = fate{kind: "lost", boot: boot, at: last, reason: why}
+		h.remember(id, fate{kind: "lost", boot: boot, at: last, reason: why})
 	}
 	return len(open), nil
 }
@@ -263,14 +278,36 @@ func (h *history) replay(p string) (int, error) {
 // randomHex8 is 16 random hex digits (a boot id).
 func randomHex8() string { return strings.TrimPrefix(randomID("x"), "x") }
 
+// remember records what became of id, forgetting the oldest past
+// maxEnded. order may hold an id more than once (ended, re-created, ended
+// again): its fate is dropped only with its last occurrence.
+func (h *history) remember(id string, fa fate) {
+	if h.count == nil {
+		h.count = map[string]int{}
+	}
+	h.ended[id] = fa
+	h.order = append(h.order, id)
+	h.count[id]++
+	for len(h.ended) > maxEnded && len(h.order) > 0 {
+		old := h.order[0]
+		h.order = h.order[1:]
+		if h.count[old]--; h.count[old] <= 0 {
+			delete(h.count, old)
+			delete(h.ended, old)
+		}
+	}
+}
+
 // write appends one line (a single write(2) on an O_APPEND file: a
 // SIGKILL leaves whole lines; only the machine going down may lose the
 // page cache's last lines, since there is no fsync per session).
-func (h *history) write(format string, a ...any) {
+func (h *history) write(format string, a ...any) bool {
 	if h == nil || h.f == nil {
-		return
+		return false
 	}
-	h.f.Write([]byte(fmt.Sprintf(format, a...) + "\n"))
+	n, _ := h.f.Write([]byte(fmt.Sprintf(format, a...) + "\n"))
+	h.written += int64(n)
+	return n > 0
 }
 
 // created records a session created in this boot.
@@ -278,7 +315,22 @@ func (h *history) created(id string, now time.Time) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.ended, id)
-	h.write("+ %s %d", id, now.UnixNano())
+	// Past maxBootFile, new sessions go unrecorded (answered as never seen
+	// after a restart); the ends of recorded ones are still written, so the
+	// file holds at most maxBootFile plus one end line per open session.
+	if h.written >= maxBootFile {
+		if !h.full {
+			h.full = true
+			h.write("full %d", now.UnixNano())
+		}
+		return
+	}
+	if h.write("+ %s %d", id, now.UnixNano()) {
+		if h.open == nil {
+			h.open = map[string]bool{}
+		}
+		h.open[id] = true
+	}
 }
 
 // ended records a session of this boot that ended.
@@ -286,8 +338,11 @@ func (h *history) end(id string, fa fate) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	fa.boot = h.boot
-	h.ended[id] = fa
-	h.write("- %s %s %d %s", id, fa.kind, fa.at.UnixNano(), strings.ReplaceAll(fa.reason, "\n", " "))
+	h.remember(id, fa)
+	if h.open[id] {
+		delete(h.open, id)
+		h.write("- %s %s %d %s", id, fa.kind, fa.at.UnixNano(), strings.ReplaceAll(fa.reason, "\n", " "))
+	}
 }
 
 // fateOf says what became of an id that is not here, if it is on record.

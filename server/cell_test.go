@@ -387,3 +387,56 @@ func TestReadyz(t *testing.T) {
 		t.Fatalf("readyz with an empty pool: %d %s", st, b)
 	}
 }
+
+// TestHistoryBounds: the ended ids a cell remembers and the size of a
+// boot's record are bounded; what falls out is answered as never seen,
+// never as something it was not.
+func TestHistoryBounds(t *testing.T) {
+	defer func(e int, f int64) { maxEnded, maxBootFile = e, f }(maxEnded, maxBootFile)
+	maxEnded = 3
+	dir := t.TempDir()
+	now := time.Now()
+	h, err := openHistory(dir, "hb", "boot1", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		h.created(id, now)
+		h.end(id, fate{kind: "deleted", at: now})
+	}
+	h.created("a", now) // a again: its newest end must survive the eviction of its first
+	h.end("a", fate{kind: "expired", at: now, reason: "1s"})
+	h.created("d", now)
+	h.end("d", fate{kind: "deleted", at: now})
+	for id, want := range map[string]string{"a": "expired", "b": "", "c": "deleted", "d": "deleted"} {
+		fa, ok := h.fateOf(id)
+		if (want == "") == ok || fa.kind != want {
+			t.Errorf("%s: %+v %v, want %q", id, fa, ok, want)
+		}
+	}
+	// The record stops growing past maxBootFile: later sessions are not
+	// recorded, earlier ones still end in it.
+	maxBootFile = h.written + 1
+	h.created("e", now) // recorded
+	h.created("f", now) // past the cap: not recorded
+	h.created("g", now) // not recorded
+	h.end("e", fate{kind: "deleted", at: now})
+	h.created("h", now)
+	st, _ := h.f.Stat()
+	// no close: the boot is killed
+	h2, err := openHistory(dir, "hb", "boot2", now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fa, ok := h2.fateOf("e"); !ok || fa.kind != "deleted" {
+		t.Errorf("e, recorded before the cap: %+v %v", fa, ok)
+	}
+	for _, id := range []string{"f", "g", "h"} {
+		if fa, ok := h2.fateOf(id); ok {
+			t.Errorf("%s, created past the cap, has a fate: %+v", id, fa)
+		}
+	}
+	if st.Size() > maxBootFile+200 {
+		t.Errorf("the boot record grew to %d bytes past its cap of %d", st.Size(), maxBootFile)
+	}
+}
