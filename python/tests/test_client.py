@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import re
 import shutil
 import tempfile
@@ -153,6 +154,29 @@ class SyncClientTest(unittest.TestCase):
             self.c.delete_session(sid)
         except tracecell.SessionNotFound:
             pass
+
+    def test_archive_keepalive_and_misses(self) -> None:
+        # Files outlive a session: its sandbox as a tar, unpacked into another session.
+        a = self.new_session()
+        self.assertIsNone(self.c.execute(a.id, "import os; os.makedirs('d', exist_ok=True); open('d/f.txt', 'w').write('kept')").error)
+        tar = self.c.archive(a.id)
+        b = self.new_session()
+        rep = self.c.unpack_archive(b.id, tar)
+        self.assertEqual(rep["files"], 1, rep)
+        self.assertGreaterEqual(rep["directories"], 1, rep)  # d, and what the sandbox holds from the start
+        self.assertEqual(self.c.execute(b.id, "open('d/f.txt').read()").result, "'kept'")
+        # keepalive moves expires_at on; a session's own idle timeout shows in it.
+        s = self.c.create_session("ka-1", idle_timeout=5)
+        self.addCleanup(self._delete, s.id)
+        self.assertIsNotNone(s.expires_at)
+        time.sleep(0.05)
+        self.assertGreater(self.c.keepalive("ka-1").expires_at, s.expires_at)
+        # A deleted session is answered as such, naming the cell.
+        self.c.delete_session("ka-1")
+        with self.assertRaises(tracecell.SessionNotFound) as cm:
+            self.c.get_session("ka-1")
+        self.assertEqual(cm.exception.code, "session_deleted")
+        self.assertIn('cell "%s"' % s.cell, str(cm.exception))
 
     def test_health_and_metrics(self) -> None:
         h = self.c.health()
