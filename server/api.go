@@ -107,27 +107,12 @@ func (s *Server) Limits() Limits {
 
 // Session returns the session id, creating it (from the pool, within
 // --max-sessions) when it does not exist; created says which. A session
-// another caller is creating at that moment gives ErrBusy.
+// another caller is creating at that moment gives ErrBusy. It is Open with
+// create set, without what became of an earlier session of that name: a
+// front door that shows results to a client should use Open and say it.
 func (s *Server) Session(ctx context.Context, id string) (info SessionInfo, created bool, err error) {
-	for range 2 {
-		ss, err := s.lookupID(id)
-		if err == nil {
-			return ss.describe(), false, nil
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return SessionInfo{}, false, err
-		}
-		ss, err = s.create(ctx, id)
-		if err == nil {
-			return ss.describe(), true, nil
-		}
-		var ae *apiError
-		if !errors.As(err, &ae) || ae.code != "session_exists" {
-			return SessionInfo{}, false, err
-		}
-		// Created meanwhile by another caller: look it up again.
-	}
-	return SessionInfo{}, false, errf(409, "session_busy", "session %q is being created and deleted concurrently; retry", id)
+	info, o, err := s.Open(ctx, id, true)
+	return info, o.Created, err
 }
 
 // Describe returns a session's description.
