@@ -35,6 +35,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Response headers naming the cell and its boot.
@@ -163,6 +165,11 @@ func openHistory(stateDir, cell, boot string, now time.Time) (*history, error) {
 		if err != nil {
 			continue
 		}
+		if live(p) {
+			// Another server with this cell id and state directory runs
+			// now (it holds its record locked): not an earlier boot.
+			continue
+		}
 		start, ok := readBootStart(p)
 		if !ok {
 			start = st.ModTime()
@@ -190,9 +197,29 @@ func openHistory(stateDir, cell, boot string, now time.Time) (*history, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create the boot record %s: %w", p, err)
 	}
+	// Locked while this boot lives: flock(2) locks go with the last
+	// descriptor, so a SIGKILL releases it and the next start reads the file.
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock the boot record %s: %w", p, err)
+	}
 	h.f = f
 	h.write("boot %s %d", boot, now.UnixNano())
 	return h, nil
+}
+
+// live reports whether a boot record is locked by a running server.
+func live(p string) bool {
+	f, err := os.Open(p)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		return errors.Is(err, unix.EWOULDBLOCK)
+	}
+	unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
 }
 
 func readBootStart(p string) (time.Time, bool) {

@@ -423,7 +423,7 @@ func TestHistoryBounds(t *testing.T) {
 	h.end("e", fate{kind: "deleted", at: now})
 	h.created("h", now)
 	st, _ := h.f.Stat()
-	// no close: the boot is killed
+	h.f.Close() // the boot is killed: no end line, the lock released
 	h2, err := openHistory(dir, "hb", "boot2", now.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -439,4 +439,35 @@ func TestHistoryBounds(t *testing.T) {
 	if st.Size() > maxBootFile+200 {
 		t.Errorf("the boot record grew to %d bytes past its cap of %d", st.Size(), maxBootFile)
 	}
+}
+
+// TestHistoryLiveBootSkipped: two servers with one cell id on one state
+// directory (serve and mcp with the defaults) do not take each other's
+// running boot for an earlier one that lost its sessions.
+func TestHistoryLiveBootSkipped(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	a, err := openHistory(dir, "same", "boot-a", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.created("open-in-a", now)
+	b, err := openHistory(dir, "same", "boot-b", now.Add(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fa, ok := b.fateOf("open-in-a"); ok {
+		t.Fatalf("a running boot's session is taken for lost: %+v", fa)
+	}
+	a.f.Close() // a dies without a word (the lock goes with its descriptor)
+	a.f = nil
+	c, err := openHistory(dir, "same", "boot-c", now.Add(2*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fa, ok := c.fateOf("open-in-a"); !ok || fa.kind != "lost" || fa.boot != "boot-a" {
+		t.Fatalf("after a died: %+v %v", fa, ok)
+	}
+	b.close(now, "closed cleanly")
+	c.close(now, "closed cleanly")
 }
