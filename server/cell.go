@@ -248,7 +248,7 @@ func readBootStart(p string) (time.Time, bool) {
 func (h *history) replay(p string) (int, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return 0, fmt.Errorf("read the boot record %s: %w", p, err)
+		return 0, nil // unreadable: as if absent (its ids answer as never seen)
 	}
 	defer f.Close()
 	boot := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), "boot-"), ".ids")
@@ -289,9 +289,8 @@ func (h *history) replay(p string) (int, error) {
 			last = at(2)
 		}
 	}
-	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
-		return 0, fmt.Errorf("read the boot record %s: %w", p, err)
-	}
+	// A line too long to be ours, or a read error: what was read stands;
+	// the rest of this boot's record is not known (answered as never seen).
 	why := "the cell stopped without closing it (killed, crashed, or the machine went down)"
 	if endReason != "" {
 		why = endReason
@@ -321,6 +320,29 @@ func (h *history) remember(id string, fa fate) {
 		if h.count[old]--; h.count[old] <= 0 {
 			delete(h.count, old)
 			delete(h.ended, old)
+		}
+	}
+	if len(h.order) > 2*maxEnded+1024 {
+		// One name ended and made again many times, or names made again
+		// after they ended (created drops them from ended): keep each
+		// remembered id once, at its last place.
+		seen := make(map[string]bool, len(h.ended))
+		keep := make([]string, 0, len(h.ended))
+		for i := len(h.order) - 1; i >= 0; i-- {
+			if id := h.order[i]; !seen[id] {
+				if _, ok := h.ended[id]; ok {
+					seen[id] = true
+					keep = append(keep, id)
+				}
+			}
+		}
+		for i, j := 0, len(keep)-1; i < j; i, j = i+1, j-1 {
+			keep[i], keep[j] = keep[j], keep[i]
+		}
+		h.order = keep
+		h.count = make(map[string]int, len(keep))
+		for _, id := range keep {
+			h.count[id] = 1
 		}
 	}
 }

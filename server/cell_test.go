@@ -414,6 +414,17 @@ func TestHistoryBounds(t *testing.T) {
 			t.Errorf("%s: %+v %v, want %q", id, fa, ok, want)
 		}
 	}
+	// One name ended and made again many times does not grow the memory.
+	for i := 0; i < 5000; i++ {
+		h.created("again", now)
+		h.end("again", fate{kind: "deleted", at: now})
+	}
+	if len(h.order) > 2*maxEnded+1025 || len(h.ended) > maxEnded {
+		t.Errorf("remembered %d ids in an order of %d", len(h.ended), len(h.order))
+	}
+	if fa, ok := h.fateOf("again"); !ok || fa.kind != "deleted" {
+		t.Errorf("again: %+v %v", fa, ok)
+	}
 	// The record stops growing past maxBootFile: later sessions are not
 	// recorded, earlier ones still end in it.
 	maxBootFile = h.written + 1
