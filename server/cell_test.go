@@ -482,3 +482,25 @@ func TestHistoryLiveBootSkipped(t *testing.T) {
 	b.close(now, "closed cleanly")
 	c.close(now, "closed cleanly")
 }
+
+// TestDrainWaitsForOneshot: a one-shot execution running when the drain
+// starts finishes; the drain ends after it.
+func TestDrainWaitsForOneshot(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.DrainTimeout = 5 * time.Second })
+	done := make(chan string, 1)
+	go func() {
+		st, b := e.do("POST", "/v1/execute", `{"code":"sleep:400"}`)
+		done <- fmt.Sprintf("%d %s", st, b)
+	}()
+	waitFor(t, "the one-shot to start", func() bool { e.s.mu.Lock(); defer e.s.mu.Unlock(); return e.s.oneshots == 1 })
+	start := time.Now()
+	if left := e.s.drain(5*time.Second, nil); left != 0 {
+		t.Fatalf("%d sessions left", left)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Fatalf("the drain ended after %v, before the one-shot run", took)
+	}
+	if r := <-done; !strings.HasPrefix(r, "200 ") || !strings.Contains(r, `"timed_out":false`) {
+		t.Fatalf("the one-shot run: %s", r)
+	}
+}

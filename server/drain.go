@@ -39,8 +39,9 @@ func (s *Server) drainErr() error {
 	return errf(503, "draining", "cell %q is draining (shutting down): it creates no sessions and runs no one-shot code; retry: a ready cell will take it", s.opts.CellID)
 }
 
-// drain waits until the cell holds no session, or timeout passes, or kill
-// is closed; it returns how many sessions were still open.
+// drain waits until the cell holds no session and runs no one-shot
+// execution, or timeout passes, or kill is closed; it returns how many
+// sessions were still open.
 func (s *Server) drain(timeout time.Duration, kill <-chan struct{}) int {
 	s.StartDrain()
 	deadline := time.NewTimer(timeout)
@@ -49,9 +50,9 @@ func (s *Server) drain(timeout time.Duration, kill <-chan struct{}) int {
 	defer tick.Stop()
 	for {
 		s.mu.Lock()
-		n := len(s.sessions)
+		n, oneshots := len(s.sessions), s.oneshots
 		s.mu.Unlock()
-		if n == 0 {
+		if n == 0 && oneshots == 0 {
 			s.log.Info().Msg("drained: no session left")
 			return 0
 		}
