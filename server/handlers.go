@@ -92,7 +92,7 @@ func (s *Server) Handler() http.Handler {
 
 // auth refuses requests a web page could make a browser send (browserGuard),
 // and requires the bearer token (when one is configured) on everything but
-// GET /healthz.
+// GET /healthz and GET /readyz; every answer names the cell (cell.go).
 func (s *Server) auth(next http.Handler) http.Handler {
 	return s.cellHeaders(browserGuard(s.peerGuard(s.tokenCheck(next))))
 }
