@@ -3,6 +3,7 @@
 #   make test    every test: unit, filter VM, integration (native, on the 4.18 surface), and as root
 #                the integration, server and worker suites again as nobody
 #   make bench   speed against the bare program and strace; sessions against jupyter_client
+#   make scale   three cells in network namespaces behind HAProxy and nginx, with faults (root; not in make test)
 #   make install copy bin/tracecell (make build first) to $(PREFIX)/bin, PREFIX=/usr/local by default
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -17,7 +18,7 @@ ITEST    := bin/integration.test
 PY       ?= /usr/bin/python3
 PREFIX   ?= /usr/local
 
-.PHONY: all deps venv build build-arm64 install demo test test-arm64 unit integration integration-418 test-nobody itest python-test bench clean
+.PHONY: all deps venv build build-arm64 install demo test test-arm64 unit integration integration-418 test-nobody itest python-test bench scale clean
 
 all: build
 
@@ -94,6 +95,18 @@ test: unit build-arm64 integration integration-418 test-nobody python-test
 # Extra go test flags: make test-arm64 ARM64_FLAGS='-test.run TestRace'
 test-arm64: deps
 	TC_ARM64_SURFACE418=1 scripts/arm64-vm.sh $(ARM64_FLAGS)
+
+# Three cells (tracecell serve as nobody), each in its own network namespace
+# (ip netns, veth, 10.77.N.0/24), behind HAProxy and nginx (apt-get install
+# haproxy nginx) with deploy/proxy's configurations; a bounded load of
+# sessions that set and check a variable; one fault per run (SIGKILL a
+# cell, cut its link, SIGTERM it, restart it under the same name). Needs
+# root for the namespaces; a few minutes. Not part of `make test`.
+# SCALE_SESSIONS sets the sessions per run (default 150); the table of
+# p50/p99 and verdicts is written to bin/scale.md.
+scale: build
+	TRACECELL_BIN=$(CURDIR)/$(BIN) TRACECELL_SCALE=1 TRACECELL_SCALE_SESSIONS=$(SCALE_SESSIONS) \
+		TRACECELL_SCALE_OUT=$(CURDIR)/bin/scale.md $(GO) test -count=1 -v -timeout 40m -run TestScale ./scale/
 
 bench: build
 	@scripts/deps.sh bench

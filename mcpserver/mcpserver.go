@@ -22,6 +22,14 @@
 // Headers are read from the HTTP request that carried the call, else from
 // the one that opened the connection (SSE posts its messages separately).
 // Sessions a client forgets end after the server's --idle-timeout.
+//
+// A call whose session is not on this cell makes it (get-or-create), and
+// the first text content (the only part vLLM passes on) says so with what
+// the cell knows of an earlier session of that name: lost when the cell
+// restarted, expired, deleted — never a silent reset behind a proxy that
+// rehashed. With the X-Tracecell-No-Create header the call fails instead,
+// naming the cell and what was lost; a session id minted by another cell
+// is never made here.
 package mcpserver
 
 import (
@@ -52,6 +60,9 @@ import (
 const (
 	HeaderSession   = "X-Tracecell-Session"
 	HeaderRequestID = "X-Session-Id"
+	// HeaderNoCreate ("1", "true" or "yes") forbids making the session:
+	// a call for a session the cell does not hold fails and says why.
+	HeaderNoCreate = "X-Tracecell-No-Create"
 )
 
 // Options configure the MCP server. Zero values take the defaults.
@@ -373,11 +384,14 @@ func (c *conn) python(ctx context.Context, req *mcp.CallToolRequest, in PythonAr
 	start := time.Now()
 	var res *worker.Result
 	var info server.SessionInfo
-	var created bool
+	var opened server.Opened
+	noCreate := truthy(c.headerValue(req, HeaderNoCreate))
 	for range 2 { // a session deleted between lookup and run is made again
-		var c2 bool
-		info, c2, err = m.srv.Session(ctx, k.id)
-		created = created || c2
+		var o server.Opened
+		info, o, err = m.srv.Open(ctx, k.id, !noCreate)
+		if o.Created {
+			opened = o
+		}
 		if err != nil {
 			break
 		}
@@ -387,21 +401,57 @@ func (c *conn) python(ctx context.Context, req *mcp.CallToolRequest, in PythonAr
 		}
 	}
 	if err != nil {
-		log.Warn().Err(err).Msg("mcp: python call refused")
-		return errorResult("%s", callError(err, m.limits)), nil, nil
+		log.Warn().Err(err).Bool("no_create", noCreate).Msg("mcp: python call refused")
+		return errorResult("%s", m.callError(err, k, noCreate)), nil, nil
 	}
 	images, notes := m.images(k.id, res.Artifacts)
 	res.Notes = append(res.Notes, notes...)
 	text := FormatResult(res, Context{Sandbox: info.Sandbox, ExtraWrite: m.limits.ExtraWrite, Net: m.limits.Net, MaxChars: m.opts.MaxChars})
-	if created {
-		text = fmt.Sprintf("[new session: working directory %s; files written there persist for this session]\n", info.Sandbox) + text
+	if opened.Created {
+		text = newSessionNote(k.id, info, opened.Previous) + text
 	}
-	log.Info().Bool("created", created).Float64("ms", float64(time.Since(start).Microseconds())/1000).
+	log.Info().Bool("created", opened.Created).Str("previous", opened.Previous.Kind).Float64("ms", float64(time.Since(start).Microseconds())/1000).
 		Int("denials", len(res.Denials)).Int("artifacts", len(res.Artifacts)).Int("images", len(images)).
 		Bool("timed_out", res.TimedOut).Bool("session_lost", res.SessionLost).Msg("mcp: python call")
 	content := []mcp.Content{&mcp.TextContent{Text: text}} // first: vLLM reads content[0].text
 	content = append(content, images...)
 	return &mcp.CallToolResult{Content: content}, nil, nil
+}
+
+// truthy reads a yes/no header.
+func truthy(v string) bool {
+	switch strings.ToLower(v) {
+	case "1", "true", "yes":
+		return true
+	}
+	return false
+}
+
+// newSessionNote heads the result of a call that made its session: the
+// cell, the working directory, and what became of an earlier session of
+// that name (the model and the client must not take the empty namespace
+// for the old one).
+func newSessionNote(id string, info server.SessionInfo, prev server.Miss) string {
+	note := fmt.Sprintf("[new session: working directory %s; files written there persist for this session; cell %q]\n", info.Sandbox, info.Cell)
+	switch prev.Kind {
+	case "lost", "expired", "deleted":
+		return fmt.Sprintf("[NOTE: the earlier session %q is gone and this is a NEW, EMPTY one: %s Variables and files from before are not here; define them again]\n", id, strings.TrimSuffix(prev.Message, "Create a new one")) + note
+	}
+	return note
+}
+
+// callError says in one line why a call could not run and what to do.
+func (m *MCP) callError(err error, k key, noCreate bool) string {
+	cell, _ := m.srv.Cell()
+	switch {
+	case errors.Is(err, server.ErrNotFound) && noCreate:
+		return fmt.Sprintf("%s; nothing was created (the request says %s)", err.Error(), HeaderNoCreate)
+	case errors.Is(err, server.ErrWrongCell):
+		return "the session belongs to another cell, so it cannot run here: " + err.Error()
+	case errors.Is(err, server.ErrDraining):
+		return fmt.Sprintf("the tool server (cell %q) is shutting down and holds no session %q; retry: a ready cell will take it", cell, k.id)
+	}
+	return callError(err, m.limits)
 }
 
 // callError says in one line why a call could not run and what to do.

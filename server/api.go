@@ -19,8 +19,13 @@ var (
 	// ErrBusy: the session is running another execution or a reset
 	// (requests to one session are not queued).
 	ErrBusy = errors.New("session busy")
-	// ErrNotFound: no session with that id (deleted, reaped, never made).
+	// ErrNotFound: no session with that id (deleted, reaped, never made,
+	// lost in an earlier boot of this cell; MissOf says which).
 	ErrNotFound = errors.New("session not found")
+	// ErrWrongCell: the id was minted by another cell (cell.go).
+	ErrWrongCell = errors.New("session of another cell")
+	// ErrDraining: the cell drains; it creates nothing and holds no such session.
+	ErrDraining = errors.New("cell draining")
 	// ErrTooManySessions: the server holds --max-sessions sessions.
 	ErrTooManySessions = errors.New("too many sessions")
 	// ErrShuttingDown: Close has begun.
@@ -35,7 +40,15 @@ func (e *apiError) Is(target error) bool {
 	case ErrBusy:
 		return e.code == "session_busy"
 	case ErrNotFound:
-		return e.code == "session_not_found"
+		switch e.code {
+		case "session_not_found", "session_deleted", "session_expired", "session_lost":
+			return true
+		}
+		return false
+	case ErrWrongCell:
+		return e.code == "wrong_cell"
+	case ErrDraining:
+		return e.code == "draining"
 	case ErrTooManySessions:
 		return e.code == "too_many_sessions"
 	case ErrShuttingDown:
@@ -94,27 +107,12 @@ func (s *Server) Limits() Limits {
 
 // Session returns the session id, creating it (from the pool, within
 // --max-sessions) when it does not exist; created says which. A session
-// another caller is creating at that moment gives ErrBusy.
+// another caller is creating at that moment gives ErrBusy. It is Open with
+// create set, without what became of an earlier session of that name: a
+// front door that shows results to a client should use Open and say it.
 func (s *Server) Session(ctx context.Context, id string) (info SessionInfo, created bool, err error) {
-	for range 2 {
-		ss, err := s.lookupID(id)
-		if err == nil {
-			return ss.describe(), false, nil
-		}
-		if !errors.Is(err, ErrNotFound) {
-			return SessionInfo{}, false, err
-		}
-		ss, err = s.create(ctx, id)
-		if err == nil {
-			return ss.describe(), true, nil
-		}
-		var ae *apiError
-		if !errors.As(err, &ae) || ae.code != "session_exists" {
-			return SessionInfo{}, false, err
-		}
-		// Created meanwhile by another caller: look it up again.
-	}
-	return SessionInfo{}, false, errf(409, "session_busy", "session %q is being created and deleted concurrently; retry", id)
+	info, o, err := s.Open(ctx, id, true)
+	return info, o.Created, err
 }
 
 // Describe returns a session's description.

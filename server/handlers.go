@@ -38,11 +38,15 @@ var routes = []route{
 	{"POST", "/v1/sessions/{id}/execute", sessionRoute((*Server).handleExecute)},
 	{"POST", "/v1/sessions/{id}/reset", sessionRoute((*Server).handleReset)},
 	{"POST", "/v1/sessions/{id}/copy", sessionRoute((*Server).handleCopy)},
+	{"POST", "/v1/sessions/{id}/keepalive", sessionRoute((*Server).handleKeepalive)},
+	{"GET", "/v1/sessions/{id}/archive", sessionRoute((*Server).handleArchiveGet)},
+	{"POST", "/v1/sessions/{id}/archive", sessionRoute((*Server).handleArchivePut)},
 	{"GET", "/v1/sessions/{id}/files", sessionRoute((*Server).handleFiles)},
 	{"GET", "/v1/sessions/{id}/files/{path...}", sessionRoute((*Server).handleDownload)},
 	{"GET", "/v1/sessions/{id}/report", sessionRoute((*Server).handleSessionReport)},
 	{"POST", "/v1/execute", (*Server).handleOneshot},
 	{"GET", "/healthz", (*Server).handleHealth},
+	{"GET", "/readyz", (*Server).handleReady},
 	{"GET", "/metrics", (*Server).handleMetrics},
 }
 
@@ -89,9 +93,9 @@ func (s *Server) Handler() http.Handler {
 
 // auth refuses requests a web page could make a browser send (browserGuard),
 // and requires the bearer token (when one is configured) on everything but
-// GET /healthz.
+// GET /healthz and GET /readyz; every answer names the cell (cell.go).
 func (s *Server) auth(next http.Handler) http.Handler {
-	return browserGuard(s.peerGuard(s.tokenCheck(next)))
+	return s.cellHeaders(browserGuard(s.peerGuard(s.tokenCheck(next))))
 }
 
 // peerGuard serves a loopback TCP connection without a token only to a
@@ -122,7 +126,7 @@ func (s *Server) tokenCheck(next http.Handler) http.Handler {
 	}
 	want := []byte("Bearer " + s.opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/healthz" {
+		if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" { // probes send no token
 			got := []byte(r.Header.Get("Authorization"))
 			if subtle.ConstantTimeCompare(got, want) != 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="tracecell"`)
@@ -241,7 +245,7 @@ func (s *Server) lookupID(id string) (*session, error) {
 	ss := s.sessions[id]
 	s.mu.Unlock()
 	if ss == nil {
-		return nil, errf(404, "session_not_found", "no session %q (it may have been deleted or reaped after being idle); create it with POST /v1/sessions", id)
+		return nil, s.missError(id) // never here, deleted, expired, lost, another cell's (cell.go)
 	}
 	if ss.s == nil {
 		return nil, errf(409, "session_busy", "session %q is still being created; retry shortly", id)
@@ -251,18 +255,34 @@ func (s *Server) lookupID(id string) (*session, error) {
 
 type createRequest struct {
 	ID string `json:"id,omitempty"`
+	// IdleTimeout in seconds: this session's own idle timeout, at least 1
+	// and at most the server's --idle-timeout (when it has one).
+	IdleTimeout *float64 `json:"idle_timeout,omitempty"`
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var err error
 	var req createRequest
 	if err := s.decode(w, r, &req, true); err != nil {
 		writeError(w, err)
 		return
 	}
+	var idle time.Duration
+	if req.IdleTimeout != nil {
+		if idle, err = s.checkIdle(*req.IdleTimeout); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
 	ss, err := s.create(r.Context(), req.ID)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	if idle > 0 {
+		ss.mu.Lock()
+		ss.idle = idle
+		ss.mu.Unlock()
 	}
 	writeJSON(w, 201, ss.describe())
 }
@@ -271,9 +291,11 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 // worker from the pool, within --max-sessions.
 func (s *Server) create(ctx context.Context, id string) (*session, error) {
 	if id == "" {
-		id = randomID("s-")
+		id = s.mintID() // "<cell>.s-<hex>": a proxy routes it by prefix (cell.go)
 	} else if err := checkID(id); err != nil {
 		return nil, err
+	} else if other, ok := mintedCell(id); ok && other != s.opts.CellID {
+		return nil, s.missError(id) // 421 wrong_cell
 	}
 	// Reserve the id and a slot before the (possibly slow) worker start.
 	s.mu.Lock()
@@ -281,6 +303,9 @@ func (s *Server) create(ctx context.Context, id string) (*session, error) {
 	case s.closed:
 		s.mu.Unlock()
 		return nil, errf(503, "shutting_down", "the server is shutting down")
+	case s.draining:
+		s.mu.Unlock()
+		return nil, s.drainErr()
 	case s.sessions[id] != nil:
 		s.mu.Unlock()
 		return nil, errf(409, "session_exists", "session %q exists already; use it, or DELETE it first", id)
@@ -315,6 +340,7 @@ func (s *Server) create(ctx context.Context, id string) (*session, error) {
 	}
 	ss := newSession(s, id, sandbox, wk)
 	s.sessions[id] = ss
+	s.hist.created(id, ss.created)
 	s.mu.Unlock()
 	s.metrics.sessionsCreated.Add(1)
 	s.metrics.sessionsActive.Add(1)
@@ -362,6 +388,7 @@ func (s *Server) remove(ss *session) error {
 	}
 	delete(s.sessions, ss.id)
 	s.mu.Unlock()
+	s.hist.end(ss.id, fate{kind: "deleted", at: time.Now()})
 	s.metrics.sessionsDeleted.Add(1)
 	s.metrics.sessionsActive.Add(-1)
 	ss.log.Info().Msg("session deleted by the client")
@@ -572,6 +599,10 @@ func (s *Server) handleOneshot(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		writeError(w, errf(503, "shutting_down", "the server is shutting down"))
 		return
+	case s.draining:
+		s.mu.Unlock()
+		writeError(w, s.drainErr())
+		return
 	case len(s.sessions)+s.oneshots >= s.opts.MaxSessions:
 		s.mu.Unlock()
 		writeError(w, errf(429, "too_many_sessions", "the server runs its maximum of %d sessions and one-shot executions (--max-sessions); retry later", s.opts.MaxSessions))
@@ -658,21 +689,24 @@ func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request, ss *sess
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	n, closed := len(s.sessions), s.closed
+	n, closed, draining := len(s.sessions), s.closed, s.draining
 	s.mu.Unlock()
 	status, code := "ok", 200
 	if closed {
 		status, code = "shutting_down", 503
+	} else if draining {
+		status = "draining" // alive: serving its open sessions (GET /readyz says no)
 	}
 	writeJSON(w, code, map[string]any{
 		"status": status, "sessions": n, "max_sessions": s.opts.MaxSessions,
-		"pool_size": s.opts.PoolSize, "pool_ready": s.metrics.poolReady.Load(),
+		"pool_size": s.opts.PoolSize, "pool_ready": s.metrics.poolReady.Load(), "cell": s.opts.CellID, "boot": s.boot,
 	})
 }
 
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	s.metrics.write(w, s.opts.PoolSize)
+	s.writeCellMetrics(w)
 }
 
 func mimeByExt(name string) string {

@@ -247,7 +247,7 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 	// Generated id.
 	st, b := e.do("POST", "/v1/sessions", "")
-	if st != 201 || !strings.Contains(string(b), `"id":"s-`) {
+	if st != 201 || !strings.Contains(string(b), `"id":"`+e.s.opts.CellID+`.s-`) {
 		t.Fatalf("create without body: %d %s", st, b)
 	}
 	// List and describe.
@@ -442,7 +442,7 @@ func TestOneshot(t *testing.T) {
 		return e.fs.alive() == 2 && e.s.metrics.poolReady.Load() == 2
 	})
 	waitFor(t, "the one-shot sandbox to be removed (only the two pool sandboxes left)", func() bool {
-		ents, _ := os.ReadDir(e.s.opts.StateDir)
+		ents := stateEntries(e.s.opts.StateDir)
 		if len(ents) != 2 {
 			for _, d := range ents {
 				t.Log(d.Name())
@@ -468,7 +468,7 @@ func TestIdleReaping(t *testing.T) {
 	go e.exec("busy", "sleep:400")
 	waitFor(t, "the idle session to be reaped", func() bool {
 		st, _ := e.do("GET", "/v1/sessions/idle", "")
-		return st == 404
+		return st == 410 // session_expired (cell.go)
 	})
 	if _, err := os.Stat(in.Sandbox); !os.IsNotExist(err) {
 		t.Fatalf("reaped session's sandbox left: %v", err)

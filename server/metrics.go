@@ -29,6 +29,17 @@ type metrics struct {
 	copies          atomic.Int64
 	copiedBytes     atomic.Int64
 
+	// cell.go, drain.go
+	lostEarlierBoot atomic.Int64
+	lostDrain       atomic.Int64
+	lostShutdown    atomic.Int64
+	misrouted       atomic.Int64
+	missNever       atomic.Int64
+	missDeleted     atomic.Int64
+	missExpired     atomic.Int64
+	missLost        atomic.Int64
+	missDraining    atomic.Int64
+
 	hmu     sync.Mutex
 	buckets []float64 // upper bounds, seconds
 	counts  []uint64  // per bucket (not cumulative)

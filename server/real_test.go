@@ -440,7 +440,7 @@ func TestRealLoad(t *testing.T) {
 		procs = descendants(os.Getpid())
 		return len(procs) == baseProcs
 	})
-	ents, _ := os.ReadDir(e.s.opts.StateDir)
+	ents := stateEntries(e.s.opts.StateDir)
 	if len(ents) != 4 {
 		t.Errorf("state dir holds %d entries, want the pool's 4 sandboxes", len(ents))
 	}
@@ -647,7 +647,7 @@ func TestRealSIGTERMShutdown(t *testing.T) {
 	if _, err := os.Lstat(h.sock); !os.IsNotExist(err) {
 		t.Fatalf("the socket was not removed: %v", err)
 	}
-	if ents, _ := os.ReadDir(h.state); len(ents) != 0 {
+	if ents := stateEntries(h.state); len(ents) != 0 {
 		t.Fatalf("the state dir holds %d entries after shutdown", len(ents))
 	}
 }

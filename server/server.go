@@ -86,6 +86,14 @@ type Options struct {
 	Handler func(*Server) (http.Handler, error)
 	// Name is the command named in Run's log lines (default "tracecell serve").
 	Name string
+	// CellID names this server among others behind one proxy (default: the
+	// host name up to its first dot). See cell.go.
+	CellID string
+	// DrainTimeout, when above 0, makes Run drain when its context ends:
+	// no new sessions, open ones served until deleted or this long (drain.go).
+	DrainTimeout time.Duration
+	// Kill, when closed, cuts a drain short (a second signal).
+	Kill <-chan struct{}
 
 	defaulted bool
 }
@@ -147,6 +155,15 @@ func (o *Options) defaults() error {
 	optdef.Positive(&o.MaxOutput, defaultMaxOutput)
 	optdef.Positive(&o.MaxCopySize, defaultMaxCopySize)
 	optdef.Positive(&o.MaxBody, defaultMaxBody)
+	if o.CellID == "" {
+		c, err := defaultCellID()
+		if err != nil {
+			return err
+		}
+		o.CellID = c
+	} else if err := checkCellID(o.CellID); err != nil {
+		return err
+	}
 	if o.Starter == nil {
 		return errors.New("server: no worker starter configured")
 	}
@@ -172,6 +189,11 @@ type Server struct {
 	// connect to whatever the net policy (set by Run before any worker
 	// starts; a Server from New has no listener of its own).
 	unreachable []policy.Endpoint
+	boot         string   // random per process start (cell.go)
+	hist         *history // the ids of this cell's boots
+	draining     bool     // drain.go
+	closeReason  string   // why Close ends the open sessions (recorded per id)
+	closeDrained bool     // Close follows a drain that timed out
 
 	bg     sync.WaitGroup // pool refills, restarts, the reaper
 	ctx    context.Context
@@ -248,17 +270,24 @@ func newServer(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	boot := randomHex8()
+	hist, err := openHistory(opts.StateDir, opts.CellID, boot, time.Now())
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		opts: opts, log: opts.Log, readPol: pol, sessions: map[string]*session{},
-		ctx: ctx, cancel: cancel,
+		opts: opts, log: opts.Log.With().Str("cell", opts.CellID).Logger(), readPol: pol, sessions: map[string]*session{},
+		ctx: ctx, cancel: cancel, boot: boot, hist: hist,
 	}
 	s.metrics.init()
-	s.pool = newPool(s, opts.PoolSize)
-	if opts.IdleTimeout > 0 {
-		s.bg.Add(1)
-		go s.reaper()
+	s.metrics.lostEarlierBoot.Store(int64(hist.lostLastBoot))
+	if hist.lostLastBoot > 0 {
+		s.log.Warn().Int("sessions", hist.lostLastBoot).Msg("the previous boot of this cell stopped without closing its sessions; they are lost, and requests for them are answered so (410 session_lost)")
 	}
+	s.pool = newPool(s, opts.PoolSize)
+	s.bg.Add(1)
+	go s.reaper() // also for per-session idle timeouts when the server has none
 	return s, nil
 }
 
@@ -412,7 +441,24 @@ func (s *Server) Close() {
 		list = append(list, ss)
 	}
 	s.sessions = map[string]*session{}
+	reason, drained := s.closeReason, s.closeDrained
 	s.mu.Unlock()
+	if reason == "" {
+		reason = "the cell stopped and closed it"
+	}
+	now := time.Now()
+	for _, ss := range list {
+		if ss.s == nil {
+			continue // a placeholder
+		}
+		s.hist.end(ss.id, fate{kind: "lost", at: now, reason: reason})
+		if drained {
+			s.metrics.lostDrain.Add(1)
+		} else {
+			s.metrics.lostShutdown.Add(1)
+		}
+	}
+	s.hist.close(now, "closed cleanly")
 	s.cancel()
 	var wg sync.WaitGroup
 	for _, ss := range list {
@@ -436,8 +482,8 @@ func (s *Server) isClosed() bool {
 func (s *Server) reaper() {
 	defer s.bg.Done()
 	every := s.opts.IdleTimeout / 4
-	if every > 30*time.Second {
-		every = 30 * time.Second
+	if every > time.Second || every <= 0 {
+		every = time.Second // per-session timeouts (at least 1s) need this much
 	}
 	if every < 10*time.Millisecond {
 		every = 10 * time.Millisecond
@@ -458,14 +504,18 @@ func (s *Server) reapIdle(now time.Time) {
 	var idle []*session
 	s.mu.Lock()
 	for id, ss := range s.sessions {
-		if ss.idleSince(now) >= s.opts.IdleTimeout {
+		if ss.s == nil {
+			continue // a placeholder
+		}
+		if t := ss.idleLimit(); t > 0 && ss.idleSince(now) >= t {
 			delete(s.sessions, id)
 			idle = append(idle, ss)
 		}
 	}
 	s.mu.Unlock()
 	for _, ss := range idle {
-		ss.log.Info().Dur("idle", s.opts.IdleTimeout).Msg("session reaped: idle too long")
+		s.hist.end(ss.id, fate{kind: "expired", at: now, reason: ss.idleLimit().String()})
+		ss.log.Info().Dur("idle", ss.idleLimit()).Msg("session reaped: idle too long")
 		s.metrics.sessionsReaped.Add(1)
 		s.metrics.sessionsActive.Add(-1)
 		ss.destroy()
@@ -565,6 +615,9 @@ func Run(ctx context.Context, opts Options) error {
 	select {
 	case <-ctx.Done():
 	case serveErr = <-errc:
+	}
+	if serveErr == nil {
+		s.shutdown(opts.Kill) // a drain first, when --drain-timeout is set
 	}
 	s.log.Info().Msg("shutting down: closing the listener and killing every worker")
 	// Stop accepting first, then kill the workers: running executions

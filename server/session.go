@@ -32,6 +32,21 @@ type session struct {
 	destroyed  bool
 
 	audit sessionLog // the executions' decisions (sessionreport.go)
+	// idle is this session's idle timeout (0: the server's --idle-timeout).
+	idle time.Duration
+}
+
+// idleLimit is the session's idle timeout (0: never).
+func (ss *session) idleLimit() time.Duration {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.idle > 0 {
+		return ss.idle
+	}
+	if ss.s != nil && ss.s.opts.IdleTimeout > 0 {
+		return ss.s.opts.IdleTimeout
+	}
+	return 0
 }
 
 var (
@@ -186,14 +201,32 @@ type SessionInfo struct {
 	Restarts   int64        `json:"restarts"`
 	Alive      bool         `json:"alive"`
 	Worker     *worker.Info `json:"worker"`
+	// Cell and Boot: where the session lives (cell.go); it cannot move.
+	Cell string `json:"cell"`
+	Boot string `json:"boot"`
+	// LastActiveAt is LastUsed; ExpiresAt is when the idle timeout closes
+	// the session if it stays unused (null: never).
+	LastActiveAt time.Time  `json:"last_active_at"`
+	ExpiresAt    *time.Time `json:"expires_at"`
+	// IdleTimeout is the session's idle timeout in seconds (0: never).
+	IdleTimeout float64 `json:"idle_timeout"`
 }
 
 func (ss *session) describe() SessionInfo {
+	limit := ss.idleLimit()
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	in := SessionInfo{
 		ID: ss.id, Sandbox: ss.sandbox, Created: ss.created.UTC(), LastUsed: ss.lastUsed.UTC(),
 		Executions: ss.executions, Busy: ss.busy, Restarts: ss.restarts,
+		Cell: ss.s.opts.CellID, Boot: ss.s.boot, LastActiveAt: ss.lastUsed.UTC(), IdleTimeout: limit.Seconds(),
+	}
+	if limit > 0 {
+		e := ss.lastUsed.Add(limit).UTC()
+		if ss.busy {
+			e = time.Now().Add(limit).UTC() // a running execution keeps it
+		}
+		in.ExpiresAt = &e
 	}
 	if ss.w != nil {
 		info := ss.w.Info()

@@ -53,6 +53,8 @@ func serveFlags() []cli.Flag {
 		&cli.StringFlag{Name: "max-body", Value: "10M", Usage: "cap on request bodies (`SIZE`)"},
 		&cli.StringFlag{Name: "python", Usage: "Python interpreter `PATH` (default /usr/bin/python3, else python3 in PATH)"},
 		&cli.BoolFlag{Name: "keep-sandboxes", Usage: "keep the sandboxes of deleted sessions and one-shot runs"},
+		&cli.StringFlag{Name: "cell-id", Usage: "`NAME` of this server among others behind one proxy, in every answer and in the ids it makes (default: the host name up to its first dot)"},
+		&cli.StringFlag{Name: "drain-timeout", Value: "0", Usage: "on SIGTERM, stop creating sessions and serve the open ones for up to `DURATION` before stopping (0: stop at once; a second signal cuts the drain short)"},
 	}
 	for _, f := range runFlags() {
 		switch name := f.Names()[0]; {
@@ -99,9 +101,15 @@ func serverOptions(c *cli.Context, stderr io.Writer, cmd string) (server.Options
 		AllowOtherUsers: c.Bool("allow-other-users"),
 		Settings:        *s, Python: c.String("python"), PoolSize: c.Int("pool-size"),
 		MaxSessions: c.Int("max-sessions"), KeepSandboxes: c.Bool("keep-sandboxes"), Log: log,
+		CellID: c.String("cell-id"),
 	}
 	if o.PoolSize == 0 {
 		o.PoolSize = -1 // none
+	}
+	if o.CellID != "" {
+		if err := server.CheckCellID(o.CellID); err != nil {
+			return fail(err)
+		}
 	}
 	if o.PoolSize < -1 || o.MaxSessions < 1 {
 		return fail(fmt.Errorf("--pool-size must be 0 or more and --max-sessions 1 or more"))
@@ -116,7 +124,7 @@ func serverOptions(c *cli.Context, stderr io.Writer, cmd string) (server.Options
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
-	}{{"idle-timeout", &o.IdleTimeout}, {"exec-timeout", &o.ExecTimeout}} {
+	}{{"idle-timeout", &o.IdleTimeout}, {"exec-timeout", &o.ExecTimeout}, {"drain-timeout", &o.DrainTimeout}} {
 		v, err := config.ParseDuration(c.String(d.name))
 		if err != nil {
 			return fail(fmt.Errorf("--%s: %w", d.name, err))
@@ -195,7 +203,10 @@ func unusedByServer(s *config.Settings) []string {
 	return keys
 }
 
-// runServer serves until SIGINT, SIGTERM or SIGHUP, then shuts down cleanly.
+// runServer serves until SIGINT, SIGTERM or SIGHUP, then shuts down cleanly:
+// with --drain-timeout, SIGTERM (what Kubernetes sends a pod it deletes)
+// first drains (server/drain.go); SIGINT, SIGHUP or a second signal stop
+// at once.
 // The server is not dumpable, like every tracer it starts (tracer.HideProc):
 // its environment, memory and fds (other sessions' pipes) are no code's to
 // read through /proc, even past the read check every session has.
@@ -203,8 +214,24 @@ func runServer(o server.Options) error {
 	if err := tracer.HideProc(); err != nil {
 		return &exitError{statusFailed, err}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
+	kill := make(chan struct{})
+	o.Kill = kill
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(ch)
+	go func() {
+		sig := <-ch
+		if sig != syscall.SIGTERM {
+			close(kill) // no drain
+		}
+		stop()
+		if sig == syscall.SIGTERM {
+			<-ch // a second signal cuts the drain short
+			close(kill)
+		}
+	}()
 	if err := server.Run(ctx, o); err != nil {
 		return &exitError{statusFailed, err}
 	}

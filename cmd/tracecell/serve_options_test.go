@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,6 +111,37 @@ func TestServeAllowOtherUsers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if o, _ := serverOptionsFor(t, tc.args...); o.AllowOtherUsers != tc.want {
 				t.Fatalf("AllowOtherUsers %v, want %v", o.AllowOtherUsers, tc.want)
+			}
+		})
+	}
+}
+
+// --cell-id and --drain-timeout reach the server; a bad value is one line
+// naming the flag.
+func TestServeCellFlags(t *testing.T) {
+	o, _ := serverOptionsFor(t, "--cell-id", "tracecell-2", "--drain-timeout", "45s")
+	if o.CellID != "tracecell-2" || o.DrainTimeout != 45*time.Second {
+		t.Fatalf("cell %q drain %v", o.CellID, o.DrainTimeout)
+	}
+	if o, _ := serverOptionsFor(t); o.CellID != "" || o.DrainTimeout != 0 {
+		t.Fatalf("defaults: cell %q (empty: the host name, chosen by the server) drain %v", o.CellID, o.DrainTimeout)
+	}
+	for _, tc := range []struct{ name, flag, value, want string }{
+		{"dotted cell", "--cell-id", "a.b", "--cell-id"},
+		{"long cell", "--cell-id", strings.Repeat("c", 64), "1 to 63"},
+		{"bad drain", "--drain-timeout", "soon", "--drain-timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var oerr error
+			app := &cli.App{Flags: serveFlags(), Action: func(c *cli.Context) error {
+				_, oerr = serverOptions(c, io.Discard, "serve")
+				return nil
+			}}
+			if err := app.Run([]string{"serve", tc.flag, tc.value}); err != nil {
+				t.Fatal(err)
+			}
+			if oerr == nil || !strings.Contains(oerr.Error(), tc.want) || strings.Contains(oerr.Error(), "\n") {
+				t.Fatalf("%s %s: %v", tc.flag, tc.value, oerr)
 			}
 		})
 	}

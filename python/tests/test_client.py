@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 import re
 import shutil
 import tempfile
@@ -154,6 +155,29 @@ class SyncClientTest(unittest.TestCase):
         except tracecell.SessionNotFound:
             pass
 
+    def test_archive_keepalive_and_misses(self) -> None:
+        # Files outlive a session: its sandbox as a tar, unpacked into another session.
+        a = self.new_session()
+        self.assertIsNone(self.c.execute(a.id, "import os; os.makedirs('d', exist_ok=True); open('d/f.txt', 'w').write('kept')").error)
+        tar = self.c.archive(a.id)
+        b = self.new_session()
+        rep = self.c.unpack_archive(b.id, tar)
+        self.assertEqual(rep["files"], 1, rep)
+        self.assertGreaterEqual(rep["directories"], 1, rep)  # d, and what the sandbox holds from the start
+        self.assertEqual(self.c.execute(b.id, "open('d/f.txt').read()").result, "'kept'")
+        # keepalive moves expires_at on; a session's own idle timeout shows in it.
+        s = self.c.create_session("ka-1", idle_timeout=5)
+        self.addCleanup(self._delete, s.id)
+        self.assertIsNotNone(s.expires_at)
+        time.sleep(0.05)
+        self.assertGreater(self.c.keepalive("ka-1").expires_at, s.expires_at)
+        # A deleted session is answered as such, naming the cell.
+        self.c.delete_session("ka-1")
+        with self.assertRaises(tracecell.SessionNotFound) as cm:
+            self.c.get_session("ka-1")
+        self.assertEqual(cm.exception.code, "session_deleted")
+        self.assertIn('cell "%s"' % s.cell, str(cm.exception))
+
     def test_health_and_metrics(self) -> None:
         h = self.c.health()
         self.assertEqual(h.status, "ok")
@@ -193,7 +217,9 @@ class SyncClientTest(unittest.TestCase):
 
     def test_generated_id_and_exists(self) -> None:
         s = self.new_session()
-        self.assertTrue(s.id.startswith("s-"), s.id)
+        # Generated ids carry the cell: "<cell>.s-<16 hex>" (a proxy routes by the prefix).
+        self.assertRegex(s.id, r"^[A-Za-z0-9_-]{1,63}\.s-[0-9a-f]{16}$")
+        self.assertEqual(s.id.split(".")[0], s.cell)
         with self.assertRaises(tracecell.SessionExists) as cm:
             self.c.create_session(s.id)
         self.assertEqual(cm.exception.status, 409)

@@ -26,8 +26,10 @@ from .errors import (
     ServerUnavailable,
     SessionBusy,
     SessionExists,
+    SessionGone,
     SessionNotFound,
     TracecellError,
+    WrongCell,
 )
 from .types import (
     Artifact,
@@ -50,6 +52,6 @@ __all__ = [
     "AccessDenied", "Artifact", "AsyncClient", "AuthError", "Client", "ClientTimeout", "Conflict", "CopyResult",
     "Denial", "DenialPath", "ExecError", "ExecutionResult", "FileEntry", "FileList", "Health", "InvalidRequest",
     "LimitExceeded", "NotFound", "ProtocolError", "ServerError", "ServerUnavailable", "SessionBusy",
-    "SessionExists", "SessionInfo", "SessionNotFound", "SkippedEntry", "TracecellError", "WorkerInfo",
+    "SessionExists", "SessionInfo", "SessionGone", "SessionNotFound", "SkippedEntry", "TracecellError", "WorkerInfo", "WrongCell",
     "default_state_dir", "default_url",
 ]

@@ -31,6 +31,13 @@ def _body(doc: Dict[str, Any]) -> bytes:
     return json.dumps(doc).encode("utf-8")
 
 
+def _create_body(session_id: Optional[str], idle_timeout: Optional[float]) -> bytes:
+    doc: Dict[str, Any] = {} if session_id is None else {"id": session_id}
+    if idle_timeout is not None:
+        doc["idle_timeout"] = idle_timeout
+    return _body(doc)
+
+
 def _exec_body(code: str, timeout: Optional[float]) -> bytes:
     doc: Dict[str, Any] = {"code": code}
     if timeout is not None:
@@ -131,10 +138,12 @@ class Client(_Base):
 
     # -- sessions
 
-    def create_session(self, session_id: Optional[str] = None) -> SessionInfo:
-        """Create a session (``session_id`` chosen by you, or generated). Raises SessionExists if the id is taken."""
-        doc: Dict[str, Any] = {} if session_id is None else {"id": session_id}
-        return SessionInfo.from_dict(_obj(self._t.request("POST", "/v1/sessions", _body(doc))))
+    def create_session(self, session_id: Optional[str] = None, *, idle_timeout: Optional[float] = None) -> SessionInfo:
+        """Create a session (``session_id`` chosen by you, or generated: ``<cell>.s-<hex>``). Raises SessionExists if the id is taken.
+
+        ``idle_timeout`` (seconds, at most the server's ``--idle-timeout``): this session's own.
+        """
+        return SessionInfo.from_dict(_obj(self._t.request("POST", "/v1/sessions", _create_body(session_id, idle_timeout))))
 
     def list_sessions(self) -> List[SessionInfo]:
         """Every session, oldest first."""
@@ -187,6 +196,19 @@ class Client(_Base):
                             max_body=max_bytes)
         return _bytes(r)
 
+    def keepalive(self, session_id: str) -> SessionInfo:
+        """Count the session as used now: its ``expires_at`` moves on."""
+        return SessionInfo.from_dict(_obj(self._t.request("POST", "/v1/sessions/%s/keepalive" % quote_segment(session_id))))
+
+    def archive(self, session_id: str, *, max_bytes: Optional[int] = None) -> bytes:
+        """The sandbox's regular files and directories as a tar archive (symlinks and special files left out)."""
+        return _bytes(self._t.request("GET", "/v1/sessions/%s/archive" % quote_segment(session_id), max_body=max_bytes))
+
+    def unpack_archive(self, session_id: str, tar: bytes) -> Dict[str, Any]:
+        """Unpack a tar archive (as :meth:`archive` makes) into the sandbox: ``{"files", "directories", "bytes", "skipped"}``."""
+        return _obj(self._t.request("POST", "/v1/sessions/%s/archive" % quote_segment(session_id), tar,
+                                    content_type="application/x-tar"))
+
     # -- one-shot
 
     def execute_oneshot(self, code: str, *, timeout: Optional[float] = None) -> ExecutionResult:
@@ -226,10 +248,9 @@ class AsyncClient(_Base):
         """``GET /metrics``: Prometheus text."""
         return _text(await self._t.request("GET", "/metrics"))
 
-    async def create_session(self, session_id: Optional[str] = None) -> SessionInfo:
+    async def create_session(self, session_id: Optional[str] = None, *, idle_timeout: Optional[float] = None) -> SessionInfo:
         """Create a session (``session_id`` chosen by you, or generated). Raises SessionExists if the id is taken."""
-        doc: Dict[str, Any] = {} if session_id is None else {"id": session_id}
-        return SessionInfo.from_dict(_obj(await self._t.request("POST", "/v1/sessions", _body(doc))))
+        return SessionInfo.from_dict(_obj(await self._t.request("POST", "/v1/sessions", _create_body(session_id, idle_timeout))))
 
     async def list_sessions(self) -> List[SessionInfo]:
         """Every session, oldest first."""
@@ -274,6 +295,19 @@ class AsyncClient(_Base):
         r = await self._t.request("GET", "/v1/sessions/%s/files/%s" % (quote_segment(session_id), quote_path(path)),
                                   max_body=max_bytes)
         return _bytes(r)
+
+    async def keepalive(self, session_id: str) -> SessionInfo:
+        """Count the session as used now: its ``expires_at`` moves on."""
+        return SessionInfo.from_dict(_obj(await self._t.request("POST", "/v1/sessions/%s/keepalive" % quote_segment(session_id))))
+
+    async def archive(self, session_id: str, *, max_bytes: Optional[int] = None) -> bytes:
+        """The sandbox's regular files and directories as a tar archive."""
+        return _bytes(await self._t.request("GET", "/v1/sessions/%s/archive" % quote_segment(session_id), max_body=max_bytes))
+
+    async def unpack_archive(self, session_id: str, tar: bytes) -> Dict[str, Any]:
+        """Unpack a tar archive into the sandbox."""
+        return _obj(await self._t.request("POST", "/v1/sessions/%s/archive" % quote_segment(session_id), tar,
+                                          content_type="application/x-tar"))
 
     async def execute_oneshot(self, code: str, *, timeout: Optional[float] = None) -> ExecutionResult:
         """Run ``code`` in a fresh worker and sandbox, both discarded afterwards."""

@@ -48,7 +48,18 @@ class NotFound(TracecellError):
 
 
 class SessionNotFound(NotFound):
-    """No session has this id (404 ``session_not_found``): it was deleted or reaped after being idle."""
+    """No session has this id on the cell that answered (404 ``session_not_found``: never created there;
+    404 ``session_deleted``); the message names the cell."""
+
+
+class SessionGone(SessionNotFound):
+    """The session's state is gone (410): it expired after its idle timeout (``session_expired``), or was
+    lost when its cell stopped or was killed (``session_lost``). The message names the cell, the boot and when."""
+
+
+class WrongCell(NotFound):
+    """The session id was minted by another cell, named in the message (421 ``wrong_cell``): the request was
+    routed to the wrong cell."""
 
 
 class Conflict(TracecellError):
@@ -77,6 +88,7 @@ ERROR_CODES: Dict[str, Type[TracecellError]] = {
     "invalid_json": InvalidRequest,
     "bad_body": InvalidRequest,
     "invalid_field": InvalidRequest,
+    "invalid_archive": InvalidRequest,
     "invalid_path": InvalidRequest,
     "invalid_id": InvalidRequest,
     "path_outside_sandbox": InvalidRequest,
@@ -94,6 +106,11 @@ ERROR_CODES: Dict[str, Type[TracecellError]] = {
     "other_user": AuthError,
     # 404
     "session_not_found": SessionNotFound,
+    "session_deleted": SessionNotFound,
+    # 410, 421
+    "session_expired": SessionGone,
+    "session_lost": SessionGone,
+    "wrong_cell": WrongCell,
     "file_not_found": NotFound,
     "source_not_found": NotFound,
     "no_such_endpoint": NotFound,
@@ -105,6 +122,7 @@ ERROR_CODES: Dict[str, Type[TracecellError]] = {
     # 413, 429, 507
     "body_too_large": LimitExceeded,
     "copy_too_large": LimitExceeded,
+    "archive_too_large": LimitExceeded,
     "too_many_sessions": LimitExceeded,
     "no_space": LimitExceeded,
     # 500
@@ -118,6 +136,7 @@ ERROR_CODES: Dict[str, Type[TracecellError]] = {
     "worker_start_failed": ServerUnavailable,
     "cancelled": ServerUnavailable,
     "shutting_down": ServerUnavailable,
+    "draining": ServerUnavailable,
 }
 
 _BY_STATUS: Dict[int, Type[TracecellError]] = {
@@ -126,6 +145,8 @@ _BY_STATUS: Dict[int, Type[TracecellError]] = {
     403: AccessDenied,
     404: NotFound,
     409: Conflict,
+    410: SessionGone,
+    421: WrongCell,
     413: LimitExceeded,
     429: LimitExceeded,
     500: ServerError,

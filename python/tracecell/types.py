@@ -211,6 +211,10 @@ class SessionInfo:
     restarts: int
     alive: bool
     worker: Optional[WorkerInfo]
+    #: The cell (server) holding the session; a session cannot move to another.
+    cell: str = ""
+    #: When the idle timeout closes the session if it stays unused (None: never).
+    expires_at: Optional[str] = None
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -220,7 +224,9 @@ class SessionInfo:
             id=_str(d, "id"), sandbox=_str(d, "sandbox"), created=_str(d, "created"),
             last_used=_str(d, "last_used"), executions=_int(d, "executions"), busy=_bool(d, "busy"),
             restarts=_int(d, "restarts"), alive=_bool(d, "alive"),
-            worker=WorkerInfo.from_dict(w) if isinstance(w, dict) else None, raw=dict(d),
+            worker=WorkerInfo.from_dict(w) if isinstance(w, dict) else None,
+            cell=d["cell"] if isinstance(d.get("cell"), str) else "",
+            expires_at=d["expires_at"] if isinstance(d.get("expires_at"), str) else None, raw=dict(d),
         )
 
 
@@ -303,7 +309,7 @@ class Health:
     """``GET /healthz``."""
 
     status: str
-    """``ok`` or ``shutting_down``."""
+    """``ok``, ``draining`` (serving its open sessions, creating none) or ``shutting_down``."""
     sessions: int
     max_sessions: int
     pool_size: int
