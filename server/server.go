@@ -188,7 +188,7 @@ type Server struct {
 	// unreachable are the server's own listeners, which no worker may
 	// connect to whatever the net policy (set by Run before any worker
 	// starts; a Server from New has no listener of its own).
-	unreachable []policy.Endpoint
+	unreachable  []policy.Endpoint
 	boot         string   // random per process start (cell.go)
 	hist         *history // the ids of this cell's boots
 	draining     bool     // drain.go
