@@ -97,14 +97,15 @@ test-arm64: deps
 	TC_ARM64_SURFACE418=1 scripts/arm64-vm.sh $(ARM64_FLAGS)
 
 # Three cells (tracecell serve as nobody), each in its own network namespace
-# (ip netns, veth, 10.77.N.0/24), behind HAProxy and nginx (apt-get install
-# haproxy nginx) with deploy/proxy's configurations; a bounded load of
+# (ip netns, veth, 10.77.N.0/24), behind HAProxy and nginx (Debian's,
+# installed by scripts/deps.sh scale) with deploy/proxy's configurations; a bounded load of
 # sessions that set and check a variable; one fault per run (SIGKILL a
 # cell, cut its link, SIGTERM it, restart it under the same name). Needs
 # root for the namespaces; a few minutes. Not part of `make test`.
 # SCALE_SESSIONS sets the sessions per run (default 150); the table of
 # p50/p99 and verdicts is written to bin/scale.md.
 scale: build
+	@scripts/deps.sh scale
 	TRACECELL_BIN=$(CURDIR)/$(BIN) TRACECELL_SCALE=1 TRACECELL_SCALE_SESSIONS=$(SCALE_SESSIONS) \
 		TRACECELL_SCALE_OUT=$(CURDIR)/bin/scale.md $(GO) test -count=1 -v -timeout 40m -run TestScale ./scale/
 

@@ -11,6 +11,11 @@ want=(gcc libc6-dev make strace python3 python3-numpy python3-pandas python3-mat
 if [ "${1:-}" = "bench" ]; then
   want+=(python3-jupyter-client python3-ipykernel)
 fi
+# `deps.sh scale`: also the proxies and tools `make scale` runs (their
+# services are not used: the test starts its own instances).
+if [ "${1:-}" = "scale" ]; then
+  want+=(haproxy nginx iproute2)
+fi
 # `deps.sh venv`: also a Python venv (bin/venv) with the PyPI packages the
 # integration tests of the Python package and the MCP server use.
 if [ "${1:-}" = "venv" ]; then
