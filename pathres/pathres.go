@@ -77,6 +77,12 @@ type Result struct {
 	// magic link named the object (the owner of the file descriptor), so the
 	// caller can tell whether it belongs to the traced tree.
 	ProcPid int
+	// Deleted: Path is a /proc magic link's text "<old name> (deleted)"
+	// of a file that has no name any more (unlinked, an O_TMPFILE file,
+	// a memfd), checked against the object's inode: no entry by that text
+	// is the object. The old name tells where the file was linked last,
+	// nothing more: a new file may have that name now.
+	Deleted bool
 	// WalkErr is the error the kernel's walk would stop with before it
 	// reaches the last component: ENOENT (a directory on the way is
 	// missing), ENOTDIR (a component used as a directory is not one, or a
@@ -370,9 +376,12 @@ func (w *walker) magic(next, rest string, pid int) (r Result, obj ID, done bool,
 			return r, ID{}, true, err
 		}
 		return Result{Path: next, Exists: true, Mode: fi.mode, Special: target, ProcPid: pid}, ID{}, true, nil
-	case strings.HasSuffix(target, deletedSuffix):
+	case strings.HasSuffix(target, deletedSuffix) && !w.namedAsIs(next, target):
 		// An unlinked file (or a memfd, "/memfd:name (deleted)"): the
-		// text is no path to walk. Keep it literally.
+		// text is no path to walk, and no name the policy may decide by.
+		// Keep it literally and mark it Deleted. (A live file whose name
+		// really ends in " (deleted)" has the same text: namedAsIs tells
+		// it apart by its inode, and it is walked as any other.)
 		if more {
 			// Lookups in a dead directory fail.
 			return lexical(target, false, rest, syscall.ENOENT), ID{}, true, nil
@@ -389,7 +398,7 @@ func (w *walker) magic(next, rest string, pid int) (r Result, obj ID, done bool,
 				return Result{}, ID{}, true, w.linkErr(err)
 			}
 		}
-		return Result{Path: target, ProcPid: pid}, ID{}, true, nil
+		return Result{Path: target, ProcPid: pid, Deleted: true}, ID{}, true, nil
 	}
 	obj, err = StatID(next, true)
 	if err != nil {
@@ -411,6 +420,22 @@ func (w *walker) magic(next, rest string, pid int) (r Result, obj ID, done bool,
 		return r, ID{}, true, nil
 	}
 	return Result{Path: target}, obj, false, nil
+}
+
+// namedAsIs reports whether text, the " (deleted)"-suffixed text of the magic
+// link next, is the name of a live file that is the link's very object (same
+// inode on the same mount): d_path appends " (deleted)" only to an unlinked
+// dentry (fs/d_path.c), but a file may be named "x (deleted)" as well. Any
+// other answer, an entry of that name that is another inode (the tree can
+// create "/dev/shm/x (deleted)" to spoof the name of a host's unlinked
+// /dev/shm/x) or none, means that the object has no name.
+func (w *walker) namedAsIs(next, text string) bool {
+	obj, err := StatID(next, true)
+	if err != nil {
+		return false
+	}
+	named, err := StatID(text, false)
+	return err == nil && obj.same(named)
 }
 
 // isMemfd reports whether name (an unlinked file's text without

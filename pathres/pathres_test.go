@@ -124,6 +124,25 @@ func TestResolve(t *testing.T) {
 	if err := os.Remove(del.Name()); err != nil {
 		t.Fatal(err)
 	}
+	// spoofed: an unlinked file whose link text "<root>/spoofed (deleted)"
+	// is also the name of another, live file (F8). live: a live file whose
+	// own name ends in " (deleted)".
+	spoofed, err := os.Create(filepath.Join(root, "spoofed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spoofed.Close()
+	if err := os.Remove(spoofed.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "spoofed (deleted)"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live, err := os.Create(filepath.Join(root, "live (deleted)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
 	sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -273,7 +292,9 @@ func TestResolve(t *testing.T) {
 		{name: "fd of socket", base: "/", p: fdp(uintptr(sp[0])), follow: true, want: Result{Path: procfd(uintptr(sp[0])), Exists: true, Special: sockName, ProcPid: pid}},
 		{name: "fd of eventfd", base: "/", p: fdp(uintptr(efd)), follow: true, want: Result{Path: procfd(uintptr(efd)), Exists: true, Special: "anon_inode:[eventfd]", ProcPid: pid}},
 		{name: "net namespace", base: "/", p: "/proc/self/ns/net", follow: true, want: Result{Path: fmt.Sprintf("/proc/%d/ns/net", pid), Exists: true, Special: netns, ProcPid: pid}},
-		{name: "fd of deleted file", base: "/", p: fdp(del.Fd()), follow: true, want: Result{Path: r("/gone (deleted)"), ProcPid: pid}},
+		{name: "fd of deleted file", base: "/", p: fdp(del.Fd()), follow: true, want: Result{Path: r("/gone (deleted)"), ProcPid: pid, Deleted: true}},
+		{name: "fd of deleted file, its text spoofed by a live file", base: "/", p: fdp(spoofed.Fd()), follow: true, want: Result{Path: r("/spoofed (deleted)"), ProcPid: pid, Deleted: true}},
+		{name: "fd of live file named like a deleted one", base: "/", p: fdp(live.Fd()), follow: true, want: ok(r("/live (deleted)"), false)},
 		{name: "fd of deleted file as dir", base: "/", p: fdp(del.Fd()) + "/x", want: Result{Path: r("/gone (deleted)/x"), WalkErr: syscall.ENOENT}},
 		{name: "fd of deleted file dotdot", base: "/", p: fdp(del.Fd()) + "/..", want: Result{Path: root, Exists: true, IsDir: true, WalkErr: syscall.ENOENT}},
 		{name: "closed fd", base: "/", p: "/proc/self/fd/999999", follow: true, want: missing(procfd(999999), 0)},

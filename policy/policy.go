@@ -52,6 +52,11 @@ const (
 	RuleFutexMemory = "futex-memory"
 	// RuleSetID denies setting S_ISUID or S_ISGID (chmod, O_CREAT, mknod).
 	RuleSetID = "set-id-bits"
+	// RuleDeletedFile denies changing a file that has no name any more
+	// (reached through /proc/<pid>/fd/N or an fd) where its last directory
+	// does not make it the tree's: outside the writable roots, or in a
+	// scratch dir in a directory the tree did not create.
+	RuleDeletedFile = "deleted-file"
 	// RuleFileCaps denies setting file capabilities (security.capability).
 	RuleFileCaps = "file-capabilities"
 
@@ -485,6 +490,9 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		}
 		return deny(syscall.EACCES, RuleProcWrite, fmt.Sprintf("%s of %s through /proc is not allowed", kind, pa.Special)), ""
 	}
+	if pa.Deleted {
+		return p.deletedWritable(kind, pa, l), ""
+	}
 	if !clean(res) {
 		return deny(syscall.EACCES, RuleUnresolvedPath, fmt.Sprintf("path %q is not resolved", res)), ""
 	}
@@ -532,6 +540,45 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree (scratch dir %s is create-only)", s)), ""
 	}
 	return deny(syscall.EACCES, RuleOutsideRoots, "outside writable roots ("+p.writeText+")"), ""
+}
+
+// deletedDir is the directory an unlinked file (pa.Deleted) was linked in
+// last: the parent of its old name, the link text without " (deleted)".
+// d_path builds that text from the dentry's parents (fs/d_path.c), and the
+// tracer has checked that the directory is on the object's mount
+// (pathres.checkDeleted); a memfd ("/memfd:x") or a text that is no clean
+// absolute path has none ("").
+func deletedDir(pa *Path) string {
+	name := strings.TrimSuffix(pa.Resolved, " (deleted)")
+	if !clean(name) || strings.HasPrefix(name, "/memfd:") {
+		return ""
+	}
+	return path.Dir(name)
+}
+
+// deletedWritable decides a change to a file with no name (pa.Deleted).
+// Its old name cannot be trusted (an entry of that name, or of the text
+// "<name> (deleted)", is another file: F8), only its last directory:
+// inside a writable root the file was the tree's to change by name, and so
+// it stays; in a scratch dir only inside a directory the tree created (the
+// ledger), never directly in the scratch dir, where every process puts its
+// files. Everything else is denied and reported: nothing else tells whose
+// the inode is.
+func (p *Policy) deletedWritable(kind syscalls.Kind, pa *Path, l Ledger) Decision {
+	dir := deletedDir(pa)
+	name := strings.TrimSuffix(pa.Resolved, " (deleted)")
+	if dir != "" {
+		if d, ok := p.denyRead(name); ok {
+			return d
+		}
+		if _, ok := p.writeRoot(dir); ok && !Under(dir, "/proc") {
+			return allow(RuleInsideRoot)
+		}
+		if s, ok := p.scratchDir(dir); ok && dir != s && l != nil && l.Owned(dir) {
+			return allow(RuleScratchOwned)
+		}
+	}
+	return deny(syscall.EACCES, RuleDeletedFile, fmt.Sprintf("%s of %s, a file with no name any more (unlinked, O_TMPFILE or memfd): not in a writable root or a scratch directory the traced tree created, so nothing shows it is the tree's", kind, pa.Resolved))
 }
 
 // copiesDenyRead denies the source of a create that copies a whole tree
@@ -691,6 +738,22 @@ func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 			if name, secret := procSecret(res); secret {
 				return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("the %s of %s, a process outside the traced tree, is not readable", name, procOwner(res)))
 			}
+		}
+		if pa.Deleted {
+			// Decided by its old name's directory, never by the text
+			// (an entry by that text is another file).
+			if dir := deletedDir(pa); dir != "" {
+				if d, ok := p.denyRead(strings.TrimSuffix(res, " (deleted)")); ok {
+					return d
+				}
+				if s, ok := p.scratchDir(dir); ok && p.cfg.PrivateScratch && (dir == s || l == nil || !l.Owned(dir)) {
+					return deny(syscall.EACCES, RuleDeletedFile, fmt.Sprintf("%s is an unlinked file of the scratch dir %s, not in a directory the traced tree created: nothing shows it is the tree's", res, s))
+				}
+				if p.cfg.ReadRoots != nil && !p.readable(dir) {
+					return deny(syscall.EACCES, RuleReadNotAllowed, "an unlinked file outside readable roots ("+p.readText+")")
+				}
+			}
+			continue
 		}
 		if !clean(res) {
 			return deny(syscall.EACCES, RuleUnresolvedPath, fmt.Sprintf("path %q is not resolved", res))

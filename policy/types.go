@@ -157,6 +157,13 @@ type Path struct {
 	// scratch file (another session's), with no name the policy could
 	// decide by.
 	HeldOutside bool `json:"-"`
+	// Deleted is set by the tracer when Resolved is the text
+	// "<old name> (deleted)" of a /proc magic link (fd/N, map_files/*) to a
+	// file with no name any more (unlinked, O_TMPFILE, memfd), checked
+	// against the object's inode (pathres.Result.Deleted). The old name
+	// only says where the file was linked last: whatever has that name (or
+	// that text) now is another file, so the policy never decides by it.
+	Deleted bool `json:"deleted,omitempty"`
 	// OwnPty is set by the tracer when Resolved is a pty slave (PtySlave)
 	// that the traced tree may write: one it created itself (recorded at
 	// its TIOCGPTN by index and inode identity), or the terminal of

@@ -702,11 +702,15 @@ func (t *tracer) fill(c *call, p policy.Path, r pathres.Result, err error) (poli
 		c.failPath = p
 		return p, false
 	}
-	if r.WalkErr != 0 {
+	if r.WalkErr != 0 && t.pol.MayKnow(r.Path) {
 		c.fail = r.WalkErr
 		return p, false
 	}
-	p.Resolved, p.Exists, p.IsDir, p.Special = r.Path, r.Exists, r.IsDir, r.Special
+	// A walk that fails in a deny-read tree (or outside the readable
+	// roots) goes to the policy, which denies it with EACCES and reports
+	// it: the kernel's ENOENT or ENOTDIR would tell the tree what exists
+	// there (F9).
+	p.Resolved, p.Exists, p.IsDir, p.Special, p.Deleted = r.Path, r.Exists, r.IsDir, r.Special, r.Deleted
 	// A pipe or socket reached through /proc/<pid>/fd/N may be reopened
 	// only when that process is in the tree.
 	p.SpecialInTree = r.Special != "" && t.pidInTree(r.ProcPid)
@@ -1194,7 +1198,7 @@ func (t *tracer) decodeExec(c *call) *policy.Op {
 		return nil
 	}
 	p.Role = "program"
-	if !p.Exists && strings.HasSuffix(p.Resolved, " (deleted)") {
+	if p.Deleted {
 		// A file with no name any more, reached through its fd
 		// (execveat(fd, "", AT_EMPTY_PATH), /proc/self/fd/N): a memfd
 		// or an unlinked file. The kernel runs it; no --allow-exec can
@@ -1829,7 +1833,10 @@ func (t *tracer) kernelFails(c *call, op *policy.Op) syscall.Errno {
 	}
 	for i := range op.Paths {
 		p := &op.Paths[i]
-		if p.Given == "" || p.Special != "" || !t.pol.MayKnow(p.Resolved) {
+		if p.Given == "" || p.Special != "" || p.Deleted || !t.pol.MayKnow(p.Resolved) {
+			// A file with no name, reached through a /proc magic link:
+			// the kernel jumps to it (nd_jump_link) and would not fail
+			// with ENOENT; a denial is reported (F1).
 			return 0
 		}
 	}

@@ -1,0 +1,171 @@
+package integration
+
+// Red team pass 2, tracer side: F8 and F1 (a file with no name decided by
+// its "<old name> (deleted)" link text), F6 (planting entries in another
+// process's /dev/shm directory), F9 (errnos under a deny-read tree), F2
+// (futex_waitv's array in shared memory). Ground truth is always checked
+// outside the traced tree.
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// unlinkedHost is a process outside the traced tree that holds an unlinked
+// file open (testdata/py/hold_unlinked.py).
+type unlinkedHost struct {
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	out     *bufio.Reader
+	pid, fd int
+}
+
+// startUnlinkedHost starts hold_unlinked.py on p. As root it runs with an
+// empty capability bounding set: /proc/<pid>/fd of a process with more
+// capabilities than the (capability-less) tree is closed to the tree by
+// the kernel (cap_ptrace_access_check), which is not what is tested here.
+func startUnlinkedHost(t *testing.T, p string) *unlinkedHost {
+	t.Helper()
+	argv := []string{python, pyScript("hold_unlinked.py"), p}
+	if isRoot {
+		sp, err := exec.LookPath("setpriv")
+		if err != nil {
+			t.Skipf("setpriv (util-linux) is needed to drop the host's capabilities: %v", err)
+		}
+		argv = append([]string{sp, "--bounding-set=-all", "--inh-caps=-all"}, argv...)
+	}
+	if noPython != "" {
+		t.Skip(noPython)
+	}
+	h := &unlinkedHost{cmd: exec.Command(argv[0], argv[1:]...)}
+	h.cmd.Stderr = os.Stderr
+	var err error
+	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	so, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatalf("start host %q: %v", argv, err)
+	}
+	t.Cleanup(func() { h.cmd.Process.Kill(); h.cmd.Wait() })
+	h.out = bufio.NewReader(so)
+	line, err := h.out.ReadString('\n')
+	if _, err2 := fmt.Sscan(line, &h.pid, &h.fd); err != nil || err2 != nil {
+		t.Fatalf("host said %q: %v %v", line, err, err2)
+	}
+	return h
+}
+
+// hostFileState is what the host sees of its unlinked file.
+type hostFileState struct {
+	Content string   `json:"content"`
+	Mode    string   `json:"mode"`
+	Mtime   int64    `json:"mtime"`
+	Xattrs  []string `json:"xattrs"`
+}
+
+func (h *unlinkedHost) state(t *testing.T) hostFileState {
+	t.Helper()
+	fmt.Fprintln(h.stdin)
+	line, err := h.out.ReadString('\n')
+	var st hostFileState
+	if err != nil || json.Unmarshal([]byte(line), &st) != nil {
+		t.Fatalf("host state %q: %v", line, err)
+	}
+	return st
+}
+
+// TestRT2DeletedFile: F8 and F1. Another process's unlinked file, reached
+// through /proc/<pid>/fd/N and through a read-only fd of the tree's own, is
+// neither written, truncated, re-permissioned, re-timed nor given an xattr,
+// whether or not the tree planted an entry named like the link text; every
+// attempt is denied with EACCES and reported (rule deleted-file), none
+// answered ENOENT in silence. The tree's own unlinked files stay its own.
+func TestRT2DeletedFile(t *testing.T) {
+	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
+		t.Skip("no /dev/shm")
+	}
+	hostDir := realDir(t)
+	os.Chmod(hostDir, 0o777) // a nobody host may create in it
+	cases := []struct {
+		name  string
+		file  string
+		spoof bool // the tree can plant an entry named like the link text
+	}{
+		{"shm", fmt.Sprintf("/dev/shm/tracecell-rt2-%d-%d", os.Getpid(), time.Now().UnixNano()), true},
+		{"hostdir", filepath.Join(hostDir, "held"), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := startUnlinkedHost(t, tc.file)
+			text := tc.file + " (deleted)"
+			t.Cleanup(func() { os.Remove(text) })
+			sbx := realDir(t)
+			r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, python, pyScript("deleted_spoof.py"),
+				strconv.Itoa(h.pid), strconv.Itoa(h.fd), sbx)
+			st := h.state(t)
+			if st.Content != "HOST-DATA" || st.Mode != "644" || st.Mtime < 1000 || len(st.Xattrs) != 0 {
+				t.Errorf("ESCAPED: the host's unlinked file was changed: %+v\nstdout:\n%s", st, r.stdout)
+			}
+			if r.status != 0 {
+				t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, r.stderr)
+			}
+			want := map[string]string{
+				"plain open-rdwr": "EACCES", "plain chmod": "EACCES", "plain truncate": "EACCES", "plain utime": "EACCES",
+				"fd fchmod": "EACCES", "fd futimens": "EACCES", "fd fsetxattr": "EACCES",
+				"own-root chmod": "OK", "own-root fchmod": "OK", "own-shmdir chmod": "OK", "own-shmdir fchmod": "OK",
+			}
+			tags := []string{"self"}
+			if tc.spoof {
+				tags = append(tags, "spoof")
+			}
+			for _, tag := range tags {
+				for _, k := range []string{" open-rdwr", " chmod", " truncate", " utime"} {
+					want[tag+k] = "EACCES"
+				}
+			}
+			got := map[string]string{}
+			for _, l := range strings.Split(r.stdout, "\n") {
+				if i := strings.LastIndexByte(l, ' '); i > 0 {
+					got[l[:i]] = l[i+1:]
+				}
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s: got %q, want %s", k, got[k], v)
+				}
+			}
+			// Every denied attempt is in the report, on the link text.
+			n := 0
+			for _, e := range r.report.Denials {
+				if e.hasResolved(text) && e.Kind != "create" { // not the spoof's own create
+					if e.Rule != "deleted-file" || e.Errno != "EACCES" {
+						t.Errorf("denial %v: want rule deleted-file, EACCES", e)
+					}
+					n++
+				}
+			}
+			denied := 0
+			for _, v := range want {
+				if v == "EACCES" {
+					denied++
+				}
+			}
+			if n != denied {
+				t.Errorf("%d denials on %q in the report, want %d (one per attempt):\n%s\nstdout:\n%s", n, text, denied, r.report.denialList(), r.stdout)
+			}
+		})
+	}
+}
