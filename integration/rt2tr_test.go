@@ -169,3 +169,60 @@ func TestRT2DeletedFile(t *testing.T) {
 		})
 	}
 }
+
+// TestRT2ShmPlanting: F6. A directory under /dev/shm that the tree did not
+// create (the test's, mode 0777 as a host program's shared one) gets no
+// file, symlink, FIFO, directory, hard link or renamed-in entry from the
+// tree; every attempt is denied (scratch-not-owned) and reported. In a
+// directory the tree made itself all of them stay allowed.
+func TestRT2ShmPlanting(t *testing.T) {
+	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
+		t.Skip("no /dev/shm")
+	}
+	host, err := os.MkdirTemp("/dev/shm", "tracecell-rt2-host-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(host) })
+	os.Chmod(host, 0o777)
+	sbx := realDir(t)
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, python, pyScript("shm_plant.py"), host)
+	if ents, err := os.ReadDir(host); err != nil || len(ents) != 0 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("ESCAPED: the tree planted %q in %s (%v)\nstdout:\n%s", names, host, err, r.stdout)
+	}
+	if r.status != 0 {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, r.stderr)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if i := strings.LastIndexByte(l, ' '); i > 0 {
+			got[l[:i]] = l[i+1:]
+		}
+	}
+	for _, what := range []string{"file", "symlink", "fifo", "mkdir", "link", "rename-in"} {
+		if got["host "+what] != "EACCES" {
+			t.Errorf("host %s: got %q, want EACCES", what, got["host "+what])
+		}
+		if got["own "+what] != "OK" {
+			t.Errorf("own %s: got %q, want OK", what, got["own "+what])
+		}
+	}
+	n := 0
+	for _, e := range r.report.Denials {
+		for _, p := range e.Paths {
+			if strings.HasPrefix(p.Resolved, host+"/") {
+				if e.Rule != "scratch-not-owned" || e.Errno != "EACCES" {
+					t.Errorf("denial %v: want rule scratch-not-owned, EACCES", e)
+				}
+				n++
+			}
+		}
+	}
+	if n != 6 {
+		t.Errorf("%d denials in %s in the report, want 6:\n%s", n, host, r.report.denialList())
+	}
+}

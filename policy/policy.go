@@ -531,6 +531,13 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		}
 		switch {
 		case res != s && creates(kind, r, pa):
+			// Only directly in the scratch dir or in a directory the
+			// tree made: a directory of a host program (or of another
+			// session) under it is that program's, and a symlink, FIFO
+			// or file planted there is read by it (F6).
+			if dir := path.Dir(res); dir != s && (l == nil || !l.Owned(dir)) {
+				return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("creates in %s, a directory the traced tree did not create (in scratch dir %s it may create entries only at the top or in its own directories)", dir, s)), ""
+			}
 			return allow(RuleScratchCreate), res
 		case res != s && l != nil && l.Owned(res):
 			return allow(RuleScratchOwned), ""

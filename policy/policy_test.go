@@ -28,7 +28,7 @@ func (l ledger) Owned(p string) bool {
 	}
 }
 
-var owned = ledger{"/dev/shm/mine": true, "/dev/shm/mydir": true, "/dev/shm/mine.sock": true}
+var owned = ledger{"/dev/shm/spoof (deleted)": true, "/dev/shm/mine": true, "/dev/shm/mydir": true, "/dev/shm/mine.sock": true}
 
 func baseConfig() Config {
 	return Config{
@@ -79,6 +79,9 @@ func (f form) want(k syscalls.Kind, role string) string {
 
 func ex(p string) Path   { return Path{Resolved: p, Exists: true} }
 func newp(p string) Path { return Path{Resolved: p} }
+
+// deleted is a file with no name whose old name was p (pathres Deleted).
+func deleted(p string) Path { return Path{Resolved: p + " (deleted)", Deleted: true} }
 func dir(p string) Path  { return Path{Resolved: p, Exists: true, IsDir: true} }
 func special(pid int, obj string, inTree bool) Path {
 	return Path{Resolved: fmt.Sprintf("/proc/%d/fd/1", pid), Exists: true, Special: obj, SpecialInTree: inTree}
@@ -129,7 +132,22 @@ var forms = []form{
 	{name: "device disk", p: ex("/dev/sda"), def: RuleOutsideRoots},
 	{name: "device mem", p: ex("/dev/mem"), def: RuleOutsideRoots},
 	{name: "scratch new", p: newp("/dev/shm/new"), def: RuleScratchNotOwned, by: scratchNew},
-	{name: "scratch new deep", p: newp("/dev/shm/hostdir/new"), def: RuleScratchNotOwned, by: scratchNew},
+	// A directory of a host program (or another session) in the scratch
+	// dir: nothing may be planted in it (F6).
+	{name: "scratch new deep", p: newp("/dev/shm/hostdir/new"), def: RuleScratchNotOwned},
+	{name: "scratch new deeper in own dir", p: newp("/dev/shm/mydir/sub/new"), def: RuleScratchOwned, by: scratchNew},
+	// Files with no name (F8): decided by their last directory, never by
+	// the text, which the tree may own ("/dev/shm/spoof (deleted)").
+	{name: "deleted in root", p: deleted("/srv/sbx/gone"), def: RuleInsideRoot},
+	{name: "deleted deny-read in root", p: deleted("/srv/sbx/.secret/key"), def: RuleDenyRead},
+	{name: "deleted outside", p: deleted("/etc/hosts"), def: RuleDeletedFile},
+	{name: "deleted scratch top", p: deleted("/dev/shm/hostfile"), def: RuleDeletedFile},
+	{name: "deleted scratch spoofed text", p: deleted("/dev/shm/spoof"), def: RuleDeletedFile},
+	{name: "deleted scratch owned name", p: deleted("/dev/shm/mine"), def: RuleDeletedFile},
+	{name: "deleted scratch own dir", p: deleted("/dev/shm/mydir/x"), def: RuleScratchOwned},
+	{name: "deleted scratch host dir", p: deleted("/dev/shm/hostdir/x"), def: RuleDeletedFile},
+	{name: "deleted memfd", p: deleted("/memfd:x"), def: RuleDeletedFile},
+	{name: "deleted proc", p: deleted("/proc/1/x"), def: RuleDeletedFile},
 	{name: "scratch existing not owned", p: ex("/dev/shm/hostfile"), def: RuleScratchNotOwned},
 	{name: "scratch owned", p: ex("/dev/shm/mine"), def: RuleScratchOwned},
 	{name: "scratch owned dir child", p: ex("/dev/shm/mydir/x"), def: RuleScratchOwned},
