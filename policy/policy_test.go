@@ -82,7 +82,7 @@ func newp(p string) Path { return Path{Resolved: p} }
 
 // deleted is a file with no name whose old name was p (pathres Deleted).
 func deleted(p string) Path { return Path{Resolved: p + " (deleted)", Deleted: true} }
-func dir(p string) Path  { return Path{Resolved: p, Exists: true, IsDir: true} }
+func dir(p string) Path     { return Path{Resolved: p, Exists: true, IsDir: true} }
 func special(pid int, obj string, inTree bool) Path {
 	return Path{Resolved: fmt.Sprintf("/proc/%d/fd/1", pid), Exists: true, Special: obj, SpecialInTree: inTree}
 }
