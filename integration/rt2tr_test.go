@@ -226,3 +226,47 @@ func TestRT2ShmPlanting(t *testing.T) {
 		t.Errorf("%d denials in %s in the report, want 6:\n%s", n, host, r.report.denialList())
 	}
 }
+
+// TestRT2DenyReadWalkErrno: F9. Under a --deny-read tree a create or change
+// whose walk fails on a missing or non-directory component is the EACCES
+// denial, reported with rule deny-read (README: no errno tells whether a
+// path there exists), and changes nothing.
+func TestRT2DenyReadWalkErrno(t *testing.T) {
+	denied := realDir(t)
+	mkdir(t, filepath.Join(denied, "sub"))
+	writeFile(t, filepath.Join(denied, "sub", "exists"), "S", 0o644)
+	before := snapshot(t, denied)
+	sbx := realDir(t)
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q", "--deny-read", denied}, python, pyScript("denyread_errno.py"), denied)
+	if d := diffSnap(before, snapshot(t, denied)); len(d) != 0 {
+		t.Errorf("ESCAPED: the deny-read tree changed: %v", d)
+	}
+	if r.status != 0 {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, r.stderr)
+	}
+	lines := 0
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		lines++
+		if !strings.HasSuffix(l, " EACCES") {
+			t.Errorf("%s: want EACCES (the deny-read denial)", l)
+		}
+	}
+	if lines != 8 {
+		t.Fatalf("%d results, want 8:\n%s", lines, r.stdout)
+	}
+	n := 0
+	for _, e := range r.report.Denials {
+		for _, p := range e.Paths {
+			if strings.HasPrefix(p.Resolved, denied+"/") {
+				if e.Rule != "deny-read" || e.Errno != "EACCES" {
+					t.Errorf("denial %v: want rule deny-read, EACCES", e)
+				}
+				n++
+				break
+			}
+		}
+	}
+	if n != 8 {
+		t.Errorf("%d denials under %s in the report, want 8:\n%s\nstdout:\n%s", n, denied, r.report.denialList(), r.stdout)
+	}
+}
