@@ -18,6 +18,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // unlinkedHost is a process outside the traced tree that holds an unlinked
@@ -268,5 +271,59 @@ func TestRT2DenyReadWalkErrno(t *testing.T) {
 	}
 	if n != 8 {
 		t.Errorf("%d denials under %s in the report, want 8:\n%s\nstdout:\n%s", n, denied, r.report.denialList(), r.stdout)
+	}
+}
+
+// TestRT2FutexWaitvArray: F2. futex_waitv's array in shared anonymous
+// memory, rewritten by a forked child (no shared mm, so no freeze before),
+// never queues a waiter of the tree on the futex of a host file the tree
+// may only read. Ground truth: the host's FUTEX_WAKE on its word, repeated
+// all along, wakes nobody. Bounded tries: a race test shows an escape with
+// high probability, never its absence for sure.
+func TestRT2FutexWaitvArray(t *testing.T) {
+	hostFile := filepath.Join(realDir(t), "hostword")
+	writeFile(t, hostFile, strings.Repeat("\x00", 4096), 0o644)
+	f, err := os.OpenFile(hostFile, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	stop := make(chan struct{})
+	woken := make(chan int, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				woken <- n
+				return
+			default:
+			}
+			// FUTEX_WAKE (shared: no FUTEX_PRIVATE_FLAG) of every waiter.
+			r, _, _ := unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(&m[0])), 1, 0x7fffffff, 0, 0, 0)
+			n += int(r)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	sbx := realDir(t)
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, python, pyScript("futex_waitv_race.py"), hostFile, "400")
+	close(stop)
+	n := <-woken
+	if strings.Contains(r.stdout, "ENOSYS") {
+		t.Skip("no futex_waitv (Linux 5.16)")
+	}
+	if n != 0 {
+		t.Errorf("ESCAPED: the host's FUTEX_WAKE woke %d waiter(s) of the tree\nstdout:\n%s", n, r.stdout)
+	}
+	if r.status != 0 || !strings.Contains(r.stdout, "outcomes") {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "EACCES") && !strings.Contains(r.stdout, "EPERM") {
+		t.Errorf("no futex_waitv on the host's word was denied: the race never hit the check\nstdout:\n%s", r.stdout)
 	}
 }

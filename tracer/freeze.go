@@ -191,9 +191,16 @@ func (t *tracer) needsFreeze(c *call) bool {
 		if c.name == "rt_sigreturn" || (c.name == "restart_syscall" && c.tk.futexRestart == 0) {
 			return false // passed on the task's state alone
 		}
-		if t.mmAlone(c.tk) {
+		if c.name != "futex_waitv" && c.name != "futex_requeue" && t.mmAlone(c.tk) {
 			return false // no other task can change its mappings
 		}
+		// futex_waitv and futex_requeue (Linux 5.16, 6.7) read an array
+		// of {uaddr, flags} from memory: a process that shares that
+		// memory (MAP_SHARED anonymous memory across fork, a memfd)
+		// can rewrite an address between tracecell's read and the
+		// kernel's (futex_parse_waitv) without sharing the mm, so
+		// mmAlone is no proof (F2). They are rare (Wine, Proton):
+		// always freeze.
 	case syscalls.HFcntl:
 		switch uint32(t.regs.Arg(1)) {
 		case syscalls.FcntlSetOwnEx: // f_owner_ex in memory
