@@ -1447,3 +1447,40 @@ func TestMayKnow(t *testing.T) {
 		}
 	}
 }
+
+// TestDeletedRead: a file with no name (Deleted) is read-checked by its last
+// directory, never by its link text, which the tree may own
+// ("/dev/shm/spoof (deleted)" is in the test ledger): with PrivateScratch a
+// scratch file is readable only from a directory the tree made; deny-read
+// holds for the old name.
+func TestDeletedRead(t *testing.T) {
+	c := baseConfig()
+	c.PrivateScratch = true
+	p := mustNew(t, c)
+	for _, tc := range []struct {
+		old  string
+		rule string // "" when allowed
+	}{
+		{"/dev/shm/spoof", RuleDeletedFile},
+		{"/dev/shm/mine", RuleDeletedFile},
+		{"/dev/shm/mydir/x", ""},
+		{"/dev/shm/hostdir/x", RuleDeletedFile},
+		{"/srv/sbx/.secret/key", RuleDenyRead},
+		{"/srv/sbx/data.csv", ""},
+		{"/memfd:x", ""},
+	} {
+		t.Run(tc.old, func(t *testing.T) {
+			op := &Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{deleted(tc.old)}}
+			d := p.Decide(op, owned)
+			if tc.rule == "" {
+				if !d.Allow {
+					t.Fatalf("Decide = %+v, want allowed", d)
+				}
+				return
+			}
+			if d.Allow || d.Rule != tc.rule || d.Errno != syscall.EACCES {
+				t.Fatalf("Decide = %+v, want %s, EACCES", d, tc.rule)
+			}
+		})
+	}
+}
