@@ -189,7 +189,9 @@ func TestRT2ShmPlanting(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(host) })
 	os.Chmod(host, 0o777)
 	sbx := realDir(t)
-	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, python, pyScript("shm_plant.py"), host)
+	mine := fmt.Sprintf("/dev/shm/tracecell-rt2-own-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { os.RemoveAll(mine); os.Remove(mine + "-src") })
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, python, pyScript("shm_plant.py"), host, mine)
 	if ents, err := os.ReadDir(host); err != nil || len(ents) != 0 {
 		var names []string
 		for _, e := range ents {

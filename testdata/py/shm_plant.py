@@ -1,14 +1,15 @@
 # Red team 2, F6: plant entries in a /dev/shm directory the tree did not
 # create (a host program's, another session's).
 #
-#   shm_plant.py HOSTDIR
+#   shm_plant.py HOSTDIR MINE
 #
+# MINE is a new /dev/shm name the tree makes its own directory at (and
+# MINE-src a file).
 # Prints one line per attempt: "<what> OK" or "<what> <errno name>". Last,
 # the same in a directory of the tree's own, where creating stays allowed.
 import errno, os, sys
 
-host = sys.argv[1]
-mine = "/dev/shm/tc-plant-%d" % os.getpid()
+host, mine = sys.argv[1], sys.argv[2]
 
 
 def attempt(what, fn):
@@ -19,7 +20,7 @@ def attempt(what, fn):
         print(what, errno.errorcode.get(e.errno, str(e.errno)), flush=True)
 
 
-src = "/dev/shm/tc-plant-src-%d" % os.getpid()
+src = mine + "-src"
 open(src, "w").close()
 for tag, d in (("host", host), ("own", mine)):
     if tag == "own":
