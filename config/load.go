@@ -254,6 +254,11 @@ func decodeValue(key string, n *yaml.Node, dst reflect.Value) error {
 				}
 				return errEmpty
 			}
+			if pathKeys[key] {
+				if err := CheckTilde(it.Value); err != nil {
+					return fmt.Errorf("item on line %d: %w", it.Line, err)
+				}
+			}
 			list = append(list, it.Value)
 		}
 		*p = list
@@ -264,6 +269,11 @@ func decodeValue(key string, n *yaml.Node, dst reflect.Value) error {
 		}
 		if n.Value == "" && pathKeys[key] {
 			return errEmpty
+		}
+		if pathKeys[key] {
+			if err := CheckTilde(n.Value); err != nil {
+				return err
+			}
 		}
 		*p = n.Value
 		return nil

@@ -212,7 +212,7 @@ func absSettings(st config.Settings) (config.Settings, error) {
 		}
 		out := make([]string, 0, len(list))
 		for _, p := range list {
-			if p != "" && (!onlyHome || p == "~" || strings.HasPrefix(p, "~/")) {
+			if p != "" && (!onlyHome || strings.HasPrefix(p, "~")) { // ~, ~/x, ~user/x
 				a, err := config.Abs(p)
 				if err != nil {
 					return nil, fmt.Errorf("policy %s %s: %w; give the absolute path, or start the server with HOME set", key, p, err)
