@@ -256,7 +256,10 @@ func decodeValue(key string, n *yaml.Node, dst reflect.Value) error {
 			}
 			if pathKeys[key] {
 				if err := CheckTilde(it.Value); err != nil {
-					return fmt.Errorf("item on line %d: %w", it.Line, err)
+					if it.Line != n.Line {
+						return fmt.Errorf("item on line %d: %w", it.Line, err)
+					}
+					return err
 				}
 			}
 			list = append(list, it.Value)
