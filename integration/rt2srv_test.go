@@ -154,6 +154,7 @@ func TestServeCopyTempSwap(t *testing.T) {
 		}
 		sessionState(t, s, "a", &st)
 	}
+	t.Logf("%d swaps, %d copies refused", st.Swapped, refused)
 	if st.Swapped == 0 {
 		t.Fatalf("the session's code never swapped the temporary file in 12 copies: the race was not run")
 	}
