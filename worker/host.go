@@ -365,10 +365,10 @@ func (h *host) start() (*Info, error) {
 		}
 	}
 	removeStaleScriptDirs(base, time.Now())
-	defer os.RemoveAll(dir)
 	if _, err := writeScript(dir, workerPy); err != nil {
 		return nil, fmt.Errorf("worker-host %d: write worker.py: %w", os.Getpid(), err)
 	}
+	defer os.RemoveAll(dir) // ours: writeScript made it (never what was there)
 	plan.Policy.Unreachable = h.cfg.Unreachable
 	// A worker is one session among others that share the scratch
 	// directories (/dev/shm): what another session made there (its

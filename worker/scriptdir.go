@@ -91,11 +91,17 @@ func scriptDirName() string {
 // file, another file) is followed, truncated or reused. The directory is
 // checked to be one this user owns, mode 0700, before the write. The caller
 // has checked that dir's parent lies outside every root the tree can write
-// (pickScriptBase); this is the second line.
-func writeScript(dir string, script []byte) (string, error) {
+// (pickScriptBase); this is the second line. On an error after the mkdir
+// the directory is removed; an entry that was already there is left.
+func writeScript(dir string, script []byte) (p string, err error) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return "", err
+		return "", err // whatever is there is left alone
 	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir) // made above: ours
+		}
+	}()
 	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", fmt.Errorf("open %s: %w", dir, err)

@@ -167,6 +167,13 @@ func TestWriteScriptNeverFollows(t *testing.T) {
 	if ents, _ := os.ReadDir(victimDir); len(ents) != 0 {
 		t.Errorf("wrote into the symlinked directory: %v", ents)
 	}
+	// What was there is left alone (never removed as if it were ours).
+	if _, err := os.Lstat(filepath.Join(openDir, "worker.py")); err != nil {
+		t.Errorf("the entry that was there was removed: %v", err)
+	}
+	if _, err := os.Lstat(linkDir); err != nil {
+		t.Errorf("the symlink that was there was removed: %v", err)
+	}
 	p, err := writeScript(filepath.Join(tmp, "fresh"), []byte("print(1)\n"))
 	if err != nil {
 		t.Fatal(err)
