@@ -205,6 +205,15 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	}
 
 	for _, e := range s.AllowExec {
+		if strings.HasPrefix(e, "~") {
+			// ~/bin/tool, ~user/bin/*: a path, never a name in PATH nor
+			// a path relative to the working directory.
+			a, err := Abs(e)
+			if err != nil {
+				return nil, usagef("--allow-exec %s: %v", e, err)
+			}
+			e = a
+		}
 		if x, ok, err := execPattern(e); ok || err != nil {
 			if err != nil {
 				return nil, usagef("--allow-exec %s: %v", e, err)
@@ -253,7 +262,11 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	}
 	pc.Scratch = []string{}
 	for _, d := range scratch {
-		r, err := filepath.EvalSymlinks(d)
+		a, err := Abs(d)
+		if err != nil {
+			return nil, usagef("--scratch %s: %v", d, err)
+		}
+		r, err := filepath.EvalSymlinks(a)
 		if err != nil {
 			if s.Scratch == nil {
 				continue // no /dev/shm on this host

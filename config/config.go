@@ -5,6 +5,7 @@ package config
 import (
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -116,14 +117,54 @@ func ParseSize(s string) (uint64, error) {
 	return uint64(f * mult), nil
 }
 
-// Abs makes p absolute against the current directory, expanding a leading "~/".
+// Abs makes p absolute against the current directory, expanding a leading
+// "~" (the user's home, $HOME) or "~user" (that user's home directory, from
+// the password database through os/user), as a shell does. A "~user" whose
+// user does not exist is an error, never a directory named "~user" under the
+// current one (deny_read: ["~root/.bashrc"] must not silently deny
+// <cwd>/~root/.bashrc); a file of that name is written "./~user".
 func Abs(p string) (string, error) {
-	if p == "~" || strings.HasPrefix(p, "~/") {
-		home, err := os.UserHomeDir()
+	if strings.HasPrefix(p, "~") {
+		home, rest, err := tildeHome(p)
 		if err != nil {
-			return "", fmt.Errorf("expand %s: %w", p, err)
+			return "", err
 		}
-		p = filepath.Join(home, p[1:])
+		p = filepath.Join(home, rest)
 	}
 	return filepath.Abs(p)
+}
+
+// tildeHome is the home directory a "~" or "~user" path starts with, and the
+// rest of the path.
+func tildeHome(p string) (string, string, error) {
+	name, rest, _ := strings.Cut(p[1:], "/")
+	var home string
+	if name == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return "", "", fmt.Errorf("expand %s: %w", p, err)
+		}
+		home = h
+	} else {
+		u, err := user.Lookup(name)
+		if err != nil {
+			return "", "", fmt.Errorf("expand %s: no user named %q (%v); give the absolute path, or ./%s for a file of that name in the current directory", p, name, err, p)
+		}
+		home = u.HomeDir
+	}
+	if !filepath.IsAbs(home) {
+		return "", "", fmt.Errorf("expand %s: the home directory %q is not an absolute path; give the absolute path", p, home)
+	}
+	return home, rest, nil
+}
+
+// CheckTilde reports an error for a path in "~user" form whose user does
+// not exist (or a "~" without a home), so a policy file names the key and
+// line before anything runs. Other paths are not checked here.
+func CheckTilde(p string) error {
+	if !strings.HasPrefix(p, "~") {
+		return nil
+	}
+	_, _, err := tildeHome(p)
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -457,5 +458,114 @@ func TestPrefixRoots(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAbsTildeUser: "~user/..." is that user's home, as a shell expands it
+// (red team 2, F4: deny_read ["~root/.bashrc"] silently became
+// <cwd>/~root/.bashrc); an unknown user is an error that says what to do,
+// never a directory of that name under the current one.
+func TestAbsTildeUser(t *testing.T) {
+	me, err := user.Current()
+	if err != nil {
+		t.Skipf("no current user: %v", err)
+	}
+	cwd, _ := os.Getwd()
+	t.Setenv("HOME", "/home/tc-test-home")
+	for _, c := range []struct {
+		in, want, err string
+	}{
+		{"~" + me.Username + "/.bashrc", filepath.Join(me.HomeDir, ".bashrc"), ""},
+		{"~" + me.Username, filepath.Clean(me.HomeDir), ""},
+		{"~/.bashrc", "/home/tc-test-home/.bashrc", ""},
+		{"~", "/home/tc-test-home", ""},
+		{"./~" + me.Username, filepath.Join(cwd, "~"+me.Username), ""},
+		{"~tc-no-such-user-42/.bashrc", "", `no user named "tc-no-such-user-42"`},
+		{"~tc-no-such-user-42", "", "./~tc-no-such-user-42"},
+	} {
+		t.Run(c.in, func(t *testing.T) {
+			got, err := Abs(c.in)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("Abs(%q) = %q, %v; want a one-line error with %q", c.in, got, err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("Abs(%q) = %q, %v; want %q", c.in, got, err, c.want)
+			}
+		})
+	}
+}
+
+// TestTildeUserInPolicy: a policy file's path key in "~user" form with no
+// such user is an error naming the file, the line and the key; one with a
+// real user is that user's home in the built policy (deny_read, read,
+// scratch, allow_exec), not a path under the working directory.
+func TestTildeUserInPolicy(t *testing.T) {
+	me, err := user.Current()
+	if err != nil {
+		t.Skipf("no current user: %v", err)
+	}
+	dir := t.TempDir()
+	for key := range pathKeys {
+		for _, form := range []struct{ name, body string }{
+			{"one", "%s: \"~tc-no-such-user-42/x\""},
+			{"list", "%s: [\"/a\", \"~tc-no-such-user-42/x\"]"},
+		} {
+			t.Run(key+"/"+form.name, func(t *testing.T) {
+				if form.name == "list" && (key == "cwd" || key == "report" || key == "trace") {
+					t.Skip("not a list key")
+				}
+				p := filepath.Join(dir, key+"-"+form.name+".yaml")
+				os.WriteFile(p, []byte("\n"+fmt.Sprintf(form.body, key)+"\n"), 0o644)
+				_, err := LoadFile(p)
+				if err == nil {
+					t.Fatal("no error")
+				}
+				for _, h := range []string{p, "line 2", "key " + key, `no user named "tc-no-such-user-42"`} {
+					if !strings.Contains(err.Error(), h) {
+						t.Errorf("error %q lacks %q", err, h)
+					}
+				}
+			})
+		}
+	}
+	// Built: the entries are the user's home, not <cwd>/~user.
+	home, err := filepath.EvalSymlinks(me.HomeDir)
+	if err != nil {
+		t.Skipf("the home directory %s of %s: %v", me.HomeDir, me.Username, err)
+	}
+	t.Chdir(t.TempDir())
+	s := &Settings{Write: []string{t.TempDir()}, DenyRead: []string{"~" + me.Username + "/.tc-secret"},
+		Read: []string{"~" + me.Username}, Scratch: []string{"~" + me.Username}}
+	plan, err := Build(s, []string{"/bin/true"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plan.Policy.DenyRead; len(got) != 1 || got[0] != filepath.Join(home, ".tc-secret") {
+		t.Errorf("deny_read %v, want [%s]", got, filepath.Join(home, ".tc-secret"))
+	}
+	if got := plan.Policy.ReadRoots; len(got) != 1 || got[0] != home {
+		t.Errorf("read %v, want [%s]", got, home)
+	}
+	if got := plan.Policy.Scratch; len(got) != 1 || got[0] != home {
+		t.Errorf("scratch %v, want [%s]", got, home)
+	}
+	for _, l := range [][]string{{"--deny-read"}, {"--scratch"}, {"--allow-exec"}} {
+		s := &Settings{Write: []string{t.TempDir()}}
+		switch l[0] {
+		case "--deny-read":
+			s.DenyRead = []string{"~tc-no-such-user-42/x"}
+		case "--scratch":
+			s.Scratch = []string{"~tc-no-such-user-42/x"}
+		case "--allow-exec":
+			s.AllowExec = []string{"~tc-no-such-user-42/x"}
+		}
+		_, err := Build(s, []string{"/bin/true"}, nil)
+		var ue *UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), l[0]+" ~tc-no-such-user-42/x") || !strings.Contains(err.Error(), "no user named") {
+			t.Errorf("%s ~tc-no-such-user-42/x: %v, want a usage error naming the flag", l[0], err)
+		}
 	}
 }

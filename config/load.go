@@ -254,6 +254,14 @@ func decodeValue(key string, n *yaml.Node, dst reflect.Value) error {
 				}
 				return errEmpty
 			}
+			if pathKeys[key] {
+				if err := CheckTilde(it.Value); err != nil {
+					if it.Line != n.Line {
+						return fmt.Errorf("item on line %d: %w", it.Line, err)
+					}
+					return err
+				}
+			}
 			list = append(list, it.Value)
 		}
 		*p = list
@@ -264,6 +272,11 @@ func decodeValue(key string, n *yaml.Node, dst reflect.Value) error {
 		}
 		if n.Value == "" && pathKeys[key] {
 			return errEmpty
+		}
+		if pathKeys[key] {
+			if err := CheckTilde(n.Value); err != nil {
+				return err
+			}
 		}
 		*p = n.Value
 		return nil

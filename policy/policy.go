@@ -685,24 +685,48 @@ var procSecrets = map[string]string{
 	"io": "I/O counters", "personality": "personality", "timerslack_ns": "timer slack",
 }
 
-// procSecret reports whether res (under /proc/<pid>) is one of procSecrets.
+// procSecretDirs are /proc/<pid> (and /proc/<pid>/task/<tid>) directories
+// whose entries (and, for map_files, whose listing) tell what another
+// program keeps to itself: map_files names every mapping's address range
+// (the program's address-space layout, which ASLR keeps secret; kernel 3.3+,
+// and its links are followed only with CAP_SYS_ADMIN, but its listing is
+// readable to the same user), fdinfo/N the state of each open file: the
+// position of a memfd or file (how much was written), the counter of an
+// eventfd, the watches of an inotify fd, the flags (kernel 2.6.22+; more
+// fields in later kernels). The fdinfo listing itself holds no more than
+// /proc/<pid>/fd, which stays readable.
+var procSecretDirs = map[string]struct {
+	what    string
+	listing bool // the directory itself is secret too
+}{
+	"map_files": {"memory map (map_files)", true},
+	"fdinfo":    {"open file state (fdinfo)", false},
+}
+
+// procSecret reports whether res (under /proc/<pid>) is one of procSecrets,
+// or lies in one of procSecretDirs.
 func procSecret(res string) (string, bool) {
 	rest, ok := strings.CutPrefix(res, "/proc/")
 	if !ok {
 		return "", false
 	}
 	parts := strings.Split(rest, "/")
-	var name string
+	if len(parts) >= 4 && parts[1] == "task" {
+		parts = parts[2:] // /proc/<pid>/task/<tid>/x reads as /proc/<tid>/x
+	}
 	switch {
 	case len(parts) == 2:
-		name = parts[1]
-	case len(parts) == 4 && parts[1] == "task":
-		name = parts[3]
-	default:
-		return "", false
+		if d, ok := procSecretDirs[parts[1]]; ok && d.listing {
+			return d.what, true
+		}
+		what, ok := procSecrets[parts[1]]
+		return what, ok
+	case len(parts) >= 3:
+		if d, ok := procSecretDirs[parts[1]]; ok {
+			return d.what, true
+		}
 	}
-	what, ok := procSecrets[name]
-	return what, ok
+	return "", false
 }
 
 // procOwner names the process of a /proc/<pid>/... path for a reason.

@@ -273,11 +273,13 @@ func writeInto(dirfd int, name string, r io.Reader, mode os.FileMode, size int64
 	}
 	out := os.NewFile(uintptr(ofd), tmp)
 	n, err := io.CopyN(out, r, size)
+	if err == nil {
+		err = settle(out, dirfd, tmp, perm, shown) // the mode through the fd, never by name
+	}
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err == nil {
-		unix.Fchmodat(dirfd, tmp, perm, 0)
 		if rerr := unix.Renameat(dirfd, tmp, dirfd, name); rerr != nil {
 			if rerr == unix.EISDIR || rerr == unix.ENOTEMPTY || rerr == unix.EEXIST {
 				err = errf(409, "destination_is_directory", "%s is a directory in the sandbox; not replaced by a file", shown)

@@ -589,11 +589,13 @@ func copyFile(src string, dirfd int, name string, mode os.FileMode, budget int64
 	if err == nil && n > budget {
 		err = errf(413, "copy_too_large", "source %s grew past the server's copy limit (--max-copy-size) while copying; not copied", src)
 	}
+	if err == nil {
+		err = settle(out, dirfd, tmp, perm, shown)
+	}
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err == nil {
-		unix.Fchmodat(dirfd, tmp, perm, 0)
 		if rerr := unix.Renameat(dirfd, tmp, dirfd, name); rerr != nil {
 			if rerr == unix.EISDIR || rerr == unix.ENOTEMPTY || rerr == unix.EEXIST {
 				err = errf(409, "destination_is_directory", "destination %s is a directory in the sandbox; name the file inside it", shown)
@@ -614,6 +616,32 @@ func copyFile(src string, dirfd int, name string, mode os.FileMode, budget int64
 		return 0, errf(500, "copy_failed", "write %s in the sandbox: %v", shown, err)
 	}
 	return n, nil
+}
+
+// settle gives the temporary file out (named tmp in dirfd, inside a
+// sandbox) its mode and checks that tmp still names it, before the caller
+// renames tmp into place. The sandbox is the session's: its code, running
+// on in a thread while the server copies, can swap tmp for a symlink to any
+// file. So the mode is set with fchmod(2) on the descriptor the server
+// holds, never by name (fchmodat(2) follows a symlink at the last component
+// on every kernel; AT_SYMLINK_NOFOLLOW for it needs fchmodat2, Linux 6.6).
+// rename(2) moves the entry itself and never follows a symlink at either
+// name, so what a swap can achieve is at most a link of the session's own
+// at the destination name, which its code could make anyway; the swap is
+// still refused here (409) so the caller is not told that its file arrived.
+func settle(out *os.File, dirfd int, tmp string, perm uint32, shown string) error {
+	fd := int(out.Fd())
+	if err := unix.Fchmod(fd, perm); err != nil {
+		return fmt.Errorf("fchmod %s: %w", tmp, err)
+	}
+	var held, named unix.Stat_t
+	if err := unix.Fstat(fd, &held); err != nil {
+		return fmt.Errorf("fstat %s: %w", tmp, err)
+	}
+	if err := unix.Fstatat(dirfd, tmp, &named, unix.AT_SYMLINK_NOFOLLOW); err != nil || named.Dev != held.Dev || named.Ino != held.Ino {
+		return errf(409, "destination_changed", "the temporary file for %s in the sandbox was replaced or moved by the session's code while the server wrote it; not copied", shown)
+	}
+	return nil
 }
 
 // serveFile sends a sandbox file.

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestListDepthCapped: a chain of directories deeper than maxListDepth is
@@ -38,5 +41,66 @@ func TestListDepthCapped(t *testing.T) {
 	os.MkdirAll(filepath.Join(shallow, "a", "b"), 0o755)
 	if l, err := listSandbox(shallow); err != nil || l.Truncated || len(l.Files) != 2 {
 		t.Fatalf("shallow tree: %+v %v", l, err)
+	}
+}
+
+// TestSettleNeverByName: the copy's temporary file gets its mode through the
+// server's descriptor; a symlink (or another file) the session's code put
+// at the temporary name is neither chmodded through nor renamed into place,
+// and the copy is refused (409).
+func TestSettleNeverByName(t *testing.T) {
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("v"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		swap func(dir, tmp string) error
+		ok   bool
+	}{
+		{"untouched", func(dir, tmp string) error { return nil }, true},
+		{"symlink swapped in", func(dir, tmp string) error {
+			if err := os.Rename(filepath.Join(dir, tmp), filepath.Join(dir, "moved")); err != nil {
+				return err
+			}
+			return os.Symlink(victim, filepath.Join(dir, tmp))
+		}, false},
+		{"other file swapped in", func(dir, tmp string) error {
+			os.Remove(filepath.Join(dir, tmp))
+			return os.WriteFile(filepath.Join(dir, tmp), []byte("x"), 0o600)
+		}, false},
+		{"moved away", func(dir, tmp string) error { return os.Rename(filepath.Join(dir, tmp), filepath.Join(dir, "moved")) }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer unix.Close(dfd)
+			tmp := ".tracecell-copy-x"
+			f, err := os.OpenFile(filepath.Join(dir, tmp), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := c.swap(dir, tmp); err != nil {
+				t.Fatal(err)
+			}
+			err = settle(f, dfd, tmp, 0o755, "dst")
+			var ae *apiError
+			switch {
+			case c.ok && err != nil:
+				t.Fatalf("settle: %v", err)
+			case !c.ok && (!errors.As(err, &ae) || ae.status != 409):
+				t.Fatalf("settle after a swap: %v, want a 409", err)
+			}
+			if st, _ := f.Stat(); st.Mode().Perm() != 0o755 {
+				t.Errorf("the held file has mode %v, want 0755", st.Mode().Perm())
+			}
+			if st, _ := os.Stat(victim); st.Mode().Perm() != 0o600 {
+				t.Errorf("victim mode now %v", st.Mode().Perm())
+			}
+		})
 	}
 }

@@ -941,3 +941,58 @@ func TestCopyProcSecretsRefused(t *testing.T) {
 		t.Errorf("copy /proc/version: %d %s", st, b)
 	}
 }
+
+// TestStateDirNotFollowed: the state directory is made private through a
+// descriptor, after the checks: a symlink at the state directory's path
+// inside a --write root (a tree may have planted it) is refused before
+// anything is chmodded, and a directory of another user is refused (root
+// only: it needs a second uid).
+func TestStateDirNotFollowed(t *testing.T) {
+	base := t.TempDir()
+	shared := filepath.Join(base, "shared")
+	victim := filepath.Join(base, "victim")
+	for _, d := range []string{shared, victim} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(d, 0o755)
+	}
+	link := filepath.Join(shared, "state")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{StateDir: link, Starter: (&fakeStarter{}).start, PoolSize: -1, IdleTimeout: -1,
+		Log: zerolog.Nop(), Settings: config.Settings{Write: []string{shared}}})
+	if s != nil {
+		s.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), "state directory") {
+		t.Errorf("a state directory symlinked from inside --write %s accepted (err %v)", shared, err)
+	}
+	if st, _ := os.Stat(victim); st.Mode().Perm() != 0o755 {
+		t.Errorf("the symlink's target was chmodded to %v", st.Mode().Perm())
+	}
+	t.Run("another user's directory", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to make a directory of another uid")
+		}
+		other := filepath.Join(base, "other")
+		if err := os.Mkdir(other, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(other, 0o777)
+		if err := os.Chown(other, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Options{StateDir: other, Starter: (&fakeStarter{}).start, PoolSize: -1, IdleTimeout: -1, Log: zerolog.Nop()})
+		if s != nil {
+			s.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Errorf("a state directory of uid 65534 accepted (err %v)", err)
+		}
+		if st, _ := os.Stat(other); st.Mode().Perm() != 0o777 {
+			t.Errorf("another user's directory was chmodded to %v", st.Mode().Perm())
+		}
+	})
+}

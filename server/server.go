@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/config"
 	optdef "github.com/tracecell/tracecell/internal/opts"
@@ -212,7 +213,7 @@ func absSettings(st config.Settings) (config.Settings, error) {
 		}
 		out := make([]string, 0, len(list))
 		for _, p := range list {
-			if p != "" && (!onlyHome || p == "~" || strings.HasPrefix(p, "~/")) {
+			if p != "" && (!onlyHome || strings.HasPrefix(p, "~")) { // ~, ~/x, ~user/x
 				a, err := config.Abs(p)
 				if err != nil {
 					return nil, fmt.Errorf("policy %s %s: %w; give the absolute path, or start the server with HOME set", key, p, err)
@@ -257,13 +258,18 @@ func newServer(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create the state directory %s: %w (pass --state-dir)", opts.StateDir, err)
 	}
-	if err := os.Chmod(opts.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("chmod 0700 the state directory %s: %w", opts.StateDir, err)
-	}
+	given := opts
 	if r, err := filepath.EvalSymlinks(opts.StateDir); err == nil {
 		opts.StateDir = r // the policy compares resolved paths
 	}
-	if err := checkWriteRoots(opts); err != nil {
+	// Both the path given and where it leads: a symlink inside a writable
+	// root (which a tree may have planted) is no state directory either.
+	for _, o := range []Options{given, opts} {
+		if err := checkWriteRoots(o); err != nil {
+			return nil, err
+		}
+	}
+	if err := privateStateDir(opts.StateDir); err != nil {
 		return nil, err
 	}
 	pol, err := readPolicy(opts)
@@ -309,6 +315,31 @@ func checkWriteRoots(opts Options) error {
 			return fmt.Errorf("--write %s: overlaps the state directory %s, which holds every session's sandbox and the socket; "+
 				"write elsewhere, or choose another --state-dir", w, opts.StateDir)
 		}
+	}
+	return nil
+}
+
+// privateStateDir makes the (resolved) state directory mode 0700 through a
+// descriptor opened with O_NOFOLLOW, after checking that this user owns it:
+// a chmod by name would follow a symlink someone put at that path (a
+// default /var/tmp/tracecell-<uid> planted by another local user, or by a
+// tree that could write there) and change the mode of whatever it points to,
+// and a directory another user owns is not private to this server.
+func privateStateDir(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the state directory %s: %w (pass --state-dir)", dir, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("fstat the state directory %s: %w", dir, err)
+	}
+	if st.Uid != uint32(os.Geteuid()) {
+		return fmt.Errorf("the state directory %s belongs to uid %d, not to this server's user %d: remove it or pass another --state-dir", dir, st.Uid, os.Geteuid())
+	}
+	if err := unix.Fchmod(fd, 0o700); err != nil {
+		return fmt.Errorf("chmod 0700 the state directory %s: %w", dir, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,6 +115,26 @@ func TestAbsSettings(t *testing.T) {
 	}
 	if st.Scratch != nil {
 		t.Errorf("scratch nil (the default) became %q", st.Scratch)
+	}
+	// ~user (red team 2, F4): that user's home, in every key; an unknown
+	// user is an error naming the key.
+	if me, err := user.Current(); err == nil {
+		st, err := absSettings(config.Settings{DenyRead: []string{"~" + me.Username + "/.ssh"}, AllowExec: []string{"~" + me.Username + "/bin/t"}})
+		if err != nil || st.DenyRead[0] != filepath.Join(me.HomeDir, ".ssh") || st.AllowExec[0] != filepath.Join(me.HomeDir, "bin/t") {
+			t.Errorf("~%s: %q %q %v", me.Username, st.DenyRead, st.AllowExec, err)
+		}
+	}
+	for _, k := range []struct {
+		key string
+		st  config.Settings
+	}{
+		{"deny_read", config.Settings{DenyRead: []string{"~tc-no-such-user-42/.ssh"}}},
+		{"write", config.Settings{Write: []string{"~tc-no-such-user-42/w"}}},
+		{"allow_exec", config.Settings{AllowExec: []string{"~tc-no-such-user-42/bin/t"}}},
+	} {
+		if _, err := absSettings(k.st); err == nil || !strings.Contains(err.Error(), "policy "+k.key+" ~tc-no-such-user-42/") || !strings.Contains(err.Error(), "no user named") {
+			t.Errorf("%s ~tc-no-such-user-42: %v, want an error naming the key and the user", k.key, err)
+		}
 	}
 	os.Unsetenv("HOME")
 	if _, err := absSettings(config.Settings{DenyRead: []string{"~/.aws"}}); err == nil || !strings.Contains(err.Error(), "deny_read ~/.aws") {

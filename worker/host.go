@@ -288,61 +288,87 @@ func (h *host) start() (*Info, error) {
 	sbx, _ = filepath.Abs(sbx)
 
 	// worker.py lives outside the sandbox, in a private directory, only
-	// until the interpreter has read it (the hello).
-	dir, err := makeScriptDir()
-	if err != nil {
-		return nil, fmt.Errorf("worker-host %d: create a directory for worker.py: %w", os.Getpid(), err)
-	}
-	defer os.RemoveAll(dir)
-	script := filepath.Join(dir, "worker.py")
-	if err := os.WriteFile(script, workerPy, 0o600); err != nil {
-		return nil, fmt.Errorf("worker-host %d: write %s: %w", os.Getpid(), script, err)
-	}
-
-	s := h.cfg.Settings
-	s.Write = append([]string{sbx}, s.Write...)
-	s.Cwd = sbx
-	s.Timeout = 0 // per-execution timeouts are the host's
-	s.Report, s.Trace = "", ""
-	env := map[string]string{}
-	for k, v := range s.Env {
-		env[k] = v
-	}
-	if _, ok := env["MPLBACKEND"]; !ok {
-		env["MPLBACKEND"] = "Agg"
-	}
-	if _, ok := env["MPLCONFIGDIR"]; !ok {
-		// matplotlib's font cache (fontlist-v*.json, written on first
-		// import) goes under TMPDIR, tracecell's own .tmp, not .config:
-		// the model lists the sandbox (os.listdir, the files API) and
-		// should find only what its code made there.
-		env["MPLCONFIGDIR"] = filepath.Join(sbx, ".tmp", "matplotlib")
-	}
-	s.Env = env
-	if len(s.Read) > 0 {
-		// Reads are restricted: the interpreter must still read worker.py.
-		s.Read = append(append([]string{}, s.Read...), dir)
-	}
-	py := h.cfg.Python
-	if py == "" {
-		py = "python3"
-		if _, err := os.Stat("/usr/bin/python3"); err == nil {
-			py = "/usr/bin/python3"
+	// until the interpreter has read it (the hello). That directory must lie
+	// where no tree can write: the untraced worker-host writes the script
+	// there, and every later worker runs it. In a writable root (TMPDIR
+	// inside a --write root, serve --write /tmp) a running session could
+	// replace worker.py for the workers of other sessions, or plant a symlink
+	// at its name that the host would write through. So the plan is built
+	// first, its writable roots and scratch directories name where the
+	// directory may not go, and the script is written with
+	// O_CREAT|O_EXCL|O_NOFOLLOW through the directory's fd.
+	name := scriptDirName()
+	build := func(dir string) (*config.Plan, error) {
+		s := h.cfg.Settings
+		s.Write = append([]string{sbx}, s.Write...)
+		s.Cwd = sbx
+		s.Timeout = 0 // per-execution timeouts are the host's
+		s.Report, s.Trace = "", ""
+		env := map[string]string{}
+		for k, v := range s.Env {
+			env[k] = v
 		}
+		if _, ok := env["MPLBACKEND"]; !ok {
+			env["MPLBACKEND"] = "Agg"
+		}
+		if _, ok := env["MPLCONFIGDIR"]; !ok {
+			// matplotlib's font cache (fontlist-v*.json, written on first
+			// import) goes under TMPDIR, tracecell's own .tmp, not .config:
+			// the model lists the sandbox (os.listdir, the files API) and
+			// should find only what its code made there.
+			env["MPLCONFIGDIR"] = filepath.Join(sbx, ".tmp", "matplotlib")
+		}
+		s.Env = env
+		if len(s.Read) > 0 {
+			// Reads are restricted: the interpreter must still read worker.py.
+			s.Read = append(append([]string{}, s.Read...), dir)
+		}
+		py := h.cfg.Python
+		if py == "" {
+			py = "python3"
+			if _, err := os.Stat("/usr/bin/python3"); err == nil {
+				py = "/usr/bin/python3"
+			}
+		}
+		// -I: isolated (Python 3.4+): no user site-packages, no PYTHON*
+		// variables, not the script's directory on sys.path. HOME is the
+		// sandbox, so a usercustomize.py or .pth that the code left under
+		// ~/.local would otherwise run in the next worker before worker.py
+		// (worker.py puts the sandbox and PYTHONPATH on sys.path after its
+		// hello). -u: unbuffered stdout/stderr, so the order of Python's and C's
+		// writes is kept; -B: no .pyc writes (they would be denials outside the
+		// sandbox and artifacts inside it).
+		argv := []string{py, "-I", "-u", "-B", filepath.Join(dir, "worker.py")}
+		plan, err := config.Build(&s, argv, os.Environ())
+		if err != nil {
+			return nil, fmt.Errorf("worker-host %d: %w", os.Getpid(), err)
+		}
+		return plan, nil
 	}
-	// -I: isolated (Python 3.4+): no user site-packages, no PYTHON*
-	// variables, not the script's directory on sys.path. HOME is the
-	// sandbox, so a usercustomize.py or .pth that the code left under
-	// ~/.local would otherwise run in the next worker before worker.py
-	// (worker.py puts the sandbox and PYTHONPATH on sys.path after its
-	// hello). -u: unbuffered stdout/stderr, so the order of Python's and C's
-	// writes is kept; -B: no .pyc writes (they would be denials outside the
-	// sandbox and artifacts inside it).
-	argv := []string{py, "-I", "-u", "-B", script}
-	plan, err := config.Build(&s, argv, os.Environ())
+	bases := scriptBases()
+	first := bases[0]
+	if r, err := filepath.EvalSymlinks(first); err == nil {
+		first = r
+	}
+	plan, err := build(filepath.Join(first, name))
+	if err != nil {
+		return nil, err
+	}
+	base, err := pickScriptBase(bases, append(append([]string{}, plan.Policy.WriteRoots...), plan.Policy.Scratch...), plan.Policy.DenyRead)
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: %w", os.Getpid(), err)
 	}
+	dir := filepath.Join(base, name)
+	if base != first {
+		if plan, err = build(dir); err != nil {
+			return nil, err
+		}
+	}
+	removeStaleScriptDirs(base, time.Now())
+	if _, err := writeScript(dir, workerPy); err != nil {
+		return nil, fmt.Errorf("worker-host %d: write worker.py: %w", os.Getpid(), err)
+	}
+	defer os.RemoveAll(dir) // ours: writeScript made it (never what was there)
 	plan.Policy.Unreachable = h.cfg.Unreachable
 	// A worker is one session among others that share the scratch
 	// directories (/dev/shm): what another session made there (its

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,14 +71,117 @@ func TestRemoveStaleScriptDirs(t *testing.T) {
 // TestScriptDirNamedByPid: the directory names its host, so a later host
 // can tell whether it is stale.
 func TestScriptDirNamedByPid(t *testing.T) {
-	t.Setenv("TMPDIR", t.TempDir())
-	d, err := makeScriptDir()
+	b := scriptDirName()
+	want := scriptDirPrefix + strconv.Itoa(os.Getpid()) + "-"
+	if len(b) <= len(want) || b[:len(want)] != want {
+		t.Errorf("script dir %s, want a name starting %s", b, want)
+	}
+	if b == scriptDirName() {
+		t.Errorf("two script dir names are the same: %s", b)
+	}
+}
+
+// TestPickScriptBase: the directory for worker.py never goes where the tree
+// can write (a writable root or scratch directory containing TMPDIR, also
+// through a symlink), nor under a deny-read path; the next base is taken,
+// and with none left the error names the bases and what to do.
+func TestPickScriptBase(t *testing.T) {
+	rw := t.TempDir()
+	inRW := filepath.Join(rw, "tmp")
+	safe := t.TempDir()
+	linkToRW := filepath.Join(safe, "link")
+	for _, err := range []error{os.Mkdir(inRW, 0o700), os.Symlink(inRW, linkToRW)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	safeR, _ := filepath.EvalSymlinks(safe)
+	rwR, _ := filepath.EvalSymlinks(rw)
+	cases := []struct {
+		name       string
+		bases      []string
+		writable   []string
+		unreadable []string
+		want       string // "" = error
+	}{
+		{"first is safe", []string{safe, inRW}, []string{rwR}, nil, safeR},
+		{"TMPDIR in a writable root", []string{inRW, safe}, []string{rwR}, nil, safeR},
+		{"TMPDIR is a writable root", []string{rw, safe}, []string{rwR}, nil, safeR},
+		{"TMPDIR a symlink into a writable root", []string{linkToRW, safe}, []string{rwR}, nil, safeR},
+		{"TMPDIR in scratch", []string{inRW, safe}, []string{"/dev/shm", rwR}, nil, safeR},
+		{"TMPDIR deny-read", []string{safe, rw}, nil, []string{safeR}, rwR},
+		{"relative and missing skipped", []string{"tmp", filepath.Join(safe, "missing"), safe}, nil, nil, safeR},
+		{"none left", []string{inRW, rw}, []string{rwR}, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := pickScriptBase(c.bases, c.writable, c.unreadable)
+			if c.want == "" {
+				if err == nil || !strings.Contains(err.Error(), "set TMPDIR") || !strings.Contains(err.Error(), inRW) {
+					t.Errorf("got %q, %v; want an error naming %s and saying what to do", got, err, inRW)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Errorf("got %q, %v; want %s", got, err, c.want)
+			}
+		})
+	}
+}
+
+// TestWriteScriptNeverFollows: whatever is already at the directory's name
+// or (in a directory that is not private) at worker.py is never written
+// through: a symlink to a victim file leaves the victim as it was.
+func TestWriteScriptNeverFollows(t *testing.T) {
+	tmp := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("VICTIM"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	victimDir := t.TempDir()
+	linkDir := filepath.Join(tmp, "linkdir")
+	if err := os.Symlink(victimDir, linkDir); err != nil {
+		t.Fatal(err)
+	}
+	openDir := filepath.Join(tmp, "open")
+	if err := os.Mkdir(openDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(openDir, 0o777)
+	if err := os.Symlink(victim, filepath.Join(openDir, "worker.py")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, dir string }{
+		{"directory name is a symlink", linkDir},
+		{"directory exists, worker.py a symlink", openDir},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if p, err := writeScript(c.dir, []byte("print(1)\n")); err == nil {
+				t.Errorf("wrote %s", p)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "VICTIM" {
+		t.Errorf("victim now %q", b)
+	}
+	if ents, _ := os.ReadDir(victimDir); len(ents) != 0 {
+		t.Errorf("wrote into the symlinked directory: %v", ents)
+	}
+	// What was there is left alone (never removed as if it were ours).
+	if _, err := os.Lstat(filepath.Join(openDir, "worker.py")); err != nil {
+		t.Errorf("the entry that was there was removed: %v", err)
+	}
+	if _, err := os.Lstat(linkDir); err != nil {
+		t.Errorf("the symlink that was there was removed: %v", err)
+	}
+	p, err := writeScript(filepath.Join(tmp, "fresh"), []byte("print(1)\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.RemoveAll(d)
-	want := scriptDirPrefix + strconv.Itoa(os.Getpid()) + "-"
-	if b := filepath.Base(d); len(b) <= len(want) || b[:len(want)] != want {
-		t.Errorf("script dir %s, want a name starting %s", b, want)
+	if b, _ := os.ReadFile(p); string(b) != "print(1)\n" {
+		t.Errorf("%s holds %q", p, b)
+	}
+	if st, _ := os.Stat(filepath.Dir(p)); st.Mode().Perm() != 0o700 {
+		t.Errorf("directory mode %v, want 0700", st.Mode().Perm())
 	}
 }

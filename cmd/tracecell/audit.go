@@ -252,11 +252,14 @@ func writeOut(path string, stdout io.Writer, f func(io.Writer) error) error {
 		os.Remove(tmp.Name())
 		return &exitError{statusFailed, err}
 	}
+	// The mode through the descriptor, not by name: the directory may be a
+	// tree's writable root, and a tree still running could have swapped the
+	// temporary name for a symlink (chmod(2) follows it).
+	tmp.Chmod(0o644)
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
 		return &exitError{statusFailed, fmt.Errorf("--output %s: %w", path, err)}
 	}
-	os.Chmod(tmp.Name(), 0o644)
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
 		return &exitError{statusFailed, fmt.Errorf("--output %s: %w", path, err)}

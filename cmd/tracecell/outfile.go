@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/config"
 )
 
 // The files tracecell itself writes on a run (--trace, --report, the
@@ -36,7 +38,7 @@ func outputPath(opt, path string, roots []string) (string, error) {
 	if path == "" {
 		return "", fmt.Errorf("%s: empty path: give a FILE", opt)
 	}
-	abs, err := filepath.Abs(path)
+	abs, err := config.Abs(path) // ~/x and ~user/x as a shell expands them
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", opt, path, err)
 	}

@@ -269,6 +269,7 @@ _COPY_ERRORS: Dict[str, Tuple[str, str]] = {
     "path_outside_sandbox": ("destination", "cannot copy to %s: the destination must be a path inside the sandbox, relative to it, without '..'"),
     "destination_is_directory": ("destination", "cannot copy to %s: it is an existing directory; give a file path inside it"),
     "source_changed": ("source", "cannot copy %s: it changed while being copied; try again"),
+    "destination_changed": ("destination", "cannot copy to %s: code running in the session replaced the file while it was copied; stop that code, then try again"),
     "copy_too_large": ("source", "cannot copy %s: it is larger than the copy limit; copy a smaller part (a file instead of a directory)"),
     "no_space": ("source", "cannot copy %s: no space left for the sandbox; delete files you no longer need"),
 }

@@ -119,6 +119,7 @@ ERROR_CODES: Dict[str, Type[TracecellError]] = {
     "session_exists": SessionExists,
     "destination_is_directory": Conflict,
     "source_changed": Conflict,
+    "destination_changed": Conflict,
     # 413, 429, 507
     "body_too_large": LimitExceeded,
     "copy_too_large": LimitExceeded,
