@@ -76,6 +76,16 @@ image: {repository: registry.example/tracecell, tag: v1.2.3}
 			if strings.Contains(cfg, "sbx-tracecell-5") {
 				t.Error("nginx.conf names a sixth cell")
 			}
+			// The routing is deploy/proxy/nginx.conf's (what make scale runs).
+			plainConf, err := os.ReadFile("../proxy/nginx.conf")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, start := range []string{`map "$tc_path_id|`, "map $uri $tc_path_id", "location / {"} {
+				if g, p := block(cfg, start), block(string(plainConf), start); g == "" || g != p {
+					t.Errorf("nginx.conf's %q block differs from deploy/proxy/nginx.conf's:\n%s\n--- plain:\n%s", start, g, p)
+				}
+			}
 			// Debian's nginx (1.22) predates `resolve` (1.27.3) and would
 			// resolve the cluster's names at the check: the rest of the
 			// configuration is checked with them replaced by 127.0.0.1.
@@ -206,6 +216,17 @@ func checkCells(t *testing.T, o objects) {
 	}
 }
 
+// block is the text from start to its closing brace, with runs of white
+// space made one blank ("" when start is not in text).
+func block(text, start string) string {
+	i := strings.Index(text, start)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(text[i:], "}")
+	return strings.Join(strings.Fields(text[i:i+j+1]), " ")
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -236,12 +257,12 @@ func checkRoute(t *testing.T, o objects, route *gatewayv1.HTTPRoute, cells int) 
 		}
 		other := fmt.Sprintf("tracecell-%d", (i+1)%cells)
 		for path, want := range map[string]bool{
-			"/v1/sessions/" + cell + ".s-0123456789abcdef":                true,
-			"/v1/sessions/" + cell + ".s-0123456789abcdef/exec":           true,
-			"/v1/sessions/" + other + ".s-0123456789abcdef/exec":          false,
-			"/v1/sessions/" + cell + "0.s-0123456789abcdef/exec":          false,
-			"/v1/sessions/" + cell + "xs-0123456789abcdef/exec":           false,
-			"/v1/sessions/my-" + cell + ".s-0123456789abcdef":             false,
+			"/v1/sessions/" + cell + ".s-0123456789abcdef":               true,
+			"/v1/sessions/" + cell + ".s-0123456789abcdef/exec":          true,
+			"/v1/sessions/" + other + ".s-0123456789abcdef/exec":         false,
+			"/v1/sessions/" + cell + "0.s-0123456789abcdef/exec":         false,
+			"/v1/sessions/" + cell + "xs-0123456789abcdef/exec":          false,
+			"/v1/sessions/my-" + cell + ".s-0123456789abcdef":            false,
 			"/v1/sessions/" + cell + ".s-0123456789abcdef-trailing/exec": false,
 		} {
 			if re.MatchString(path) != want {
