@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psapi "k8s.io/pod-security-admission/api"
@@ -24,6 +25,50 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
+
+// The agent-sandbox types (as in deploy/deploy_test.go), mirrored field for field from
+// sigs.k8s.io/agent-sandbox (api/v1alpha1/sandbox_types.go: PodTemplate,
+// PodMetadata; extensions/api/v1alpha1/sandboxtemplate_types.go and
+// sandboxwarmpool_types.go), whose module the Go module proxy does not
+// serve: the wrappers are checked against this mirror, the pod spec inside
+// against k8s.io/api itself.
+type sandboxPodTemplate struct {
+	Spec     corev1.PodSpec `json:"spec"`
+	Metadata struct {
+		Labels      map[string]string `json:"labels,omitempty"`
+		Annotations map[string]string `json:"annotations,omitempty"`
+	} `json:"metadata"`
+}
+
+type sandboxTemplate struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		PodTemplate          sandboxPodTemplate `json:"podTemplate"`
+		VolumeClaimTemplates []struct {
+			Metadata struct {
+				Name        string            `json:"name,omitempty"`
+				Labels      map[string]string `json:"labels,omitempty"`
+				Annotations map[string]string `json:"annotations,omitempty"`
+			} `json:"metadata"`
+			Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
+		} `json:"volumeClaimTemplates,omitempty"`
+		NetworkPolicy *struct {
+			Ingress []networkingv1.NetworkPolicyIngressRule `json:"ingress,omitempty"`
+			Egress  []networkingv1.NetworkPolicyEgressRule  `json:"egress,omitempty"`
+		} `json:"networkPolicy,omitempty"`
+	} `json:"spec"`
+}
+
+type sandboxWarmPool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              struct {
+		Replicas    int32                     `json:"replicas"`
+		PodTemplate sandboxPodTemplate        `json:"podTemplate"`
+		Strategy    appsv1.DeploymentStrategy `json:"strategy"`
+	} `json:"spec"`
+}
 
 const chartDir = "../helm/tracecell"
 
@@ -69,6 +114,10 @@ func decode(t *testing.T, what, stream string) objects {
 			obj = &policyv1.PodDisruptionBudget{}
 		case "gateway.networking.k8s.io/v1 HTTPRoute":
 			obj = &gatewayv1.HTTPRoute{}
+		case "extensions.agents.x-k8s.io/v1alpha1 SandboxTemplate":
+			obj = &sandboxTemplate{}
+		case "extensions.agents.x-k8s.io/v1alpha1 SandboxWarmPool":
+			obj = &sandboxWarmPool{}
 		default:
 			t.Fatalf("%s document %d: no type for %q %q; add it to this test", what, i, tm.APIVersion, tm.Kind)
 		}
@@ -307,6 +356,10 @@ func checkPods(t *testing.T, o objects) {
 			tmpl = v.Spec.Template
 		case *appsv1.Deployment:
 			tmpl = v.Spec.Template
+		case *sandboxTemplate:
+			tmpl = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: v.Spec.PodTemplate.Metadata.Labels}, Spec: v.Spec.PodTemplate.Spec}
+		case *sandboxWarmPool:
+			tmpl = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: v.Spec.PodTemplate.Metadata.Labels}, Spec: v.Spec.PodTemplate.Spec}
 		default:
 			continue
 		}
@@ -365,4 +418,32 @@ func checkProxy(t *testing.T, prog, text string, args func(string) []string) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("%s %v: %v\n%s\n%s", prog, args(f), err, out.String(), text)
 	}
+}
+
+// With agentSandbox on, the SandboxTemplate and SandboxWarmPool hold the
+// pod of deploy/k8s/agent-sandbox.yaml, the same in both.
+func TestAgentSandboxMatchesPlainManifest(t *testing.T) {
+	manifest, _, err := render(t, "tracecell", "agentSandbox: {enabled: true}\nproxy: {type: none}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := decode(t, "the chart (agent-sandbox)", manifest)
+	plain := loadFile(t, "../k8s/agent-sandbox.yaml")
+	pt := get[*sandboxTemplate](t, plain, "SandboxTemplate", "tracecell")
+	gt := get[*sandboxTemplate](t, got, "SandboxTemplate", "tracecell")
+	pp := get[*sandboxWarmPool](t, plain, "SandboxWarmPool", "tracecell")
+	gp := get[*sandboxWarmPool](t, got, "SandboxWarmPool", "tracecell")
+	if d := diff(gt.Spec.PodTemplate.Spec, pt.Spec.PodTemplate.Spec); d != "" {
+		t.Errorf("the template's pod: %s", d)
+	}
+	if d := diff(gp.Spec.PodTemplate, gt.Spec.PodTemplate); d != "" {
+		t.Errorf("the warm pool's pod differs from the template's: %s", d)
+	}
+	if d := diff(gt.Spec.NetworkPolicy, pt.Spec.NetworkPolicy); d != "" {
+		t.Errorf("the template's network policy: %s", d)
+	}
+	if gp.Spec.Replicas != pp.Spec.Replicas {
+		t.Errorf("warm pool replicas %d, plain %d", gp.Spec.Replicas, pp.Spec.Replicas)
+	}
+	checkPods(t, got)
 }

@@ -28,6 +28,7 @@ cells: {replicas: 5, drainTimeout: 2m, terminationGracePeriodSeconds: 150, prelo
 policy: {net: deny, deny_read: [/etc/ssl/private], max_procs: 64, env: {OMP_NUM_THREADS: "2"}}
 proxy: {type: nginx}
 image: {repository: registry.example/tracecell, tag: v1.2.3}
+agentSandbox: {enabled: true, warmPoolReplicas: 1}
 `,
 		check: func(t *testing.T, o objects, notes string) {
 			sts := get[*appsv1.StatefulSet](t, o, "StatefulSet", "sbx-tracecell")
@@ -56,6 +57,12 @@ image: {repository: registry.example/tracecell, tag: v1.2.3}
 			}
 			if !mounted {
 				t.Error("the policy ConfigMap is not mounted at /etc/tracecell")
+			}
+			// The Sandboxes' pods take the same image, drain and policy.
+			sb := get[*sandboxWarmPool](t, o, "SandboxWarmPool", "sbx-tracecell")
+			sc := sb.Spec.PodTemplate.Spec.Containers[0]
+			if v, _ := flagValue(sc.Args, "policy"); v != "/etc/tracecell/policy.yaml" || sc.Image != c.Image || sb.Spec.Replicas != 1 {
+				t.Errorf("the warm pool's pod: %s %v (replicas %d)", sc.Image, sc.Args, sb.Spec.Replicas)
 			}
 			if _, ok := o[key("Deployment", "sbx-tracecell-haproxy")]; ok {
 				t.Error("proxy.type nginx also renders HAProxy")
