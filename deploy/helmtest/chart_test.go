@@ -248,10 +248,10 @@ func samePod(t *testing.T, what string, chart, plain corev1.PodTemplateSpec) {
 	}
 }
 
-// haproxyNames rewrites the chart's full cell names (HAProxy's resolvers
-// apply no search domains) to the plain manifest's short ones.
-func haproxyNames(cfg, domain string) string {
-	return strings.ReplaceAll(cfg, "."+domain+":", ":")
+// haproxyNames rewrites the namespace of the chart's full cell names to
+// the plain manifest's ("default").
+func haproxyNames(cfg, namespace string) string {
+	return strings.ReplaceAll(cfg, "."+namespace+".svc.cluster.local:", ".default.svc.cluster.local:")
 }
 
 // The default values render exactly the objects of deploy/k8s/cells.yaml
@@ -310,8 +310,8 @@ func TestDefaultsMatchPlainManifests(t *testing.T) {
 			case *corev1.ConfigMap:
 				c := got[k].(*corev1.ConfigMap)
 				for f, text := range p.Data {
-					if g := haproxyNames(c.Data[f], "tools.svc.cluster.local"); g != text {
-						t.Errorf("%s differs from the plain manifest's (the cells' full names aside):\n%s\n--- plain:\n%s", f, g, text)
+					if g := haproxyNames(c.Data[f], "tools"); g != text {
+						t.Errorf("%s differs from the plain manifest's (the namespace aside):\n%s\n--- plain:\n%s", f, g, text)
 					}
 				}
 				checkProxy(t, "haproxy", c.Data["haproxy.cfg"], func(f string) []string { return []string{"-c", "-f", f} })
