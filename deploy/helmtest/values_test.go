@@ -3,6 +3,7 @@ package helmtest
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
@@ -418,5 +419,64 @@ func TestSchemaPolicyKeys(t *testing.T) {
 	sort.Strings(keys)
 	if len(keys) < 10 {
 		t.Fatalf("the schema's policy keys %v: too few, the schema's shape changed?", keys)
+	}
+}
+
+// The tracecell flags the chart passes exist (when TRACECELL_BIN names a
+// built binary, as in deploy's test): every rendering's serve and mcp
+// arguments against the command's --help.
+func TestFlagsExist(t *testing.T) {
+	bin := os.Getenv("TRACECELL_BIN")
+	if bin == "" {
+		t.Skip("TRACECELL_BIN is not set: the flags are not checked against a binary")
+	}
+	sets := []string{"", "vllm: {enabled: true}\nagentSandbox: {enabled: true}\npolicy: {net: deny}\ncells: {preload: [numpy]}\n"}
+	for _, vs := range valueSets {
+		sets = append(sets, vs.values)
+	}
+	help := map[string]string{}
+	for _, values := range sets {
+		manifest, _, err := render(t, "tracecell", values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, o := range decode(t, "flags", manifest) {
+			var spec *corev1.PodSpec
+			switch v := o.(type) {
+			case *appsv1.StatefulSet:
+				spec = &v.Spec.Template.Spec
+			case *appsv1.Deployment:
+				spec = &v.Spec.Template.Spec
+			case *sandboxTemplate:
+				spec = &v.Spec.PodTemplate.Spec
+			case *sandboxWarmPool:
+				spec = &v.Spec.PodTemplate.Spec
+			default:
+				continue
+			}
+			for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
+				if c.Name != "tracecell" {
+					continue
+				}
+				cmd := c.Args[0]
+				if _, ok := help[cmd]; !ok {
+					out, err := exec.Command(bin, cmd, "--help").CombinedOutput()
+					if err != nil {
+						t.Fatalf("%s %s --help: %v\n%s", bin, cmd, err, out)
+					}
+					help[cmd] = string(out)
+				}
+				for _, a := range c.Args[1:] {
+					name, _, _ := strings.Cut(a, "=")
+					h := help[cmd]
+					if !strings.Contains(h, name+" ") && !strings.Contains(h, name+"=") && !strings.Contains(h, name+"\t") {
+						t.Errorf("%s: tracecell %s has no flag %s", k, cmd, name)
+					}
+				}
+			}
+		}
+	}
+	if len(help) != 2 {
+		t.Errorf("checked the flags of %d commands, want serve and mcp", len(help))
 	}
 }
