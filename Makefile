@@ -45,6 +45,9 @@ build-arm64: deps
 demo: build
 	@scripts/demo.sh $(BIN) $(PY)
 
+# deploy/helmtest (a module of its own: Helm's dependencies stay out of
+# go.mod) lints and renders the Helm chart deploy/helm/tracecell and
+# decodes every document strictly, as deploy's test does the plain manifests.
 # cmd/tracecell's TestREADMECommands runs the sh blocks of README.md and README.ko.md
 # against a `make install` into a temporary PREFIX.
 unit: deps
@@ -52,6 +55,7 @@ unit: deps
 	GOARCH=arm64 $(GO) vet ./...
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 	GOARCH=arm64 $(GO) test -count=1 -exec /bin/true ./... >/dev/null
+	cd deploy/helmtest && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 $(SURFACE): testdata/surface418/surface418.c
 	@mkdir -p bin

@@ -276,10 +276,11 @@ func TestManifests(t *testing.T) {
 		if len(sts.Spec.VolumeClaimTemplates) == 0 {
 			t.Error("no volume claim: a restarted cell would forget which sessions it lost")
 		}
-		// The proxy names every cell, and routes each one's minted ids to it.
+		// The proxy names every cell in full (HAProxy's resolvers apply no
+		// search domains), and routes each one's minted ids to it.
 		for i := 0; i < int(*sts.Spec.Replicas); i++ {
 			cell := fmt.Sprintf("%s-%d", sts.Name, i)
-			for _, want := range []string{"server " + cell + " " + cell + "." + headless.Name + ":", "use-server " + cell + " if { path_beg /v1/sessions/" + cell + ". }"} {
+			for _, want := range []string{"server " + cell + " " + cell + "." + headless.Name + ".default.svc.cluster.local:", "use-server " + cell + " if { path_beg /v1/sessions/" + cell + ". }"} {
 				if !strings.Contains(haproxyCfg, want) {
 					t.Errorf("haproxy.cfg lacks %q", want)
 				}

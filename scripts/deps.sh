@@ -47,6 +47,9 @@ if ! command -v go >/dev/null 2>&1; then
   exit 1
 fi
 go mod download
+# deploy/helmtest, the Helm chart's test, is a Go module of its own (Helm's
+# packages and the Gateway API types stay out of tracecell's go.mod).
+(cd deploy/helmtest && go mod download)
 
 if [ "${1:-}" = "venv" ]; then
   venv=bin/venv
