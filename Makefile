@@ -55,6 +55,7 @@ unit: deps
 	GOARCH=arm64 $(GO) vet ./...
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 	GOARCH=arm64 $(GO) test -count=1 -exec /bin/true ./... >/dev/null
+	@scripts/deps.sh helmtest
 	cd deploy/helmtest && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 $(SURFACE): testdata/surface418/surface418.c

@@ -48,8 +48,12 @@ if ! command -v go >/dev/null 2>&1; then
 fi
 go mod download
 # deploy/helmtest, the Helm chart's test, is a Go module of its own (Helm's
-# packages and the Gateway API types stay out of tracecell's go.mod).
-(cd deploy/helmtest && go mod download)
+# packages and the Gateway API types stay out of tracecell's go.mod): its
+# ~450 MB of modules are fetched only by `deps.sh helmtest` (make unit), not
+# for make build or make demo.
+if [ "${1:-}" = "helmtest" ]; then
+  (cd deploy/helmtest && go mod download)
+fi
 
 if [ "${1:-}" = "venv" ]; then
   venv=bin/venv
