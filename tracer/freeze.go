@@ -469,6 +469,12 @@ func (t *tracer) runFrozen(f *freezer) error {
 			if ws.Stopped() && ws.StopSignal() == unix.SIGTRAP|0x80 {
 				// The call has finished.
 				t.callDone(f.tk, false)
+				if len(f.tk.copies) > 0 {
+					if err := t.endCopies(f.tk); err != nil {
+						t.thaw()
+						return err
+					}
+				}
 				if err := t.resume(tid, 0); err != nil {
 					return err
 				}

@@ -267,6 +267,10 @@ type task struct {
 	slot     int
 	slotArg  int
 	slotOrig uint64
+	// copies are the arguments of this task's frozen call pointed at
+	// path page slots (copy and freeze, pathpage.go), set back at its
+	// syscall-exit stop.
+	copies []argCopy
 	// approvedExec is the program allowed at this task's execve stop,
 	// enforced again at the exec event.
 	approvedExec string
@@ -374,6 +378,8 @@ type tracer struct {
 	// calls that could reach the page. Only where calls would freeze.
 	pathPage  bool
 	freeSlots []int
+	// frozenCopies counts arguments of frozen calls run on copies (tests).
+	frozenCopies int
 	// seccompBase is the root's Seccomp_filters right after its initial
 	// exec (ours and any it inherited), -1 when unknown (ownFilter).
 	seccompBase int
@@ -705,6 +711,7 @@ func (t *tracer) removeTask(tid int) {
 		t.putSlot(tk.slot - 1) // its copied call died with it
 		tk.slot = 0
 	}
+	t.freeCopies(tk)
 	if t.frozen != nil {
 		delete(t.frozen.in, tid) // gone: nothing to resume (its tid may be reused)
 	}
