@@ -554,7 +554,8 @@ type argCopy struct {
 }
 
 // frozenCopies reports whether a frozen call c reads memory that is copied
-// into the path page (copyFrozen): paths of file calls, socket addresses.
+// into the path page (copyFrozen): paths (and setxattr's attribute name) of
+// file calls, socket addresses. Not chdir's path: chdir is never denied.
 func frozenCopies(c *call) bool {
 	switch c.spec.Handler {
 	case syscalls.HOpen, syscalls.HPath:
@@ -579,6 +580,9 @@ func (t *tracer) pageUsable() bool { return t.pathPage && !t.pageOff }
 // it then runs on its own memory only if no exit can write that
 // (exitWritable).
 func (t *tracer) copyFrozen(c *call, arg int, mk func(addr uint64) []byte, from ...span) {
+	if !c.frozen || !frozenCopies(c) {
+		return // not frozen (copied or single-task), or not a call whose memory is copied
+	}
 	c.spans = append(c.spans, from...)
 	if c.uncopied {
 		return
@@ -633,9 +637,6 @@ func (t *tracer) noPageWhy(tk *task) string {
 // copyPathArg copies path s (no NUL), read from addr for argument arg of a
 // frozen call.
 func (t *tracer) copyPathArg(c *call, arg int, addr uint64, s []byte) {
-	if !c.frozen {
-		return
-	}
 	t.copyFrozen(c, arg, func(uint64) []byte {
 		buf := make([]byte, len(s)+1)
 		copy(buf, s)
@@ -710,19 +711,36 @@ func (t *tracer) freeCopies(tk *task) {
 
 // exitWritable says why another task's exit could write the memory spans
 // of tk's frozen call (clear_child_tid, robust futex list: see above), ""
-// when none can: no task of another thread group or of tk's own shares
-// tk's mm (mmAlone, kcmp), and no span lies in a shared or file-backed
-// mapping (a robust-list write into a MAP_SHARED mapping of another
-// process shows there; a private file mapping not yet written may still be
-// the page cache page a shared one writes).
+// when none can: no task of another process shares tk's mm (kcmp
+// KCMP_VM; a clone(CLONE_VM) process, a vfork child), and no span lies in a
+// shared or file-backed mapping (a robust-list write into a MAP_SHARED
+// mapping of another process shows there; a private file mapping not yet
+// written may still be the page cache page a shared one writes).
+//
+// Threads of tk's own process are not counted: a SIGKILL to one kills the
+// whole group (complete_signal), tk with it, which dies at once in its
+// seccomp stop; only a kill landing in the microseconds between the
+// tracer's resume and the kernel's copy of the arguments could still let an
+// exit write race the call, and the call's process is dying then. That
+// narrow window is the residue where no copy can be made (README, known
+// gaps).
 //
 // Precondition: the tree is frozen.
 func (t *tracer) exitWritable(tk *task, spans []span) string {
 	if len(spans) == 0 {
 		return ""
 	}
-	if !t.mmAlone(tk) {
-		return "another task of the tree shares its memory"
+	for _, o := range t.tasks {
+		if o.tgid == tk.tgid {
+			continue
+		}
+		r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(tk.tid), uintptr(o.tid), kcmpVM, 0, 0, 0)
+		if e != 0 {
+			return fmt.Sprintf("tracecell could not tell whether pid %d shares its memory (kcmp: %v)", o.tid, e)
+		}
+		if r == 0 {
+			return fmt.Sprintf("pid %d shares its memory (clone with CLONE_VM)", o.tid)
+		}
 	}
 	vmas, err := readMaps(tk.tid)
 	if err != nil {

@@ -925,6 +925,8 @@ func (t *tracer) xattrName(c *call, op *policy.Op) bool {
 		c.fail = errnoOf(err, syscall.EFAULT)
 		return false
 	}
+	// Decided on: run frozen on a copy (copy and freeze, pathpage.go).
+	t.copyPathArg(c, c.spec.NameArg, t.regs.Arg(c.spec.NameArg), name)
 	op.Xattr = string(name)
 	if c.flags == "" {
 		c.flags = "name=" + op.Xattr
