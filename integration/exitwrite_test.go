@@ -82,6 +82,9 @@ func TestExitWriteMkdirat(t *testing.T) {
 	if _, err := os.Stat(outside); err == nil {
 		t.Fatalf("%s was made outside the sandbox (program: %q)", outside, strings.TrimSpace(r.stdout))
 	}
+	if r.status != 0 {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, r.stderr)
+	}
 	var tries, made int
 	if _, err := fmt.Sscanf(strings.TrimSpace(r.stdout), "escaped=no tries=%d made=%d", &tries, &made); err != nil || made == 0 {
 		t.Fatalf("program said %q (%v), want escaped=no with some directories made\nstderr:\n%s", r.stdout, err, r.stderr)
@@ -170,4 +173,31 @@ func TestExitWriteSendmsg(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestExitWriteNoPage: the same mkdirat with the path page's range taken
+// before tracecell used it (as AddressSanitizer does): no copy can be made,
+// and another process shares the caller's memory, so every try is denied
+// (kernel-rewritten-input, naming why: another process shares the memory, or it lies in a file mapping, as .bss may) and the outside directory never
+// appears. Before the fix it escaped as without the reservation.
+func TestExitWriteNoPage(t *testing.T) {
+	bin := exitwrite(t)
+	dir := realDir(t)
+	sbx, outside := filepath.Join(dir, "sbxlong"), filepath.Join(dir, "sbx")
+	mkdir(t, sbx)
+	r := runTraced(t, sbx, append(runEnv(t, sbx), "EXITWRITE_RESERVE=1"), nil, bin, "mkdirat", dir, "sbxlong", "3", "200", "20")
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatalf("%s was made outside the sandbox (program: %q)", outside, strings.TrimSpace(r.stdout))
+	}
+	if !strings.HasPrefix(r.stdout, "escaped=no tries=") {
+		t.Fatalf("program said %q\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	e, ok := denialBy(r, "mkdirat", "kernel-rewritten-input")
+	if !ok {
+		t.Fatalf("no kernel-rewritten-input denial of mkdirat; denials:\n%s", r.report.denialList())
+	}
+	if e.Errno != "EACCES" || e.Program != "exitwrite" || e.Pid == 0 || !strings.Contains(e.Reason, "path page") || !strings.Contains(e.Reason, "killed") {
+		t.Errorf("denial %s: want EACCES by exitwrite saying why no copy and why it matters", e)
+	}
+	wantNotice(t, r, "mkdirat")
 }

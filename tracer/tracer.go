@@ -120,6 +120,9 @@ type Result struct {
 	// Copies counts the checked calls that ran on a copy of their path in
 	// the path page instead (pathpage.go); PageMaps the page's mappings.
 	Copies, PageMaps int
+	// FrozenCopies counts the arguments of frozen calls that ran on a copy
+	// in the path page (copy and freeze, pathpage.go).
+	FrozenCopies int
 }
 
 // StartError is a failure to start the command, with the exit status the
@@ -578,7 +581,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		CPUUser:   time.Duration(children.Utime.Nano()),
 		CPUSystem: time.Duration(children.Stime.Nano()),
 		PeakRSSKB: children.Maxrss,
-		Freezes:   t.freezes, Copies: t.copies, PageMaps: t.pageMaps,
+		Freezes:   t.freezes, Copies: t.copies, PageMaps: t.pageMaps, FrozenCopies: t.frozenCopies,
 		CapsDropped: sc.Caps.Dropped, CapsKept: sc.Caps.Kept,
 	}
 	r.Counts.Freezes, r.Counts.Copied = t.freezes, t.copies

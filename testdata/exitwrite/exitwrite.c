@@ -21,6 +21,9 @@
 //       0x100000000, where HOST's address is. Prints "sent=N failed=M
 //       errno=E" (E: the last failure's errno name, or none).
 //
+// With EXITWRITE_RESERVE set it first maps PROT_NONE memory over 7.5-8.5
+// GiB, where tracecell keeps its path page, so that no copy can be made.
+//
 // Build: gcc -O2 -Wall -o exitwrite exitwrite.c
 #define _GNU_SOURCE
 #include <errno.h>
@@ -168,6 +171,16 @@ static int do_send(int mmsg, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    if (getenv("EXITWRITE_RESERVE")) {
+        // Take tracecell's path page range (8 GiB) before it is used, as
+        // AddressSanitizer's shadow gap does: the page is off for the run.
+        void *r = mmap((void *)0x1e0000000UL, 1UL << 30, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | MAP_NORESERVE, -1, 0);
+        if (r == MAP_FAILED) {
+            perror("mmap reserve");
+            return 2;
+        }
+    }
     if (pipe(pfd)) {
         perror("pipe");
         return 2;
