@@ -37,6 +37,15 @@ package tracer
 //   - readv/writev/preadv/pwritev, process_vm_readv: not checked (the fd
 //     or the pid in a register decides).
 //
+// Writes by the kernel on behalf of another task are a different matter: a
+// task of the tree killed while the tree is frozen (SIGKILL ends a
+// ptrace-stopped task at once) writes its clear_child_tid and robust
+// futexes on its way out, after the check. connect, bind, sendto and
+// sendmsg therefore run frozen on copies in the path page (pathpage.go,
+// "Copy and freeze"; msgCopy); sendmmsg, whose entries the kernel writes
+// msg_len into and which so cannot be copied there, is denied an addressed
+// entry that such an exit could write (exitRewritten).
+//
 // A write can also reach checked memory through another virtual address
 // of the same page: a MAP_SHARED mapping mapped twice (mmap of one memfd,
 // or mremap with old_size 0, which works only on shared mappings since

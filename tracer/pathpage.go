@@ -38,7 +38,9 @@ package tracer
 // Which calls (copyable): opens, mkdir, mknod, unlink (not rmdir, not
 // unlinkat with AT_REMOVEDIR), chmod, chown, truncate, utime(s), utimensat
 // and the xattr calls, with one path, no dirfd or AT_FDCWD, no
-// AT_EMPTY_PATH. The rest freeze as before.
+// AT_EMPTY_PATH. The rest freeze as before, and run on copies of the
+// memory they were decided on all the same ("Copy and freeze", below): a
+// freeze cannot hold a task that is killed.
 //
 // The page is mapped into a process the first time one of its threads makes
 // such a call while the tree has more than one task (not when the process
