@@ -371,8 +371,13 @@ r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); r.bind("r.sock")
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 out.append("sendto=%d" % s.sendto(b"a", "r.sock"))
 out.append("sendmsg=%d" % s.sendmsg([b"bc"], [], 0, "r.sock"))
+import array
+fds = array.array("i", [0])
+out.append("sendmsg+fd=%d" % s.sendmsg([b"de"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())], 0, "r.sock"))
 s.connect("r.sock")
 out.append("got=%s,%s" % (r.recv(10), r.recv(10)))
+msg, anc, _, _ = r.recvmsg(10, socket.CMSG_SPACE(4))
+out.append("got=%s,%d-fd" % (msg, len(anc)))
 ev.set()
 th.join()
 print(" ".join(out))
@@ -390,9 +395,10 @@ print(" ".join(out))
 	}
 	// mkdirat twice (the second fails EEXIST without running: the
 	// tracer answers it), renameat 2, linkat 2, fchmodat, unlinkat,
-	// rename 2, bind, sendto, sendmsg, connect.
-	if o.res.FrozenCopies < 12 {
-		t.Errorf("%d arguments ran on copies, want at least 12; %s", o.res.FrozenCopies, bare)
+	// rename 2, bind, sendto, sendmsg twice (the second with control
+	// data: an fd passed), connect.
+	if o.res.FrozenCopies < 13 {
+		t.Errorf("%d arguments ran on copies, want at least 13; %s", o.res.FrozenCopies, bare)
 	}
 	t.Logf("%d frozen copies, %d copied calls, %d freezes; %s", o.res.FrozenCopies, o.res.Copies, o.res.Freezes, bare)
 }
