@@ -201,3 +201,44 @@ func TestExitWriteNoPage(t *testing.T) {
 	}
 	wantNotice(t, r, "mkdirat")
 }
+
+// TestExitWriteSendto: the sockaddr itself in the memory the exit writes:
+// sendto(DIR/h.sockd/../sbx/in.sock), a socket in the sandbox through a
+// directory beside it; the zeros at the end of "DIR/h.sock" cut the path to
+// a socket outside. sendto runs frozen on a copy of the address: the outside
+// socket gets nothing, the inside one the datagrams.
+func TestExitWriteSendto(t *testing.T) {
+	bin := exitwrite(t)
+	dir := realDir(t)
+	sbx, host := filepath.Join(dir, "sbx"), filepath.Join(dir, "h.sockd")
+	mkdir(t, sbx)
+	mkdir(t, host)
+	os.Chmod(dir, 0o777) // the as-nobody run would send to h.sock (were it let)
+	in, out := filepath.Join(sbx, "in.sock"), filepath.Join(dir, "h.sock")
+	addr := out + "d/../sbx/in.sock"
+	if len(addr) >= 108 {
+		t.Skipf("address %q longer than sun_path", addr)
+	}
+	inside, outside := unixgram(t, in), unixgram(t, out)
+	os.Chmod(in, 0o777)
+	os.Chmod(out, 0o777)
+	stop := make(chan struct{})
+	nIn, nOut := drain(inside, stop), drain(outside, stop)
+	r := runTraced(t, sbx, runEnv(t, sbx), nil, bin, "sendto", addr, fmt.Sprint(len(out)), "2000", "15")
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	if n := nOut.Load(); n != 0 {
+		t.Fatalf("the outside socket got %d datagrams (program: %q)", n, strings.TrimSpace(r.stdout))
+	}
+	var sent, failed int
+	if _, err := fmt.Sscanf(strings.TrimSpace(r.stdout), "sent=%d failed=%d", &sent, &failed); err != nil || sent == 0 || nIn.Load() == 0 {
+		t.Fatalf("program said %q (%v), inside got %d: the sends to the sandbox socket must go through\nstderr:\n%s", r.stdout, err, nIn.Load(), r.stderr)
+	}
+	// An address cut before the check is denied (net deny), and reported.
+	for _, e := range r.report.Denials {
+		if e.Syscall != "sendto" || e.Program != "exitwrite" || e.Pid == 0 {
+			t.Errorf("unexpected denial %s", e)
+		}
+	}
+	t.Logf("sent %d, failed %d, inside got %d", sent, failed, nIn.Load())
+}

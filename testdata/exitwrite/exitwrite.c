@@ -20,6 +20,10 @@
 //       at 0x100001000; the zeros on msg_name's low half make it
 //       0x100000000, where HOST's address is. Prints "sent=N failed=M
 //       errno=E" (E: the last failure's errno name, or none).
+//   exitwrite sendto ADDR OFF TRIES SECONDS
+//       sendto an AF_UNIX address ADDR held in shared memory, the zeros at
+//       byte OFF of sun_path: "DIR/h.sockd/../sbx/in.sock" becomes
+//       "DIR/h.sock". Prints as sendmsg does.
 //
 // With EXITWRITE_RESERVE set it first maps PROT_NONE memory over 7.5-8.5
 // GiB, where tracecell keeps its path page, so that no copy can be made.
@@ -170,6 +174,32 @@ static int do_send(int mmsg, char **argv) {
     return 0;
 }
 
+// do_sendto: sendto with the sockaddr_un itself in shared memory; the zeros
+// land in sun_path at OFF and cut the path there.
+static struct sockaddr_un sa __attribute__((aligned(64)));
+
+static int do_sendto(char **argv) {
+    const char *addr = argv[0];
+    int off = atoi(argv[1]), tries = atoi(argv[2]);
+    double end = now() + atof(argv[3]);
+    int s = socket(AF_UNIX, SOCK_DGRAM, 0);
+    int sent = 0, failed = 0, err = 0, i;
+    for (i = 0; i < tries && now() < end; i++) {
+        mkaddr(&sa, addr);
+        pid_t p2 = killer(i, sa.sun_path + off);
+        if (sendto(s, "exitwrite", 9, 0, (void *)&sa, sizeof sa) < 0) {
+            failed++;
+            err = errno;
+        } else {
+            sent++;
+        }
+        waitpid(p2, 0, 0);
+    }
+    printf("sent=%d failed=%d errno=%s tries=%d\n", sent, failed,
+           err == 0 ? "none" : err == EACCES ? "EACCES" : strerror(err), i);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (getenv("EXITWRITE_RESERVE")) {
         // Take tracecell's path page range (8 GiB) before it is used, as
@@ -189,6 +219,8 @@ int main(int argc, char **argv) {
         return do_mkdirat(argv + 2);
     if (argc == 6 && (!strcmp(argv[1], "sendmsg") || !strcmp(argv[1], "sendmmsg")))
         return do_send(!strcmp(argv[1], "sendmmsg"), argv + 2);
-    fprintf(stderr, "usage: exitwrite mkdirat BASE SBX OFF TRIES SECONDS | exitwrite sendmsg|sendmmsg INSIDE HOST TRIES SECONDS\n");
+    if (argc == 6 && !strcmp(argv[1], "sendto"))
+        return do_sendto(argv + 2);
+    fprintf(stderr, "usage: exitwrite mkdirat BASE SBX OFF TRIES SECONDS | exitwrite sendmsg|sendmmsg INSIDE HOST TRIES SECONDS | exitwrite sendto ADDR OFF TRIES SECONDS\n");
     return 2;
 }
