@@ -63,8 +63,11 @@ type call struct {
 	// being every range read for the check (exitWritable).
 	frozen, fcopy, uncopied bool
 	noCopy                  string // why not, for the denial
-	copies                  []argCopy
-	spans                   []span
+	// exitDeny: uncopied memory an exit could write (exitWritable); an
+	// allowed call is denied so.
+	exitDeny *policy.Decision
+	copies   []argCopy
+	spans    []span
 }
 
 // seccompStop answers a PTRACE_EVENT_SECCOMP stop.
@@ -155,17 +158,16 @@ func (t *tracer) seccompStop(tk *task) error {
 		op = t.decode(c)
 	}
 	if c.uncopied && c.fail == 0 && c.limit == nil && !t.audit && !t.cfg.NoPathPage {
-		// Some checked memory could not be copied: it may run on its
-		// own memory only where no exit can write it. (Not with
-		// --no-path-page: the operator chose the freeze alone; the
-		// README names the gap.)
+		// Some checked memory could not be copied: the call may run on
+		// its own memory only where no exit can write it; otherwise a
+		// call the policy would allow is denied (below). Judged now,
+		// with the tree frozen. (Not with Config.NoPathPage: the freeze
+		// alone was asked for; the README names the gap.)
 		if why := t.exitWritable(tk, c.spans); why != "" {
-			t.dropCopies(c)
 			if op == nil {
 				op = &policy.Op{Kind: spec.Kind, Syscall: c.name}
 			}
-			c.pass = false
-			c.limit = &policy.Decision{Rule: policy.RuleKernelRewritten, Errno: syscall.EACCES,
+			c.exitDeny = &policy.Decision{Rule: policy.RuleKernelRewritten, Errno: syscall.EACCES,
 				Reason: fmt.Sprintf("tracecell could not copy the memory %s reads where the program cannot write it (%s), and %s: a task killed while the tree is stopped could change it after the check (its exit writes clear_child_tid and robust futexes), so the call is denied to be safe", c.name, c.noCopy, why)}
 		}
 	}
@@ -210,7 +212,7 @@ func (t *tracer) seccompStop(tk *task) error {
 			return err
 		}
 		return t.release(c, fr, false)
-	case c.pass:
+	case c.pass && c.exitDeny == nil:
 		if t.cfg.TraceAll && op != nil {
 			t.record(t.newEvent(c, op, policy.Decision{Allow: true}), true)
 		}
@@ -218,10 +220,16 @@ func (t *tracer) seccompStop(tk *task) error {
 		return t.release(c, fr, true)
 	}
 	var d policy.Decision
-	if c.limit != nil {
+	switch {
+	case c.limit != nil:
 		d = *c.limit
-	} else {
+	case c.pass: // harmless but for memory an exit could write (exitDeny)
+		d = *c.exitDeny
+	default:
 		d = t.pol.Decide(op, t.ledger)
+		if d.Allow && c.exitDeny != nil {
+			d = *c.exitDeny
+		}
 	}
 	if d.Allow {
 		t.counts.Allowed++
