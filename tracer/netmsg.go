@@ -361,7 +361,7 @@ func (t *tracer) exitRewritten(c *call, msgs []msg) (int, string) {
 		if m.name == 0 {
 			continue
 		}
-		if why := t.exitWritable(c.tk, m.read); why != "" {
+		if why := t.exitWritable(c, m.read); why != "" {
 			return j, fmt.Sprintf("sendmmsg entry %d has an address, and %s: a task killed while the tree is stopped could change the entry after the check (its exit writes clear_child_tid and robust futexes), and sendmmsg's entries cannot be copied where the program cannot write (the kernel writes msg_len back into them), so the call is denied to be safe (use sendmsg or sendto for addressed sends from shared memory)", j, why)
 		}
 	}

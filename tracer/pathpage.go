@@ -711,46 +711,127 @@ func (t *tracer) freeCopies(tk *task) {
 	tk.copies = nil
 }
 
-// exitWritable says why another task's exit could write the memory spans
-// of tk's frozen call (clear_child_tid, robust futex list: see above), ""
-// when none can: no task of another process shares tk's mm (kcmp
-// KCMP_VM; a clone(CLONE_VM) process, a vfork child), and no span lies in a
-// shared or file-backed mapping (a robust-list write into a MAP_SHARED
-// mapping of another process shows there; a private file mapping not yet
-// written may still be the page cache page a shared one writes).
-//
-// Threads of tk's own process are not counted: a SIGKILL to one kills the
-// whole group (complete_signal), tk with it, which dies at once in its
-// seccomp stop; only a kill landing in the microseconds between the
-// tracer's resume and the kernel's copy of the arguments could still let an
-// exit write race the call, and the call's process is dying then. That
-// narrow window is the residue where no copy can be made (README, known
-// gaps).
+// mmSharedWhy says why a task of another process may share tk's mm (a
+// clone(CLONE_VM) process, a vfork child or parent), "" when none can. It
+// runs once the tree is frozen and before the call's memory is read: a
+// task sharing the mm then may die and write it at any time after; one
+// found gone (kcmp sees no mm: exit_mm clears it only after mm_release
+// wrote clear_child_tid, kernel/exit.c) wrote before the read. kcmp
+// KCMP_VM (3.5, CONFIG_CHECKPOINT_RESTORE) on every task of the tree, and
+// on the children of fork, vfork and clone events taken by the freeze and
+// not answered yet (not in the task table: born stopped, they can still be
+// killed). A kcmp failure counts as shared.
 //
 // Precondition: the tree is frozen.
-func (t *tracer) exitWritable(tk *task, spans []span) string {
-	if len(spans) == 0 {
+func (t *tracer) mmSharedWhy(tk *task) string {
+	cmp := func(tid int) string {
+		r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(tk.tid), uintptr(tid), kcmpVM, 0, 0, 0)
+		switch {
+		case e == unix.ESRCH:
+			return "" // gone: its exit is over
+		case e != 0:
+			return fmt.Sprintf("tracecell could not tell whether pid %d shares its memory (kcmp: %v)", tid, e)
+		case r == 0:
+			return fmt.Sprintf("pid %d shares its memory (clone with CLONE_VM)", tid)
+		}
 		return ""
 	}
 	for _, o := range t.tasks {
 		if o.tgid == tk.tgid {
 			continue
 		}
-		r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(tk.tid), uintptr(o.tid), kcmpVM, 0, 0, 0)
-		if e != 0 {
-			return fmt.Sprintf("tracecell could not tell whether pid %d shares its memory (kcmp: %v)", o.tid, e)
-		}
-		if r == 0 {
-			return fmt.Sprintf("pid %d shares its memory (clone with CLONE_VM)", o.tid)
+		if why := cmp(o.tid); why != "" {
+			return why
 		}
 	}
-	vmas, err := readMaps(tk.tid)
+	for _, p := range t.backlog {
+		if t.tasks[p.tid] == nil {
+			if why := cmp(p.tid); why != "" {
+				return why
+			}
+			continue
+		}
+		if !p.ws.Stopped() {
+			continue
+		}
+		switch stopEvent(p.ws) {
+		case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
+			msg, err := unix.PtraceGetEventMsg(p.tid)
+			if err != nil {
+				continue // the parent is gone
+			}
+			if o := t.tasks[int(msg)]; o != nil && o.tgid == tk.tgid {
+				continue // a thread of the caller's own group
+			}
+			if tgidOf(int(msg)) == tk.tgid {
+				continue
+			}
+			if why := cmp(int(msg)); why != "" {
+				return why
+			}
+		}
+	}
+	return ""
+}
+
+// exitWritable says why another task's exit could write the memory spans
+// of c, a frozen call (clear_child_tid, robust futex list: see above), ""
+// when none can: no task of another process shared c's mm when the tree
+// was frozen (c.mmShared, mmSharedWhy), and no span lies in a shared
+// mapping (a robust-list write into a MAP_SHARED mapping of another
+// process shows there) or on a page of a private file mapping not yet
+// copied on write (still the page cache page a shared one writes).
+//
+// Threads of c's own process are not counted: a SIGKILL to one kills the
+// whole group (complete_signal), c's task with it, which dies at once in
+// its seccomp stop; only a kill landing in the microseconds between the
+// tracer's resume and the kernel's copy of the arguments could still let
+// an exit write race the call, and the call's process is dying then. That
+// narrow window is the residue where no copy can be made (README, known
+// gaps).
+//
+// Precondition: the tree is frozen.
+func (t *tracer) exitWritable(c *call, spans []span) string {
+	if len(spans) == 0 {
+		return ""
+	}
+	if c.mmShared != "" {
+		return c.mmShared
+	}
+	vmas, err := readMaps(c.tk.tid)
 	if err != nil {
 		return fmt.Sprintf("its memory map could not be read (%v)", err)
 	}
 	for _, s := range spans {
-		if vmas.any(s, func(v mapping) bool { return v.shared || v.inode != 0 }) {
-			return fmt.Sprintf("the memory at %#x is a shared or file mapping", s.lo)
+		if why := spanExitWritable(c.tk.tid, vmas, s); why != "" {
+			return why
+		}
+	}
+	return ""
+}
+
+// spanExitWritable says why memory span s of tid may be written by another
+// process's exit: it lies in a shared mapping, or in a private file mapping
+// on a page that is still the file's (not yet copied on write: anonPage),
+// which a MAP_SHARED mapping of the same file elsewhere writes. "" when
+// every page of it is the process's own.
+func spanExitWritable(tid int, vmas memMaps, s span) string {
+	pg := uint64(os.Getpagesize())
+	for _, v := range vmas {
+		if !s.overlaps(span{v.start, v.end}) {
+			continue
+		}
+		if v.shared {
+			return fmt.Sprintf("the memory at %#x is a shared mapping", s.lo)
+		}
+		if v.inode == 0 {
+			continue
+		}
+		lo, hi := max(s.lo, v.start), min(s.hi, v.end)
+		for a := lo &^ (pg - 1); a < hi; a += pg {
+			if !anonPage(tid, a) {
+				return fmt.Sprintf("the memory at %#x is a private mapping of %s whose page is still the file's own (not copied on write)", a, v.path)
+			}
 		}
 	}
 	return ""

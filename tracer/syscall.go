@@ -63,6 +63,9 @@ type call struct {
 	// being every range read for the check (exitWritable).
 	frozen, fcopy, uncopied bool
 	noCopy                  string // why not, for the denial
+	// mmShared: why a task of another process may share the mm, judged
+	// once frozen, before any memory is read (mmSharedWhy).
+	mmShared string
 	// exitDeny: uncopied memory an exit could write (exitWritable); an
 	// allowed call is denied so.
 	exitDeny *policy.Decision
@@ -137,6 +140,9 @@ func (t *tracer) seccompStop(tk *task) error {
 			}
 			fr = f
 			c.frozen, c.fcopy = true, hasPage
+			if frozenCopies(c) || c.name == "sendmmsg" {
+				c.mmShared = t.mmSharedWhy(tk)
+			}
 		}
 	}
 	op := t.decode(c)
@@ -155,6 +161,7 @@ func (t *tracer) seccompStop(tk *task) error {
 			hasPage = true
 		}
 		c.frozen, c.fcopy = true, hasPage
+		c.mmShared = t.mmSharedWhy(tk) // a copyable call: frozenCopies
 		op = t.decode(c)
 	}
 	if c.uncopied && c.fail == 0 && c.limit == nil && !t.audit && !t.cfg.NoPathPage {
@@ -163,7 +170,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		// call the policy would allow is denied (below). Judged now,
 		// with the tree frozen. (Not with Config.NoPathPage: the freeze
 		// alone was asked for; the README names the gap.)
-		if why := t.exitWritable(tk, c.spans); why != "" {
+		if why := t.exitWritable(c, c.spans); why != "" {
 			if op == nil {
 				op = &policy.Op{Kind: spec.Kind, Syscall: c.name}
 			}
