@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -69,7 +70,8 @@ static int child(void *a) {
 }
 
 // killer starts P2 with its clear_child_tid at ctid and waits until its
-// timer is armed.
+// timer is armed. On a loaded machine the timer may fire before P2 says so
+// (it is killed before its write): then the try is over, and -1 says so.
 static pid_t killer(int i, void *ctid) {
     delay_ns = 20000 + (i % 100) * 20000; // 20 us .. 2 ms
     pid_t p = clone(child, stk + sizeof stk, CLONE_VM | CLONE_CHILD_CLEARTID | SIGCHLD, 0, 0, 0, ctid);
@@ -77,12 +79,19 @@ static pid_t killer(int i, void *ctid) {
         perror("clone");
         exit(2);
     }
-    char c;
-    if (read(pfd[0], &c, 1) != 1) {
-        perror("read");
-        exit(2);
+    for (;;) {
+        struct pollfd pf = {pfd[0], POLLIN, 0};
+        if (poll(&pf, 1, 10) == 1) {
+            char c;
+            if (read(pfd[0], &c, 1) != 1) {
+                perror("read");
+                exit(2);
+            }
+            return p;
+        }
+        if (waitpid(p, 0, WNOHANG) == p)
+            return -1; // died before it wrote
     }
-    return p;
 }
 
 static double now(void) {
@@ -114,6 +123,8 @@ static int do_mkdirat(char **argv) {
             n += snprintf(path + n, sizeof path - n, "d/../");
         snprintf(path + n, sizeof path - n, "new");
         pid_t p2 = killer(i, path + off);
+        if (p2 < 0)
+            continue;
         int r = mkdirat(dfd, path, 0755);
         waitpid(p2, 0, 0);
         struct stat st;
@@ -160,6 +171,8 @@ static int do_send(int mmsg, char **argv) {
         m.msg_hdr.msg_iov = &iov;
         m.msg_hdr.msg_iovlen = 1;
         pid_t p2 = killer(i, &m.msg_hdr.msg_name); // the pointer's low half (little-endian)
+        if (p2 < 0)
+            continue;
         int r = mmsg ? sendmmsg(s, &m, 1, 0) : sendmsg(s, &m.msg_hdr, 0);
         if (r < 0) {
             failed++;
@@ -187,6 +200,8 @@ static int do_sendto(char **argv) {
     for (i = 0; i < tries && now() < end; i++) {
         mkaddr(&sa, addr);
         pid_t p2 = killer(i, sa.sun_path + off);
+        if (p2 < 0)
+            continue;
         if (sendto(s, "exitwrite", 9, 0, (void *)&sa, sizeof sa) < 0) {
             failed++;
             err = errno;
