@@ -542,8 +542,11 @@ func (t *tracer) decodeMem(c *call) *policy.Op {
 // When no copy can be had (no page: pageNone, pageOff, a process under its
 // own seccomp filter; every slot busy; a msghdr too big for a slot) the
 // call runs on its own memory as before if no exit can write it
-// (exitWritable: no other task shares the mm, and the memory is in private
-// anonymous mappings); otherwise it is denied (RuleKernelRewritten).
+// (exitWritable: no task of another process shared the mm when the tree
+// was frozen, judged before the memory is read, and the memory is the
+// process's own: no shared mapping, no file page not yet copied on write);
+// otherwise, if the policy would allow it, it is denied
+// (RuleKernelRewritten).
 // sendmmsg writes msg_len back into its mmsghdr, which cannot live in the
 // read-only page: an entry with an address is denied when an exit could
 // write it (netmsg.go, exitRewritten).
