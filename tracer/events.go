@@ -90,6 +90,7 @@ func (t *tracer) execEvent(tk *task) error {
 		t.putSlot(tk.slot - 1)
 		tk.slot = 0
 	}
+	t.freeCopies(tk)
 	// All other threads of the group are gone.
 	for x, o := range t.tasks {
 		if o.tgid == tk.tgid && x != tid {
@@ -173,6 +174,12 @@ func (t *tracer) syscallStop(tk *task) error {
 	t.callDone(tk, unfrozen)
 	if tk.slot != 0 {
 		if err := t.endCopied(tk); err != nil {
+			return err
+		}
+	}
+	if len(tk.copies) > 0 {
+		// A frozen call on copies, left to finish unfrozen.
+		if err := t.endCopies(tk); err != nil {
 			return err
 		}
 	}

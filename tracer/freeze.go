@@ -62,7 +62,12 @@ package tracer
 //
 // A task that is killed while frozen (exit_group of another thread, the
 // timeout's SIGKILL) reports its exit, which is queued like any other
-// status; once the tree is dying the freeze ends at once.
+// status; once the tree is dying the freeze ends at once. A freeze cannot
+// keep a task from dying, and a dying task's exit writes user memory
+// (clear_child_tid, robust futexes) after the check: the memory a frozen
+// call is decided on is therefore copied into the path page and the call
+// runs on the copy (pathpage.go, "Copy and freeze"); runFrozen sets its
+// arguments back at its syscall-exit stop.
 //
 // Not closed: processes outside the tree (a host process that swaps a
 // symlink in a sandbox it can write, or writes a mapping it shares with the
@@ -476,6 +481,12 @@ func (t *tracer) runFrozen(f *freezer) error {
 			if ws.Stopped() && ws.StopSignal() == unix.SIGTRAP|0x80 {
 				// The call has finished.
 				t.callDone(f.tk, false)
+				if len(f.tk.copies) > 0 {
+					if err := t.endCopies(f.tk); err != nil {
+						t.thaw()
+						return err
+					}
+				}
 				if err := t.resume(tid, 0); err != nil {
 					return err
 				}

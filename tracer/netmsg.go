@@ -39,6 +39,15 @@ package tracer
 //   - readv/writev/preadv/pwritev, process_vm_readv: not checked (the fd
 //     or the pid in a register decides).
 //
+// Writes by the kernel on behalf of another task are a different matter: a
+// task of the tree killed while the tree is frozen (SIGKILL ends a
+// ptrace-stopped task at once) writes its clear_child_tid and robust
+// futexes on its way out, after the check. connect, bind, sendto and
+// sendmsg therefore run frozen on copies in the path page (pathpage.go,
+// "Copy and freeze"; msgCopy); sendmmsg, whose entries the kernel writes
+// msg_len into and which so cannot be copied there, is denied an addressed
+// entry that such an exit could write (exitRewritten).
+//
 // A write can also reach checked memory through another virtual address
 // of the same page: a MAP_SHARED mapping mapped twice (mmap of one memfd,
 // or mremap with old_size 0, which works only on shared mappings since
@@ -103,6 +112,11 @@ type msg struct {
 	srLevel int32
 	sr      bool
 	read    []span // every byte the tracer read for it
+	// hdr, nameb, ctlb are the bytes read: the msghdr, the name (the
+	// namelen the kernel takes) and the control data the source-route
+	// check parsed (nil when not read), which a frozen sendmsg runs on
+	// copies of (msgCopy).
+	hdr, nameb, ctlb []byte
 }
 
 // readMsg reads the struct msghdr at addr: its name, as the kernel takes it
@@ -117,6 +131,7 @@ func (t *tracer) readMsg(tid int, addr uint64) (msg, error) {
 		return m, syscall.EFAULT
 	}
 	m.read = append(m.read, mkSpan(addr, sizeofMsghdr))
+	m.hdr = b
 	name := binary.LittleEndian.Uint64(b)
 	nlen := int32(binary.LittleEndian.Uint32(b[8:]))
 	if name != 0 && nlen < 0 {
@@ -128,6 +143,10 @@ func (t *tracer) readMsg(tid int, addr uint64) (msg, error) {
 			m.namelen = 128
 		}
 		m.read = append(m.read, mkSpan(m.name, m.namelen))
+		// Read here, once: the address decided on is the one copied.
+		if m.nameb, err = t.mem.readBytes(tid, uintptr(m.name), int(m.namelen)); err != nil {
+			return m, syscall.EFAULT // move_addr_to_kernel
+		}
 	}
 	ctl, n := binary.LittleEndian.Uint64(b[32:]), binary.LittleEndian.Uint64(b[40:])
 	if ctl != 0 && n >= 16 {
@@ -135,20 +154,20 @@ func (t *tracer) readMsg(tid int, addr uint64) (msg, error) {
 			return m, syscall.ENOBUFS
 		}
 		m.read = append(m.read, mkSpan(ctl, n))
-		m.srLevel, m.sr = t.ctlSourceRoute(tid, ctl, n)
+		// Unreadable control data is the kernel's EFAULT, not ours to
+		// report.
+		if cm, err := t.mem.readBytes(tid, uintptr(ctl), int(n)); err == nil {
+			m.ctlb = cm
+			m.srLevel, m.sr = ctlSourceRoute(cm)
+		}
 	}
 	return m, nil
 }
 
-// ctlSourceRoute reports whether the n bytes of control messages at ctl
-// set IP options or an IPv6 routing header (IP_RETOPTS, IPV6_RTHDR), and at
-// which level. Unreadable control data is the kernel's EFAULT, not ours to
-// report.
-func (t *tracer) ctlSourceRoute(tid int, ctl, n uint64) (int32, bool) {
-	cm, err := t.mem.readBytes(tid, uintptr(ctl), int(n))
-	if err != nil {
-		return 0, false
-	}
+// ctlSourceRoute reports whether the control messages cm set IP options or
+// an IPv6 routing header (IP_RETOPTS, IPV6_RTHDR), and at which level.
+func ctlSourceRoute(cm []byte) (int32, bool) {
+	n := uint64(len(cm))
 	for off := uint64(0); off+16 <= n; {
 		// struct cmsghdr: size_t cmsg_len; int cmsg_level; int cmsg_type
 		clen := binary.LittleEndian.Uint64(cm[off:])
@@ -342,4 +361,26 @@ func procNetIP(h string) (net.IP, error) {
 		binary.LittleEndian.PutUint32(ip[w*4:], uint32(v))
 	}
 	return ip, nil
+}
+
+// exitRewritten is, for a frozen sendmmsg, the first entry with an address
+// whose memory the exit of a task the freeze cannot hold could write after
+// the check (clear_child_tid, robust futexes: pathpage.go), and why; -1
+// when none. Such an entry cannot run on a copy: the kernel writes its
+// msg_len back into the mmsghdr (put_user after each entry is sent), which
+// the read-only path page would fail with EFAULT. Entries without an
+// address are not looked at: the socket's connected peer was checked at
+// connect, whatever the memory says now.
+//
+// Precondition: the tree is frozen.
+func (t *tracer) exitRewritten(c *call, msgs []msg) (int, string) {
+	for j, m := range msgs {
+		if m.name == 0 {
+			continue
+		}
+		if why := t.exitWritable(c, m.read); why != "" {
+			return j, fmt.Sprintf("sendmmsg entry %d has an address, and %s: a task killed while the tree is stopped could change the entry after the check (its exit writes clear_child_tid and robust futexes), and sendmmsg's entries cannot be copied where the program cannot write (the kernel writes msg_len back into them), so the call is denied to be safe (use sendmsg or sendto for addressed sends from shared memory)", j, why)
+		}
+	}
+	return -1, ""
 }

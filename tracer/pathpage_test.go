@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"bytes"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -280,4 +282,123 @@ print(" ".join(out))
 		t.Errorf("%d copied calls, want at least %d (the calls did not run on the path page)", o.res.Copies, 3*n)
 	}
 	t.Logf("%d copied calls, %d freezes; %s", o.res.Copies, o.res.Freezes, bare)
+}
+
+// The layout of a sendmsg copy (copy and freeze): the msghdr first with
+// msg_name and msg_control pointed into the slot, the name after it, the
+// control data after the name at an 8-byte boundary; the iovec pointer and
+// the lengths kept; pointers not read kept; too big for a slot: nil.
+func TestMsgCopy(t *testing.T) {
+	const slot = 0x200003000
+	hdr := make([]byte, sizeofMsghdr)
+	le := binary.LittleEndian
+	le.PutUint64(hdr[0:], 0x7000)  // msg_name
+	le.PutUint32(hdr[8:], 110)     // msg_namelen
+	le.PutUint64(hdr[16:], 0x7100) // msg_iov
+	le.PutUint64(hdr[24:], 1)      // msg_iovlen
+	le.PutUint64(hdr[32:], 0x7200) // msg_control
+	le.PutUint64(hdr[40:], 24)     // msg_controllen
+	name := bytes.Repeat([]byte{'n'}, 110)
+	ctl := bytes.Repeat([]byte{'c'}, 24)
+	for _, c := range []struct {
+		desc              string
+		name, ctl         []byte
+		wantName, wantCtl uint64
+		wantLen, ctlOff   int
+	}{
+		{"name and control", name, ctl, slot + 56, slot + 168, 168 + 24, 168},
+		{"name only", name, nil, slot + 56, 0x7200, 168, 0},
+		{"control only", nil, ctl, 0x7000, slot + 56, 56 + 24, 56},
+		{"neither", nil, nil, 0x7000, 0x7200, 56, 0},
+		{"odd name", name[:3], ctl, slot + 56, slot + 64, 64 + 24, 64},
+	} {
+		t.Run(c.desc, func(t *testing.T) {
+			b := msgCopy(hdr, c.name, c.ctl, slot)
+			if len(b) != c.wantLen {
+				t.Fatalf("len %d, want %d", len(b), c.wantLen)
+			}
+			if got := le.Uint64(b[0:]); got != c.wantName {
+				t.Errorf("msg_name %#x, want %#x", got, c.wantName)
+			}
+			if got := le.Uint64(b[32:]); got != c.wantCtl {
+				t.Errorf("msg_control %#x, want %#x", got, c.wantCtl)
+			}
+			if !bytes.Equal(b[8:32], hdr[8:32]) || !bytes.Equal(b[40:56], hdr[40:56]) {
+				t.Errorf("lengths or iovec changed: % x", b[:56])
+			}
+			if c.name != nil && !bytes.Equal(b[56:56+len(c.name)], c.name) {
+				t.Errorf("name not copied after the msghdr")
+			}
+			if c.ctl != nil && !bytes.Equal(b[c.ctlOff:], c.ctl) {
+				t.Errorf("control data not at %d", c.ctlOff)
+			}
+		})
+	}
+	if b := msgCopy(hdr, name, make([]byte, 4096-168+1), slot); b != nil {
+		t.Errorf("a msghdr one byte larger than a slot was laid out (%d bytes)", len(b))
+	}
+	if b := msgCopy(hdr, name, make([]byte, 4096-168), slot); len(b) != 4096 {
+		t.Errorf("a msghdr filling a slot exactly: %d bytes, want 4096", len(b))
+	}
+}
+
+// Frozen calls that read memory run on copies of it (copy and freeze): dirfd
+// calls, two-path calls, socket addresses and sendmsg's msghdr. They return
+// what they return bare, and the copies were used.
+func TestFrozenCallsRunOnCopies(t *testing.T) {
+	needPython(t)
+	script := `
+import ctypes, os, socket, sys, threading
+libc = ctypes.CDLL(None, use_errno=True)
+ev = threading.Event()
+th = threading.Thread(target=ev.wait)
+th.start()
+out = []
+def call(name, *a):
+    ctypes.set_errno(0)
+    r = getattr(libc, name)(*a)
+    out.append("%s=%d/%s" % (name, r, os.strerror(ctypes.get_errno()) if r == -1 else ""))
+d = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
+call("mkdirat", d, b"m", 0o755)
+call("mkdirat", d, b"m", 0o755)
+call("renameat", d, b"m", d, b"n")
+os.close(os.open("f", os.O_CREAT | os.O_WRONLY))
+call("linkat", d, b"f", d, b"g", 0)
+call("fchmodat", d, b"g", 0o600, 0)
+call("unlinkat", d, b"n", 0x200)
+call("rename", b"f", b"h")
+r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); r.bind("r.sock")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+out.append("sendto=%d" % s.sendto(b"a", "r.sock"))
+out.append("sendmsg=%d" % s.sendmsg([b"bc"], [], 0, "r.sock"))
+import array
+fds = array.array("i", [0])
+out.append("sendmsg+fd=%d" % s.sendmsg([b"de"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())], 0, "r.sock"))
+s.connect("r.sock")
+out.append("got=%s,%s" % (r.recv(10), r.recv(10)))
+msg, anc, _, _ = r.recvmsg(10, socket.CMSG_SPACE(4))
+out.append("got=%s,%d-fd" % (msg, len(anc)))
+ev.set()
+th.join()
+print(" ".join(out))
+`
+	bareDir := t.TempDir()
+	cmd := exec.Command(python, "-S", "-c", script)
+	cmd.Dir = bareDir
+	bare, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bare run: %v", err)
+	}
+	o := runTraced(t, t.TempDir(), nil, python, "-S", "-c", script)
+	if o.err != nil || o.stdout != string(bare) {
+		t.Fatalf("err %v\ntraced %q\nbare   %q\nstderr %q", o.err, o.stdout, bare, o.stderr)
+	}
+	// mkdirat twice (the second fails EEXIST without running: the
+	// tracer answers it), renameat 2, linkat 2, fchmodat, unlinkat,
+	// rename 2, bind, sendto, sendmsg twice (the second with control
+	// data: an fd passed), connect.
+	if o.res.FrozenCopies < 13 {
+		t.Errorf("%d arguments ran on copies, want at least 13; %s", o.res.FrozenCopies, bare)
+	}
+	t.Logf("%d frozen copies, %d copied calls, %d freezes; %s", o.res.FrozenCopies, o.res.Copies, o.res.Freezes, bare)
 }

@@ -58,6 +58,20 @@ type call struct {
 	// while the tree runs on cannot rely on (uncopyable): the call must be
 	// decided again, frozen.
 	copyUnsafe bool
+	// frozen: the call is decided with the tree frozen. fcopy: its checked
+	// memory is copied into path page slots as it is read (copies;
+	// pathpage.go, copyFrozen); uncopied when some could not be, spans
+	// being every range read for the check (exitWritable).
+	frozen, fcopy, uncopied bool
+	noCopy                  string // why not, for the denial
+	// mmShared: why a task of another process may share the mm, judged
+	// once frozen, before any memory is read (mmSharedWhy).
+	mmShared string
+	// exitDeny: uncopied memory an exit could write (exitWritable); an
+	// allowed call is denied so.
+	exitDeny *policy.Decision
+	copies   []argCopy
+	spans    []span
 }
 
 // seccompStop answers a PTRACE_EVENT_SECCOMP stop.
@@ -93,8 +107,14 @@ func (t *tracer) seccompStop(tk *task) error {
 	// can write (pathpage.go), or stop them all before the arguments are
 	// read (freeze.go).
 	var fr *freezer
+	hasPage := false // the process has the path page (for a frozen call's copies)
 	if t.needsFreeze(c) {
-		if pa, ok := t.copyArg(c); ok {
+		// A copyable call runs on its copy without a freeze; any other
+		// call that reads memory runs frozen on copies of it, which an
+		// exit of a task the freeze cannot hold cannot write (copy and
+		// freeze, pathpage.go).
+		pa, ok := t.copyArg(c)
+		if (ok || frozenCopies(c)) && t.pageUsable() {
 			switch p := t.procs[tk.tgid]; {
 			case p == nil || t.dying.Load():
 			case p.page == pageUnknown && t.ownFilter(tk.tid):
@@ -105,6 +125,10 @@ func (t *tracer) seccompStop(tk *task) error {
 				p.page = pageNone
 			case p.page == pageInherited, p.page == pageMapped:
 				p.page = pageMapped
+				hasPage = true
+				if !ok {
+					break
+				}
 				if i := t.takeSlot(); i >= 0 {
 					c.copying, c.slot, c.copyArg = true, i, pa.Arg
 				}
@@ -116,6 +140,10 @@ func (t *tracer) seccompStop(tk *task) error {
 				return err
 			}
 			fr = f
+			c.frozen, c.fcopy = true, hasPage
+			if frozenCopies(c) || c.name == "sendmmsg" {
+				c.mmShared = t.mmSharedWhy(tk)
+			}
 		}
 	}
 	op := t.decode(c)
@@ -130,7 +158,26 @@ func (t *tracer) seccompStop(tk *task) error {
 			return err
 		}
 		fr = f
+		if p := t.procs[tk.tgid]; p != nil && p.page == pageMapped {
+			hasPage = true
+		}
+		c.frozen, c.fcopy = true, hasPage
+		c.mmShared = t.mmSharedWhy(tk) // a copyable call: frozenCopies
 		op = t.decode(c)
+	}
+	if c.uncopied && c.fail == 0 && c.limit == nil && !t.audit && !t.cfg.NoPathPage {
+		// Some checked memory could not be copied: the call may run on
+		// its own memory only where no exit can write it; otherwise a
+		// call the policy would allow is denied (below). Judged now,
+		// with the tree frozen. (Not with Config.NoPathPage: the freeze
+		// alone was asked for; the README names the gap.)
+		if why := t.exitWritable(c, c.spans); why != "" {
+			if op == nil {
+				op = &policy.Op{Kind: spec.Kind, Syscall: c.name}
+			}
+			c.exitDeny = &policy.Decision{Rule: policy.RuleKernelRewritten, Errno: syscall.EACCES,
+				Reason: fmt.Sprintf("tracecell could not copy the memory %s reads where the program cannot write it (%s), and %s: a task killed while the tree is stopped could change it after the check (its exit writes clear_child_tid and robust futexes), so the call is denied to be safe", c.name, c.noCopy, why)}
+		}
 	}
 	if fr != nil {
 		fr.relookup = c.relookup
@@ -173,7 +220,7 @@ func (t *tracer) seccompStop(tk *task) error {
 			return err
 		}
 		return t.release(c, fr, false)
-	case c.pass:
+	case c.pass && c.exitDeny == nil:
 		if t.cfg.TraceAll && op != nil {
 			t.record(t.newEvent(c, op, policy.Decision{Allow: true}), true)
 		}
@@ -181,10 +228,16 @@ func (t *tracer) seccompStop(tk *task) error {
 		return t.release(c, fr, true)
 	}
 	var d policy.Decision
-	if c.limit != nil {
+	switch {
+	case c.limit != nil:
 		d = *c.limit
-	} else {
+	case c.pass: // harmless but for memory an exit could write (exitDeny)
+		d = *c.exitDeny
+	default:
 		d = t.pol.Decide(op, t.ledger)
+		if d.Allow && c.exitDeny != nil {
+			d = *c.exitDeny
+		}
 	}
 	if d.Allow {
 		t.counts.Allowed++
@@ -266,6 +319,17 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 		if allowed {
 			// Every copyable call reads its path before it can be allowed.
 			return fmt.Errorf("%s by pid %d: allowed without its path copied (tracecell bug)", c.name, tid)
+		}
+	}
+	if len(c.copies) > 0 {
+		if !allowed || f == nil || f.gone || t.dying.Load() {
+			t.dropCopies(c)
+		} else if err := t.setCopies(c); err != nil {
+			if err != unix.ESRCH {
+				t.thaw()
+				return err
+			}
+			return t.thawIfDue() // killed meanwhile: wait4 reports it
 		}
 	}
 	if f == nil {
@@ -595,6 +659,9 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 			}
 			c.copied = true
 		}
+		// A frozen call: the kernel reads a copy of these very bytes
+		// too (copy and freeze, pathpage.go).
+		t.copyPathArg(c, pa.Arg, uint64(addr), s)
 	}
 	p := policy.Path{Role: pa.Role, Given: string(given)}
 	if len(given) == 0 {
@@ -878,6 +945,8 @@ func (t *tracer) xattrName(c *call, op *policy.Op) bool {
 		c.fail = errnoOf(err, syscall.EFAULT)
 		return false
 	}
+	// Decided on: run frozen on a copy (copy and freeze, pathpage.go).
+	t.copyPathArg(c, c.spec.NameArg, t.regs.Arg(c.spec.NameArg), name)
 	op.Xattr = string(name)
 	if c.flags == "" {
 		c.flags = "name=" + op.Xattr
@@ -1607,32 +1676,43 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	}
 	type dest struct {
 		ptr, n    uint64 // the sockaddr; ptr 0: none (a connected socket, checked at connect)
+		arg       int    // the argument holding ptr (copied when frozen), -1: in a msghdr
+		raw       []byte // the sockaddr's bytes, read already (a msghdr's name)
 		rewritten string // why the kernel will not read what is checked (readMsgs)
 	}
 	var dests []dest
 	switch c.name {
 	case "connect", "bind":
-		dests = append(dests, dest{ptr: t.regs.Arg(1), n: uint64(uint32(t.regs.Arg(2)))})
+		dests = append(dests, dest{ptr: t.regs.Arg(1), n: uint64(uint32(t.regs.Arg(2))), arg: 1})
 	case "sendto":
-		dests = append(dests, dest{ptr: t.regs.Arg(4), n: uint64(uint32(t.regs.Arg(5)))})
+		dests = append(dests, dest{ptr: t.regs.Arg(4), n: uint64(uint32(t.regs.Arg(5))), arg: 4})
 	case "sendmsg", "sendmmsg":
 		msgs, bad, why, err := t.readMsgs(c)
 		if err != nil {
 			c.fail = errnoOf(err, syscall.EFAULT)
 			return nil
 		}
+		if c.name == "sendmsg" && c.frozen {
+			// The kernel reads the msghdr, the name and the control data
+			// from a copy of what is checked here (pathpage.go).
+			m := msgs[0]
+			t.copyFrozen(c, 1, func(addr uint64) []byte { return msgCopy(m.hdr, m.nameb, m.ctlb, addr) }, m.read...)
+		}
+		if c.name == "sendmmsg" && bad < 0 && c.frozen {
+			bad, why = t.exitRewritten(c, msgs)
+		}
 		for i, m := range msgs {
 			if i == bad {
 				// The kernel overwrites this entry before it reads it:
 				// nothing decoded from it holds. Denied (policy
 				// RuleKernelRewritten) with what it looked like.
-				dests = append(dests[:0], dest{ptr: m.name, n: m.namelen, rewritten: why})
+				dests = append(dests[:0], dest{ptr: m.name, n: m.namelen, arg: -1, raw: m.nameb, rewritten: why})
 				break
 			}
 			if m.sr {
 				return sourceRouteOp(c, m.srLevel)
 			}
-			dests = append(dests, dest{ptr: m.name, n: m.namelen})
+			dests = append(dests, dest{ptr: m.name, n: m.namelen, arg: -1, raw: m.nameb})
 		}
 	}
 	var ops []*policy.Op
@@ -1640,7 +1720,7 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	for _, a := range dests {
 		var op *policy.Op
 		if a.ptr != 0 {
-			op = t.sockaddrOp(c, kind, uintptr(a.ptr), int(a.n))
+			op = t.sockaddrOp(c, kind, uintptr(a.ptr), int(a.n), a.arg, a.raw)
 		}
 		if a.rewritten != "" {
 			c.fail, c.failWhy, c.relookup = 0, "", false
@@ -1685,8 +1765,12 @@ func sourceRouteOp(c *call, level int32) *policy.Op {
 	return op
 }
 
-// sockaddrOp decodes one socket address. nil means nothing to check.
-func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int) *policy.Op {
+// sockaddrOp decodes one socket address, n bytes at addr; raw, when not
+// nil, are those bytes read already (a msghdr's name, copied with it).
+// Otherwise they are read here and, for a frozen call, copied into a path
+// page slot for argument arg, which the kernel then reads instead (copy and
+// freeze, pathpage.go). nil means nothing to check.
+func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, arg int, raw []byte) *policy.Op {
 	if n < 2 {
 		c.fail = syscall.EINVAL
 		return nil
@@ -1694,8 +1778,18 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int) *p
 	if n > 128 { // sizeof(struct sockaddr_storage)
 		n = 128
 	}
-	b, err := t.mem.readBytes(c.tk.tid, addr, n)
-	if err != nil {
+	b := raw
+	if b == nil {
+		var err error
+		if b, err = t.mem.readBytes(c.tk.tid, addr, n); err != nil {
+			c.fail = syscall.EFAULT
+			return nil
+		}
+		if arg >= 0 && c.frozen {
+			t.copyFrozen(c, arg, func(uint64) []byte { return b }, mkSpan(uint64(addr), uint64(n)))
+		}
+	}
+	if len(b) < n {
 		c.fail = syscall.EFAULT
 		return nil
 	}

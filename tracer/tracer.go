@@ -120,6 +120,9 @@ type Result struct {
 	// Copies counts the checked calls that ran on a copy of their path in
 	// the path page instead (pathpage.go); PageMaps the page's mappings.
 	Copies, PageMaps int
+	// FrozenCopies counts the arguments of frozen calls that ran on a copy
+	// in the path page (copy and freeze, pathpage.go).
+	FrozenCopies int
 }
 
 // StartError is a failure to start the command, with the exit status the
@@ -267,6 +270,10 @@ type task struct {
 	slot     int
 	slotArg  int
 	slotOrig uint64
+	// copies are the arguments of this task's frozen call pointed at
+	// path page slots (copy and freeze, pathpage.go), set back at its
+	// syscall-exit stop.
+	copies []argCopy
 	// approvedExec is the program allowed at this task's execve stop,
 	// enforced again at the exec event.
 	approvedExec string
@@ -374,6 +381,8 @@ type tracer struct {
 	// calls that could reach the page. Only where calls would freeze.
 	pathPage  bool
 	freeSlots []int
+	// frozenCopies counts arguments of frozen calls run on copies (tests).
+	frozenCopies int
 	// seccompBase is the root's Seccomp_filters right after its initial
 	// exec (ours and any it inherited), -1 when unknown (ownFilter).
 	seccompBase int
@@ -572,7 +581,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		CPUUser:   time.Duration(children.Utime.Nano()),
 		CPUSystem: time.Duration(children.Stime.Nano()),
 		PeakRSSKB: children.Maxrss,
-		Freezes:   t.freezes, Copies: t.copies, PageMaps: t.pageMaps,
+		Freezes:   t.freezes, Copies: t.copies, PageMaps: t.pageMaps, FrozenCopies: t.frozenCopies,
 		CapsDropped: sc.Caps.Dropped, CapsKept: sc.Caps.Kept,
 	}
 	r.Counts.Freezes, r.Counts.Copied = t.freezes, t.copies
@@ -705,6 +714,7 @@ func (t *tracer) removeTask(tid int) {
 		t.putSlot(tk.slot - 1) // its copied call died with it
 		tk.slot = 0
 	}
+	t.freeCopies(tk)
 	if t.frozen != nil {
 		delete(t.frozen.in, tid) // gone: nothing to resume (its tid may be reused)
 	}
