@@ -329,3 +329,43 @@ func TestRT2FutexWaitvArray(t *testing.T) {
 		t.Errorf("no futex_waitv on the host's word was denied: the race never hit the check\nstdout:\n%s", r.stdout)
 	}
 }
+
+// TestRT3UnlinkedInRootHeldOutside: a process outside the tree holds an
+// unlinked file whose last directory is the tree's writable root (a
+// TemporaryFile there, or a file it unlinked). The file never was the
+// tree's to change once it had no name, and the link it is reached by,
+// /proc/<host>/fd/N, is another process's: a write-open and a chmod through
+// it are denied and reported (red team pass 3 wrote it and made it 0666).
+func TestRT3UnlinkedInRootHeldOutside(t *testing.T) {
+	sbx := realDir(t)
+	os.Chmod(sbx, 0o777) // a nobody host may create in it
+	h := startUnlinkedHost(t, filepath.Join(sbx, "held"))
+	link := fmt.Sprintf("/proc/%d/fd/%d", h.pid, h.fd)
+	code := fmt.Sprintf(`import os
+for what, f in (("write", lambda: open(%[1]q, "r+").write("TREE")), ("chmod", lambda: os.chmod(%[1]q, 0o666))):
+    try:
+        f()
+        print(what, "OK")
+    except OSError as e:
+        print(what, __import__("errno").errorcode[e.errno])
+`, link)
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, python, "-c", code)
+	st := h.state(t)
+	if st.Content != "HOST-DATA" || st.Mode != "644" {
+		t.Errorf("ESCAPED: the host's unlinked file was changed: %+v\nstdout:\n%s", st, r.stdout)
+	}
+	for _, w := range []string{"write EACCES", "chmod EACCES"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("want %q in stdout:\n%s\nstderr:\n%s", w, r.stdout, r.stderr)
+		}
+	}
+	n := 0
+	for _, e := range r.report.Denials {
+		if e.Rule == "deleted-file" && e.Errno == "EACCES" {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d deleted-file denials, want 2:\n%s", n, r.report.denialList())
+	}
+}

@@ -571,7 +571,15 @@ func deletedDir(pa *Path) string {
 // ledger), never directly in the scratch dir, where every process puts its
 // files. Everything else is denied and reported: nothing else tells whose
 // the inode is.
+//
+// Reached through another process's /proc/<pid>/fd/N (pa.HeldOutside), it
+// is that process's file, whatever directory it was in: a TemporaryFile a
+// host process made in the writable root never had a name the tree could
+// change (red team pass 3).
 func (p *Policy) deletedWritable(kind syscalls.Kind, pa *Path, l Ledger) Decision {
+	if pa.HeldOutside {
+		return deny(syscall.EACCES, RuleDeletedFile, fmt.Sprintf("%s of %s, a file with no name any more held by a process outside the traced tree (reached through its /proc fd link): it is that process's", kind, pa.Resolved))
+	}
 	dir := deletedDir(pa)
 	name := strings.TrimSuffix(pa.Resolved, " (deleted)")
 	if dir != "" {

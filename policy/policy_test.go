@@ -139,6 +139,9 @@ var forms = []form{
 	// Files with no name (F8): decided by their last directory, never by
 	// the text, which the tree may own ("/dev/shm/spoof (deleted)").
 	{name: "deleted in root", p: deleted("/srv/sbx/gone"), def: RuleInsideRoot},
+	// Held by a process outside the tree (its /proc/<pid>/fd link): that
+	// process's file, even in the writable root (red team pass 3).
+	{name: "deleted in root held outside", p: func() Path { p := deleted("/srv/sbx/tmpfile"); p.HeldOutside = true; return p }(), def: RuleDeletedFile},
 	{name: "deleted deny-read in root", p: deleted("/srv/sbx/.secret/key"), def: RuleDenyRead},
 	{name: "deleted outside", p: deleted("/etc/hosts"), def: RuleDeletedFile},
 	{name: "deleted scratch top", p: deleted("/dev/shm/hostfile"), def: RuleDeletedFile},
