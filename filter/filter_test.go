@@ -1057,8 +1057,9 @@ func TestPathPageOff(t *testing.T) {
 		// over the 84 commands of syscalls.IoctlAllowed (132 instructions
 		// with its load) instead of a comparison with each trapped one.
 		// Both together (merged): x86_64 551 (reads off), aarch64 479.
-		"x86_64":  {551, 573, 556, 578, 585, 608, 590, 612}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {479, 498, 476, 495, 507, 532, 504, 529}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		// Then io_setup and io_submit forbidden (native AIO, red team 4).
+		"x86_64":  {559, 581, 564, 586, 593, 616, 598, 621}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {483, 506, 480, 503, 515, 540, 512, 537}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

@@ -369,3 +369,40 @@ for what, f in (("write", lambda: open(%[1]q, "r+").write("TREE")), ("chmod", la
 		t.Errorf("%d deleted-file denials, want 2:\n%s", n, r.report.denialList())
 	}
 }
+
+// TestRT4NativeAIO: native AIO is forbidden. An O_DIRECT read submitted
+// with io_submit completes on the device's schedule, writing the caller's
+// buffer with no task running: after the tracer checked a path (or an
+// f_owner_ex) there and before the kernel read it, so no freeze and no
+// copy holds it (red team pass 4 made a directory outside the sandbox and
+// sent SIGTERM to a process outside the tree this way). io_setup and
+// io_submit are denied and reported; bare, io_setup works here.
+func TestRT4NativeAIO(t *testing.T) {
+	if noPython != "" {
+		t.Skip(noPython)
+	}
+	code := `import ctypes, errno, platform
+nr = {"x86_64": (206, 209), "aarch64": (0, 2)}[platform.machine()]
+libc = ctypes.CDLL(None, use_errno=True)
+ctx = ctypes.c_ulong(0)
+r = libc.syscall(nr[0], 8, ctypes.byref(ctx))
+print("io_setup", "OK" if r == 0 else errno.errorcode[ctypes.get_errno()])
+r = libc.syscall(nr[1], ctx, 0, None)
+print("io_submit", "OK" if r == 0 else errno.errorcode[ctypes.get_errno()])
+`
+	sbx := realDir(t)
+	if r := runBare(t, sbx, runEnv(t, sbx), python, "-c", code); !strings.Contains(r.stdout, "io_setup OK") {
+		t.Skipf("io_setup does not work bare here (%q): no native AIO to forbid", r.stdout)
+	}
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, python, "-c", code)
+	for _, w := range []string{"io_setup EPERM", "io_submit EPERM"} {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("want %q in stdout:\n%s\nstderr:\n%s", w, r.stdout, r.stderr)
+		}
+	}
+	for _, sys := range []string{"io_setup", "io_submit"} {
+		if _, ok := denialBy(r, sys, "forbidden-syscall"); !ok {
+			t.Errorf("no forbidden-syscall denial of %s:\n%s", sys, r.report.denialList())
+		}
+	}
+}

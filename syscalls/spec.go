@@ -311,6 +311,15 @@ var forbidden = []string{
 	// since a tree without mq_open has no queue of its own to use them
 	// on. Their FdArg names the queue in the report.
 	"mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify", "mq_getsetattr",
+	// Native AIO: an O_DIRECT read submitted with io_submit completes
+	// later, the device writing into the caller's buffer with no task
+	// running — after the tracer checked what that buffer holds (a path, an
+	// f_owner_ex) and before the kernel reads it. No freeze or copy holds
+	// a write of the kernel's own schedule (red team pass 4: a mkdir
+	// outside the sandbox, SIGTERM to a process outside the tree). Without
+	// io_setup there is no AIO context to submit to. glibc's POSIX aio
+	// (aio_read, lio_listio) uses threads, not these calls.
+	"io_setup", "io_submit",
 }
 
 // mqFdCalls are the forbidden calls whose first argument is a queue
