@@ -20,59 +20,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracecell/tracecell/deploy/k8scheck"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psapi "k8s.io/pod-security-admission/api"
-	"k8s.io/pod-security-admission/policy"
 	"sigs.k8s.io/yaml"
 )
-
-// The agent-sandbox types, mirrored field for field from
-// sigs.k8s.io/agent-sandbox (api/v1alpha1/sandbox_types.go: PodTemplate,
-// PodMetadata; extensions/api/v1alpha1/sandboxtemplate_types.go and
-// sandboxwarmpool_types.go), whose module the Go module proxy does not
-// serve: the wrappers are checked against this mirror, the pod spec inside
-// against k8s.io/api itself.
-type sandboxPodTemplate struct {
-	Spec     corev1.PodSpec `json:"spec"`
-	Metadata struct {
-		Labels      map[string]string `json:"labels,omitempty"`
-		Annotations map[string]string `json:"annotations,omitempty"`
-	} `json:"metadata"`
-}
-
-type sandboxTemplate struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              struct {
-		PodTemplate          sandboxPodTemplate `json:"podTemplate"`
-		VolumeClaimTemplates []struct {
-			Metadata struct {
-				Name        string            `json:"name,omitempty"`
-				Labels      map[string]string `json:"labels,omitempty"`
-				Annotations map[string]string `json:"annotations,omitempty"`
-			} `json:"metadata"`
-			Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
-		} `json:"volumeClaimTemplates,omitempty"`
-		NetworkPolicy *struct {
-			Ingress []networkingv1.NetworkPolicyIngressRule `json:"ingress,omitempty"`
-			Egress  []networkingv1.NetworkPolicyEgressRule  `json:"egress,omitempty"`
-		} `json:"networkPolicy,omitempty"`
-	} `json:"spec"`
-}
-
-type sandboxWarmPool struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              struct {
-		Replicas    int32                     `json:"replicas"`
-		PodTemplate sandboxPodTemplate        `json:"podTemplate"`
-		Strategy    appsv1.DeploymentStrategy `json:"strategy"`
-	} `json:"spec"`
-}
 
 type doc struct {
 	file string
@@ -93,7 +49,7 @@ func load(t *testing.T) []doc {
 			t.Fatal(err)
 		}
 		for i, part := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
-			if strings.TrimSpace(stripComments(part)) == "" {
+			if strings.TrimSpace(k8scheck.StripComments(part)) == "" {
 				continue
 			}
 			var tm metav1.TypeMeta
@@ -113,9 +69,9 @@ func load(t *testing.T) []doc {
 			case "policy/v1 PodDisruptionBudget":
 				obj = &policyv1.PodDisruptionBudget{}
 			case "extensions.agents.x-k8s.io/v1alpha1 SandboxTemplate":
-				obj = &sandboxTemplate{}
+				obj = &k8scheck.SandboxTemplate{}
 			case "extensions.agents.x-k8s.io/v1alpha1 SandboxWarmPool":
-				obj = &sandboxWarmPool{}
+				obj = &k8scheck.SandboxWarmPool{}
 			default:
 				t.Fatalf("%s document %d: no type for %s %s; add it to this test", f, i, tm.APIVersion, tm.Kind)
 			}
@@ -128,30 +84,6 @@ func load(t *testing.T) []doc {
 	return out
 }
 
-func stripComments(s string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(s, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
-			b.WriteString(l + "\n")
-		}
-	}
-	return b.String()
-}
-
-// podSecurity returns why spec fails the Pod Security level (none: allowed).
-func podSecurity(t *testing.T, level psapi.Level, meta metav1.ObjectMeta, spec corev1.PodSpec) []string {
-	t.Helper()
-	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := policy.AggregateCheckResults(ev.EvaluatePod(psapi.LevelVersion{Level: level, Version: psapi.LatestVersion()}, &meta, &spec))
-	if res.Allowed {
-		return nil
-	}
-	return res.ForbiddenReasons
-}
-
 // tracecellContainers are the containers running the tracecell image.
 func tracecellContainers(spec corev1.PodSpec) []corev1.Container {
 	var out []corev1.Container
@@ -161,15 +93,6 @@ func tracecellContainers(spec corev1.PodSpec) []corev1.Container {
 		}
 	}
 	return out
-}
-
-func flagValue(args []string, name string) (string, bool) {
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-			return v, true
-		}
-	}
-	return "", false
 }
 
 func TestManifests(t *testing.T) {
@@ -186,9 +109,9 @@ func TestManifests(t *testing.T) {
 			sts, meta, spec = o, o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec
 		case *appsv1.Deployment:
 			meta, spec = o.Spec.Template.ObjectMeta, &o.Spec.Template.Spec
-		case *sandboxTemplate:
+		case *k8scheck.SandboxTemplate:
 			meta, spec = metav1.ObjectMeta{Labels: o.Spec.PodTemplate.Metadata.Labels}, &o.Spec.PodTemplate.Spec
-		case *sandboxWarmPool:
+		case *k8scheck.SandboxWarmPool:
 			meta, spec = metav1.ObjectMeta{Labels: o.Spec.PodTemplate.Metadata.Labels}, &o.Spec.PodTemplate.Spec
 		case *corev1.Service:
 			if o.Spec.ClusterIP == corev1.ClusterIPNone {
@@ -215,12 +138,12 @@ func TestManifests(t *testing.T) {
 				for _, c := range tcs {
 					side := corev1.PodSpec{Containers: []corev1.Container{c}}
 					side.Containers[0].RestartPolicy = nil
-					if why := podSecurity(t, psapi.LevelRestricted, meta, side); why != nil {
+					if why := k8scheck.PodSecurity(t, psapi.LevelRestricted, meta, side); why != nil {
 						t.Errorf("the tracecell sidecar fails Pod Security restricted: %v", why)
 					}
 				}
 			}
-			if why := podSecurity(t, level, meta, *spec); why != nil {
+			if why := k8scheck.PodSecurity(t, level, meta, *spec); why != nil {
 				t.Errorf("fails Pod Security %s: %v", level, why)
 			}
 			for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
@@ -229,7 +152,7 @@ func TestManifests(t *testing.T) {
 				}
 			}
 			for _, c := range tcs {
-				d, ok := flagValue(c.Args, "drain-timeout")
+				d, ok := k8scheck.FlagValue(c.Args, "drain-timeout")
 				if !ok {
 					t.Errorf("container %s: no --drain-timeout: SIGTERM would end every session at once", c.Name)
 					continue
@@ -262,7 +185,7 @@ func TestManifests(t *testing.T) {
 		if p := c[0].LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" {
 			t.Errorf("liveness probe %+v, want GET /healthz (alive while draining)", p)
 		}
-		if _, ok := flagValue(c[0].Args, "cell-id"); ok {
+		if _, ok := k8scheck.FlagValue(c[0].Args, "cell-id"); ok {
 			t.Error("--cell-id is set: each pod must take its own pod name (the default)")
 		}
 		if sts.Spec.ServiceName != headless.Name || !headless.Spec.PublishNotReadyAddresses {
@@ -301,7 +224,7 @@ func TestManifests(t *testing.T) {
 			if side.RestartPolicy == nil || *side.RestartPolicy != corev1.ContainerRestartPolicyAlways || side.StartupProbe == nil {
 				t.Errorf("the sidecar must be native (restartPolicy: Always) with a startupProbe gating vLLM's start")
 			}
-			listen, _ := flagValue(side.Args, "listen")
+			listen, _ := k8scheck.FlagValue(side.Args, "listen")
 			found := false
 			for i, a := range spec.Containers[0].Args {
 				if a == "--tool-server" && i+1 < len(spec.Containers[0].Args) && spec.Containers[0].Args[i+1] == listen {
@@ -327,9 +250,9 @@ func TestManifests(t *testing.T) {
 				spec = &o.Spec.Template.Spec
 			case *appsv1.Deployment:
 				spec = &o.Spec.Template.Spec
-			case *sandboxTemplate:
+			case *k8scheck.SandboxTemplate:
 				spec = &o.Spec.PodTemplate.Spec
-			case *sandboxWarmPool:
+			case *k8scheck.SandboxWarmPool:
 				spec = &o.Spec.PodTemplate.Spec
 			}
 			if spec == nil {
@@ -350,7 +273,9 @@ func TestManifests(t *testing.T) {
 		}
 	}
 	t.Run("haproxy -c", func(t *testing.T) {
-		checkProxy(t, "haproxy", haproxyCfg, func(f string) []string { return []string{"-c", "-f", f} })
+		if !k8scheck.CheckProxy(t, "haproxy", haproxyCfg, func(f string) []string { return []string{"-c", "-f", f} }) {
+			t.Skipf("%s is not installed (Debian: apt-get install %s): its syntax check is skipped", "haproxy", "haproxy")
+		}
 	})
 }
 
@@ -374,34 +299,10 @@ func TestProxyConfigs(t *testing.T) {
 					t.Errorf("%s does not route by %s", tc.file, h)
 				}
 			}
-			checkProxy(t, tc.prog, string(b), tc.args)
-		})
-	}
-}
-
-// checkProxy runs the proxy's own configuration check on text.
-func checkProxy(t *testing.T, prog, text string, args func(string) []string) {
-	t.Helper()
-	path, err := exec.LookPath(prog)
-	if err != nil {
-		for _, d := range []string{"/usr/sbin/", "/sbin/"} {
-			if _, err := os.Stat(d + prog); err == nil {
-				path = d + prog
+			if !k8scheck.CheckProxy(t, tc.prog, string(b), tc.args) {
+				t.Skipf("%s is not installed (Debian: apt-get install %s): its syntax check is skipped", tc.prog, tc.prog)
 			}
-		}
-	}
-	if path == "" {
-		t.Skipf("%s is not installed (Debian: apt-get install %s): its syntax check is skipped", prog, prog)
-	}
-	f := filepath.Join(t.TempDir(), prog+".conf")
-	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(path, args(f)...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %v: %v\n%s", prog, args(f), err, out.String())
+		})
 	}
 }
 
@@ -409,13 +310,13 @@ func checkProxy(t *testing.T, prog, text string, args func(string) []string) {
 // its own copy): a drift between them would make claimed cells differ
 // from the template a reader looks at.
 func TestSandboxPoolMatchesTemplate(t *testing.T) {
-	var tmpl *sandboxTemplate
-	var pool *sandboxWarmPool
+	var tmpl *k8scheck.SandboxTemplate
+	var pool *k8scheck.SandboxWarmPool
 	for _, d := range load(t) {
 		switch o := d.obj.(type) {
-		case *sandboxTemplate:
+		case *k8scheck.SandboxTemplate:
 			tmpl = o
-		case *sandboxWarmPool:
+		case *k8scheck.SandboxWarmPool:
 			pool = o
 		}
 	}

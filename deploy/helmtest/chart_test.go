@@ -1,74 +1,27 @@
 package helmtest
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/tracecell/tracecell/deploy/k8scheck"
+
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psapi "k8s.io/pod-security-admission/api"
-	"k8s.io/pod-security-admission/policy"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 )
-
-// The agent-sandbox types (as in deploy/deploy_test.go), mirrored field for field from
-// sigs.k8s.io/agent-sandbox (api/v1alpha1/sandbox_types.go: PodTemplate,
-// PodMetadata; extensions/api/v1alpha1/sandboxtemplate_types.go and
-// sandboxwarmpool_types.go), whose module the Go module proxy does not
-// serve: the wrappers are checked against this mirror, the pod spec inside
-// against k8s.io/api itself.
-type sandboxPodTemplate struct {
-	Spec     corev1.PodSpec `json:"spec"`
-	Metadata struct {
-		Labels      map[string]string `json:"labels,omitempty"`
-		Annotations map[string]string `json:"annotations,omitempty"`
-	} `json:"metadata"`
-}
-
-type sandboxTemplate struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              struct {
-		PodTemplate          sandboxPodTemplate `json:"podTemplate"`
-		VolumeClaimTemplates []struct {
-			Metadata struct {
-				Name        string            `json:"name,omitempty"`
-				Labels      map[string]string `json:"labels,omitempty"`
-				Annotations map[string]string `json:"annotations,omitempty"`
-			} `json:"metadata"`
-			Spec corev1.PersistentVolumeClaimSpec `json:"spec"`
-		} `json:"volumeClaimTemplates,omitempty"`
-		NetworkPolicy *struct {
-			Ingress []networkingv1.NetworkPolicyIngressRule `json:"ingress,omitempty"`
-			Egress  []networkingv1.NetworkPolicyEgressRule  `json:"egress,omitempty"`
-		} `json:"networkPolicy,omitempty"`
-	} `json:"spec"`
-}
-
-type sandboxWarmPool struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-	Spec              struct {
-		Replicas    int32                     `json:"replicas"`
-		PodTemplate sandboxPodTemplate        `json:"podTemplate"`
-		Strategy    appsv1.DeploymentStrategy `json:"strategy"`
-	} `json:"spec"`
-}
 
 const chartDir = "../helm/tracecell"
 
@@ -88,7 +41,7 @@ func decode(t *testing.T, what, stream string) objects {
 	t.Helper()
 	out := objects{}
 	for i, part := range regexp.MustCompile(`(?m)^---\s*$`).Split(stream, -1) {
-		if strings.TrimSpace(stripComments(part)) == "" {
+		if strings.TrimSpace(k8scheck.StripComments(part)) == "" {
 			continue
 		}
 		var tm struct {
@@ -115,9 +68,9 @@ func decode(t *testing.T, what, stream string) objects {
 		case "gateway.networking.k8s.io/v1 HTTPRoute":
 			obj = &gatewayv1.HTTPRoute{}
 		case "extensions.agents.x-k8s.io/v1alpha1 SandboxTemplate":
-			obj = &sandboxTemplate{}
+			obj = &k8scheck.SandboxTemplate{}
 		case "extensions.agents.x-k8s.io/v1alpha1 SandboxWarmPool":
-			obj = &sandboxWarmPool{}
+			obj = &k8scheck.SandboxWarmPool{}
 		default:
 			t.Fatalf("%s document %d: no type for %q %q; add it to this test", what, i, tm.APIVersion, tm.Kind)
 		}
@@ -131,16 +84,6 @@ func decode(t *testing.T, what, stream string) objects {
 		out[k] = obj
 	}
 	return out
-}
-
-func stripComments(s string) string {
-	var b strings.Builder
-	for _, l := range strings.Split(s, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(l), "#") {
-			b.WriteString(l + "\n")
-		}
-	}
-	return b.String()
 }
 
 func (o objects) kinds() []string {
@@ -194,21 +137,6 @@ func render(t *testing.T, release, values string) (string, string, error) {
 		return "", "", err
 	}
 	return rel.Manifest, rel.Info.Notes, nil
-}
-
-// podSecurity returns why spec fails the Pod Security level (none: allowed),
-// by the Pod Security admission's own checks.
-func podSecurity(t *testing.T, level psapi.Level, meta metav1.ObjectMeta, spec corev1.PodSpec) []string {
-	t.Helper()
-	ev, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := policy.AggregateCheckResults(ev.EvaluatePod(psapi.LevelVersion{Level: level, Version: psapi.LatestVersion()}, &meta, &spec))
-	if res.Allowed {
-		return nil
-	}
-	return res.ForbiddenReasons
 }
 
 // diff names the first difference of two values as YAML, or "".
@@ -314,7 +242,9 @@ func TestDefaultsMatchPlainManifests(t *testing.T) {
 						t.Errorf("%s differs from the plain manifest's (the namespace aside):\n%s\n--- plain:\n%s", f, g, text)
 					}
 				}
-				checkProxy(t, "haproxy", c.Data["haproxy.cfg"], func(f string) []string { return []string{"-c", "-f", f} })
+				if !k8scheck.CheckProxy(t, "haproxy", c.Data["haproxy.cfg"], func(f string) []string { return []string{"-c", "-f", f} }) {
+					t.Logf("%s is not installed (Debian: apt-get install %s): its syntax check is skipped", "haproxy", "haproxy")
+				}
 			}
 		})
 	}
@@ -356,9 +286,9 @@ func checkPods(t *testing.T, o objects) {
 			tmpl = v.Spec.Template
 		case *appsv1.Deployment:
 			tmpl = v.Spec.Template
-		case *sandboxTemplate:
+		case *k8scheck.SandboxTemplate:
 			tmpl = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: v.Spec.PodTemplate.Metadata.Labels}, Spec: v.Spec.PodTemplate.Spec}
-		case *sandboxWarmPool:
+		case *k8scheck.SandboxWarmPool:
 			tmpl = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: v.Spec.PodTemplate.Metadata.Labels}, Spec: v.Spec.PodTemplate.Spec}
 		default:
 			continue
@@ -368,11 +298,11 @@ func checkPods(t *testing.T, o objects) {
 			level = psapi.LevelBaseline
 			side := corev1.PodSpec{Containers: []corev1.Container{tmpl.Spec.InitContainers[0]}}
 			side.Containers[0].RestartPolicy = nil
-			if why := podSecurity(t, psapi.LevelRestricted, tmpl.ObjectMeta, side); why != nil {
+			if why := k8scheck.PodSecurity(t, psapi.LevelRestricted, tmpl.ObjectMeta, side); why != nil {
 				t.Errorf("%s: the tracecell sidecar fails Pod Security restricted: %v", k, why)
 			}
 		}
-		if why := podSecurity(t, level, tmpl.ObjectMeta, tmpl.Spec); why != nil {
+		if why := k8scheck.PodSecurity(t, level, tmpl.ObjectMeta, tmpl.Spec); why != nil {
 			t.Errorf("%s fails Pod Security %s: %v", k, level, why)
 		}
 		for _, c := range append(append([]corev1.Container(nil), tmpl.Spec.InitContainers...), tmpl.Spec.Containers...) {
@@ -380,43 +310,6 @@ func checkPods(t *testing.T, o objects) {
 				t.Errorf("%s: container %s adds capabilities %v", k, c.Name, c.SecurityContext.Capabilities.Add)
 			}
 		}
-	}
-}
-
-func flagValue(args []string, name string) (string, bool) {
-	for _, a := range args {
-		if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
-			return v, true
-		}
-	}
-	return "", false
-}
-
-// checkProxy runs the proxy's own configuration check on text, when the
-// proxy is installed (Debian: apt-get install haproxy nginx).
-func checkProxy(t *testing.T, prog, text string, args func(string) []string) {
-	t.Helper()
-	path, err := exec.LookPath(prog)
-	if err != nil {
-		for _, d := range []string{"/usr/sbin/", "/sbin/"} {
-			if _, err := os.Stat(d + prog); err == nil {
-				path = d + prog
-			}
-		}
-	}
-	if path == "" {
-		t.Logf("%s is not installed (Debian: apt-get install %s): its syntax check is skipped", prog, prog)
-		return
-	}
-	f := filepath.Join(t.TempDir(), prog+".conf")
-	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	cmd := exec.Command(path, args(f)...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("%s %v: %v\n%s\n%s", prog, args(f), err, out.String(), text)
 	}
 }
 
@@ -429,10 +322,10 @@ func TestAgentSandboxMatchesPlainManifest(t *testing.T) {
 	}
 	got := decode(t, "the chart (agent-sandbox)", manifest)
 	plain := loadFile(t, "../k8s/agent-sandbox.yaml")
-	pt := get[*sandboxTemplate](t, plain, "SandboxTemplate", "tracecell")
-	gt := get[*sandboxTemplate](t, got, "SandboxTemplate", "tracecell")
-	pp := get[*sandboxWarmPool](t, plain, "SandboxWarmPool", "tracecell")
-	gp := get[*sandboxWarmPool](t, got, "SandboxWarmPool", "tracecell")
+	pt := get[*k8scheck.SandboxTemplate](t, plain, "SandboxTemplate", "tracecell")
+	gt := get[*k8scheck.SandboxTemplate](t, got, "SandboxTemplate", "tracecell")
+	pp := get[*k8scheck.SandboxWarmPool](t, plain, "SandboxWarmPool", "tracecell")
+	gp := get[*k8scheck.SandboxWarmPool](t, got, "SandboxWarmPool", "tracecell")
 	if d := diff(gt.Spec.PodTemplate.Spec, pt.Spec.PodTemplate.Spec); d != "" {
 		t.Errorf("the template's pod: %s", d)
 	}
