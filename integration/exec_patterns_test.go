@@ -2,7 +2,6 @@ package integration
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,14 +11,9 @@ import (
 // buildIDs compiles testdata/setid/ids.c into dir.
 func buildIDs(t *testing.T, dir string) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Fatalf("gcc is required to build testdata/setid (make test installs it): %v", err)
-	}
 	bin := filepath.Join(dir, "ids")
-	src := filepath.Join(repoRoot, "testdata", "setid", "ids.c")
-	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", src, err, out)
+	if err := gccBuild(bin, "setid/ids.c"); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

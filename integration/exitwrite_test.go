@@ -25,49 +25,16 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-var (
-	exitwriteOnce sync.Once
-	exitwriteBin  string
-	exitwriteErr  error
-)
-
 // exitwrite is testdata/exitwrite/exitwrite.c, compiled once.
 func exitwrite(t *testing.T) string {
-	t.Helper()
-	exitwriteOnce.Do(func() {
-		if exitwriteBin = os.Getenv("TRACECELL_EXITWRITE_BIN"); exitwriteBin != "" {
-			return
-		}
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			exitwriteErr = fmt.Errorf("gcc is required to build testdata/exitwrite (make test installs it): %v", err)
-			return
-		}
-		dir, err := os.MkdirTemp("", "tracecell-exitwrite-")
-		if err != nil {
-			exitwriteErr = err
-			return
-		}
-		os.Chmod(dir, 0o755) // the as-nobody run executes it too
-		exitwriteBin = filepath.Join(dir, "exitwrite")
-		src := filepath.Join(repoRoot, "testdata", "exitwrite", "exitwrite.c")
-		if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", exitwriteBin, src).CombinedOutput(); err != nil {
-			exitwriteErr = fmt.Errorf("gcc %s: %v\n%s", src, err, out)
-		}
-	})
-	if exitwriteErr != nil {
-		t.Fatal(exitwriteErr)
-	}
-	return exitwriteBin
+	return cProgram(t, "TRACECELL_EXITWRITE_BIN", "exitwrite/exitwrite.c")
 }
 
 // TestExitWriteMkdirat: mkdirat(fd of dir, "sbxlong/d/../d/.../new") runs

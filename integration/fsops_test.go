@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,47 +24,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-var (
-	fsopsOnce sync.Once
-	fsopsBin  string
-	fsopsErr  error
-	fsopsSeq  atomic.Int64
-)
+// fsopsSeq numbers the host objects (shm names) the cases make.
+var fsopsSeq atomic.Int64
 
 // fsops returns testdata/fsops/fsops.c compiled (TRACECELL_FSOPS_BIN: already
 // compiled, for machines without gcc).
 func fsops(t *testing.T) string {
-	t.Helper()
-	fsopsOnce.Do(func() {
-		if b := os.Getenv("TRACECELL_FSOPS_BIN"); b != "" {
-			fsopsBin = b
-			return
-		}
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			fsopsErr = fmt.Errorf("gcc is required to build testdata/fsops (or set TRACECELL_FSOPS_BIN): %v", err)
-			return
-		}
-		dir, err := os.MkdirTemp("", "tracecell-fsops-")
-		if err != nil {
-			fsopsErr = err
-			return
-		}
-		// World-readable: the nobody cases run it too.
-		if err := os.Chmod(dir, 0o755); err != nil {
-			fsopsErr = err
-			return
-		}
-		fsopsBin = filepath.Join(dir, "fsops")
-		src := filepath.Join(repoRoot, "testdata", "fsops", "fsops.c")
-		if out, err := exec.Command(gcc, "-O2", "-Wall", "-pthread", "-o", fsopsBin, src).CombinedOutput(); err != nil {
-			fsopsErr = fmt.Errorf("gcc %s: %v\n%s", src, err, out)
-		}
-	})
-	if fsopsErr != nil {
-		t.Fatal(fsopsErr)
-	}
-	return fsopsBin
+	return cProgram(t, "TRACECELL_FSOPS_BIN", "fsops/fsops.c", "-pthread")
 }
 
 // nobodyCmd is the prefix that runs a command as nobody, for the cases that

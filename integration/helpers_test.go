@@ -37,6 +37,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -119,21 +120,71 @@ func testMain(m *testing.M) int {
 
 // buildCPrograms compiles testdata/escapes with gcc into dir.
 func buildCPrograms(dir string) error {
+	escapeBin, raceBin = filepath.Join(dir, "escape"), filepath.Join(dir, "race")
+	if err := gccBuild(escapeBin, "escapes/escape.c"); err != nil {
+		return err
+	}
+	return gccBuild(raceBin, "escapes/race.c", "-pthread")
+}
+
+// gccBuild compiles testdata/src (with -O2 -Wall and flags) into out.
+func gccBuild(out, src string, flags ...string) error {
 	gcc, err := exec.LookPath("gcc")
 	if err != nil {
-		return fmt.Errorf("gcc is required to build testdata/escapes (make test installs it): %v", err)
+		return fmt.Errorf("gcc is required to build testdata/%s (make test installs it): %v", src, err)
 	}
-	escapeBin = filepath.Join(dir, "escape")
-	src := filepath.Join(repoRoot, "testdata", "escapes", "escape.c")
-	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", escapeBin, src).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc %s: %v\n%s", src, err, out)
-	}
-	raceBin = filepath.Join(dir, "race")
-	src = filepath.Join(repoRoot, "testdata", "escapes", "race.c")
-	if out, err := exec.Command(gcc, "-O2", "-Wall", "-pthread", "-o", raceBin, src).CombinedOutput(); err != nil {
-		return fmt.Errorf("gcc %s: %v\n%s", src, err, out)
+	path := filepath.Join(repoRoot, "testdata", src)
+	args := append(append([]string{"-O2", "-Wall"}, flags...), "-o", out, path)
+	if b, err := exec.Command(gcc, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("gcc %s: %v\n%s", path, err, b)
 	}
 	return nil
+}
+
+// cBuild is one C test program, compiled at most once per test binary.
+type cBuild struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+var (
+	cBuildsMu sync.Mutex
+	cBuilds   = map[string]*cBuild{}
+)
+
+// cProgram is testdata/src compiled once per test binary (with flags) into
+// a world-readable temp dir, since the as-nobody runs execute it too; or
+// the program the environment variable env names, already compiled (the
+// arm64 guest has no gcc: scripts/arm64-vm.sh cross-compiles them).
+func cProgram(t *testing.T, env, src string, flags ...string) string {
+	t.Helper()
+	if b := os.Getenv(env); b != "" {
+		return b
+	}
+	cBuildsMu.Lock()
+	b := cBuilds[src]
+	if b == nil {
+		b = &cBuild{}
+		cBuilds[src] = b
+	}
+	cBuildsMu.Unlock()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "tracecell-cprog-")
+		if err == nil {
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.bin = filepath.Join(dir, strings.TrimSuffix(filepath.Base(src), ".c"))
+		b.err = gccBuild(b.bin, src, flags...)
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.bin
 }
 
 // pyScript is the path of a script under testdata/py.

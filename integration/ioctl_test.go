@@ -29,20 +29,7 @@ import (
 // dir (or TRACECELL_IOCTL_BIN, already compiled, where the machine has no
 // gcc).
 func ioctlProg(t *testing.T) string {
-	t.Helper()
-	if b := os.Getenv("TRACECELL_IOCTL_BIN"); b != "" {
-		return b
-	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		t.Fatalf("gcc is required to build testdata/escapes/ioctl.c (scripts/deps.sh installs it): %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "ioctl")
-	src := filepath.Join(repoRoot, "testdata", "escapes", "ioctl.c")
-	if out, err := exec.Command(gcc, "-O2", "-Wall", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", src, err, out)
-	}
-	return bin
+	return cProgram(t, "TRACECELL_IOCTL_BIN", "escapes/ioctl.c")
 }
 
 // btrfsMount makes a 128 MiB btrfs image (mkfs.btrfs wants 109 MiB at

@@ -19,48 +19,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-var (
-	netmemOnce sync.Once
-	netmemBin  string
-	netmemErr  error
-)
-
 // netmem is testdata/netmem/netmem.c, compiled once (or
 // TRACECELL_NETMEM_BIN, already compiled).
 func netmem(t *testing.T) string {
-	t.Helper()
-	netmemOnce.Do(func() {
-		if netmemBin = os.Getenv("TRACECELL_NETMEM_BIN"); netmemBin != "" {
-			return
-		}
-		gcc, err := exec.LookPath("gcc")
-		if err != nil {
-			netmemErr = fmt.Errorf("gcc is required to build testdata/netmem (make test installs it): %v", err)
-			return
-		}
-		dir, err := os.MkdirTemp("", "tracecell-netmem-")
-		if err != nil {
-			netmemErr = err
-			return
-		}
-		os.Chmod(dir, 0o755) // the as-nobody run executes it too
-		netmemBin = filepath.Join(dir, "netmem")
-		src := filepath.Join(repoRoot, "testdata", "netmem", "netmem.c")
-		if out, err := exec.Command(gcc, "-O2", "-Wall", "-pthread", "-o", netmemBin, src).CombinedOutput(); err != nil {
-			netmemErr = fmt.Errorf("gcc %s: %v\n%s", src, err, out)
-		}
-	})
-	if netmemErr != nil {
-		t.Fatal(netmemErr)
-	}
-	return netmemBin
+	return cProgram(t, "TRACECELL_NETMEM_BIN", "netmem/netmem.c", "-pthread")
 }
 
 // unixgram binds a datagram socket at p, closed at the end of the test.
