@@ -20,7 +20,6 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -265,41 +264,9 @@ func (s *Server) unpack(sandbox string, r io.Reader) (*archiveReport, error) {
 // file and a rename (an existing entry, even a symlink, is replaced, never
 // written through).
 func writeInto(dirfd int, name string, r io.Reader, mode os.FileMode, size int64, shown string) (int64, error) {
-	tmp := ".tracecell-unpack-" + randomID("")
-	perm := uint32(mode.Perm()&^0o022) | 0o600
-	ofd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-	if err != nil {
-		return 0, errf(500, "copy_failed", "create %s in the sandbox: %v", shown, err)
-	}
-	out := os.NewFile(uintptr(ofd), tmp)
-	n, err := io.CopyN(out, r, size)
-	if err == nil {
-		err = settle(out, dirfd, tmp, perm, shown) // the mode through the fd, never by name
-	}
-	if cerr := out.Close(); err == nil && cerr != nil {
-		err = cerr
-	}
-	if err == nil {
-		if rerr := unix.Renameat(dirfd, tmp, dirfd, name); rerr != nil {
-			if rerr == unix.EISDIR || rerr == unix.ENOTEMPTY || rerr == unix.EEXIST {
-				err = errf(409, "destination_is_directory", "%s is a directory in the sandbox; not replaced by a file", shown)
-			} else {
-				err = rerr
-			}
-		}
-	}
-	if err != nil {
-		unix.Unlinkat(dirfd, tmp, 0)
-		var ae *apiError
-		if errors.As(err, &ae) {
-			return 0, ae
-		}
-		if errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-			return 0, errf(507, "no_space", "write %s in the sandbox: %v", shown, err)
-		}
-		return 0, errf(500, "copy_failed", "write %s in the sandbox: %v", shown, err)
-	}
-	return n, nil
+	return writeTemp(dirfd, ".tracecell-unpack-"+randomID(""), name, mode, shown,
+		shown+" is a directory in the sandbox; not replaced by a file",
+		func(out *os.File) (int64, error) { return io.CopyN(out, r, size) })
 }
 
 // partialArchive adds what was already unpacked to a failure.

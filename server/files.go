@@ -578,17 +578,32 @@ func copyFile(src string, dirfd int, name string, mode os.FileMode, budget int64
 	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return 0, errf(409, "source_changed", "source %s is no longer a regular file; not copied", src)
 	}
-	tmp := fmt.Sprintf(".tracecell-copy-%s", randomID(""))
+	return writeTemp(dirfd, ".tracecell-copy-"+randomID(""), name, mode, shown,
+		"destination "+shown+" is a directory in the sandbox; name the file inside it",
+		func(out *os.File) (int64, error) {
+			n, err := io.Copy(out, io.LimitReader(in, budget+1))
+			if err == nil && n > budget {
+				err = errf(413, "copy_too_large", "source %s grew past the server's copy limit (--max-copy-size) while copying; not copied", src)
+			}
+			return n, err
+		})
+}
+
+// writeTemp writes a file of the sandbox the way the copy and unpack
+// endpoints do: it creates tmp in dirfd (O_EXCL|O_NOFOLLOW: never through
+// an entry session code planted), fills it, sets its mode through the fd
+// (settle, never by name), and renames it over name, so an existing entry,
+// even a symlink, is replaced and never written through. On any failure
+// tmp is removed and the error is an API error: isDir when name is a
+// directory, no_space for a full disk or quota, copy_failed otherwise.
+func writeTemp(dirfd int, tmp, name string, mode os.FileMode, shown, isDir string, fill func(*os.File) (int64, error)) (int64, error) {
 	perm := uint32(mode.Perm()&^0o022) | 0o600
 	ofd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
 	if err != nil {
 		return 0, errf(500, "copy_failed", "create %s in the sandbox: %v", shown, err)
 	}
 	out := os.NewFile(uintptr(ofd), tmp)
-	n, err := io.Copy(out, io.LimitReader(in, budget+1))
-	if err == nil && n > budget {
-		err = errf(413, "copy_too_large", "source %s grew past the server's copy limit (--max-copy-size) while copying; not copied", src)
-	}
+	n, err := fill(out)
 	if err == nil {
 		err = settle(out, dirfd, tmp, perm, shown)
 	}
@@ -598,7 +613,7 @@ func copyFile(src string, dirfd int, name string, mode os.FileMode, budget int64
 	if err == nil {
 		if rerr := unix.Renameat(dirfd, tmp, dirfd, name); rerr != nil {
 			if rerr == unix.EISDIR || rerr == unix.ENOTEMPTY || rerr == unix.EEXIST {
-				err = errf(409, "destination_is_directory", "destination %s is a directory in the sandbox; name the file inside it", shown)
+				err = errf(409, "destination_is_directory", "%s", isDir)
 			} else {
 				err = rerr
 			}
