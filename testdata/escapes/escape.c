@@ -56,30 +56,7 @@
 
 static const char payload[] = "ESCAPED\n";
 
-static const char *errname(int e) {
-	switch (e) {
-	case EPERM: return "EPERM";
-	case ENOENT: return "ENOENT";
-	case ESRCH: return "ESRCH";
-	case EBADF: return "EBADF";
-	case EACCES: return "EACCES";
-	case EFAULT: return "EFAULT";
-	case EEXIST: return "EEXIST";
-	case ENOTDIR: return "ENOTDIR";
-	case EISDIR: return "EISDIR";
-	case EINVAL: return "EINVAL";
-	case EROFS: return "EROFS";
-	case ENOSYS: return "ENOSYS";
-	case ENOTTY: return "ENOTTY";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case ECONNREFUSED: return "ECONNREFUSED";
-	case EIO: return "EIO";
-	case ENAMETOOLONG: return "ENAMETOOLONG";
-	}
-	static char buf[32];
-	snprintf(buf, sizeof buf, "%d", e);
-	return buf;
-}
+#include "../include/errname.h"
 
 // result prints the outcome of the escaping call: r < 0 means it failed
 // with errno.

@@ -31,27 +31,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-static const char *errname(int e) {
-	switch (e) {
-	case EPERM: return "EPERM";
-	case ENOENT: return "ENOENT";
-	case EBADF: return "EBADF";
-	case EACCES: return "EACCES";
-	case EFAULT: return "EFAULT";
-	case EEXIST: return "EEXIST";
-	case ENOTDIR: return "ENOTDIR";
-	case EINVAL: return "EINVAL";
-	case EROFS: return "EROFS";
-	case ENOSYS: return "ENOSYS";
-	case ENOTTY: return "ENOTTY";
-	case EOPNOTSUPP: return "EOPNOTSUPP";
-	case EXDEV: return "EXDEV";
-	case ENXIO: return "ENXIO";
-	}
-	static char buf[32];
-	snprintf(buf, sizeof buf, "%d", e);
-	return buf;
-}
+#include "../include/errname.h"
 
 static void report(const char *step, long r) {
 	if (r < 0)

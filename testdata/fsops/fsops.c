@@ -34,28 +34,7 @@
 #define O_TMPFILE (020000000 | O_DIRECTORY)
 #endif
 
-static const char *errname(int e) {
-	switch (e) {
-	case EPERM: return "EPERM";
-	case ENOENT: return "ENOENT";
-	case EACCES: return "EACCES";
-	case EEXIST: return "EEXIST";
-	case EFAULT: return "EFAULT";
-	case EINVAL: return "EINVAL";
-	case EAGAIN: return "EAGAIN";
-	case EBUSY: return "EBUSY";
-	case ENOSYS: return "ENOSYS";
-	case ETIMEDOUT: return "ETIMEDOUT";
-	case EBADF: return "EBADF";
-	case ENOTSUP: return "ENOTSUP";
-	case ENODATA: return "ENODATA";
-	case EMSGSIZE: return "EMSGSIZE";
-	case EROFS: return "EROFS";
-	}
-	static char buf[32];
-	snprintf(buf, sizeof buf, "%d", e);
-	return buf;
-}
+#include "../include/errname.h"
 
 static int result(long r) {
 	if (r < 0)

@@ -28,23 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static const char *errname(int e) {
-	switch (e) {
-	case EACCES: return "EACCES";
-	case EPERM: return "EPERM";
-	case EINVAL: return "EINVAL";
-	case ENOSYS: return "ENOSYS";
-	case ENOENT: return "ENOENT";
-	case EEXIST: return "EEXIST";
-	case ENAMETOOLONG: return "ENAMETOOLONG";
-	case ENETUNREACH: return "ENETUNREACH";
-	case ECONNREFUSED: return "ECONNREFUSED";
-	case EFAULT: return "EFAULT";
-	}
-	static char n[16];
-	snprintf(n, sizeof n, "%d", e);
-	return n;
-}
+#include "../include/errname.h"
 
 static int result(long r) {
 	if (r < 0)
