@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -183,29 +182,7 @@ func startCell(t *testing.T, sock, state string) (*exec.Cmd, *http.Client) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCell$", "-test.count=1")
 	cmd.Env = append(os.Environ(), "TRACECELL_TEST_CELL="+sock, "TRACECELL_TEST_STATE="+state)
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "READY" {
-				ready <- true
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatal("the helper cell exited before it was ready")
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the helper cell did not start")
-	}
+	startReady(t, cmd, "cell")
 	return cmd, &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}

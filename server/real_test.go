@@ -558,29 +558,7 @@ func startHelper(t *testing.T) *helper {
 	h.cmd = exec.Command(os.Args[0], "-test.run=^TestHelperServer$", "-test.count=1")
 	h.cmd.Env = append(os.Environ(), "TRACECELL_TEST_SERVER="+h.sock, "TRACECELL_TEST_STATE="+h.state)
 	h.cmd.Stderr = io.Discard
-	out, _ := h.cmd.StdoutPipe()
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.cmd.Process.Kill(); h.cmd.Wait() })
-	ready := make(chan bool, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "READY" {
-				ready <- true
-			}
-		}
-		ready <- false
-	}()
-	select {
-	case ok := <-ready:
-		if !ok {
-			t.Fatal("the helper server exited before it was ready")
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the helper server did not start")
-	}
+	startReady(t, h.cmd, "server")
 	h.c = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", h.sock)
 	}}}
@@ -705,5 +683,35 @@ func TestRealSessionsDoNotReadEachOther(t *testing.T) {
 	}
 	if r := e.run("iso-b", "open('mine.txt', 'w').write('ok'); open('mine.txt').read()"); str(r.Result) != "'ok'" {
 		t.Fatalf("own sandbox after the denials: %+v (sandbox %s)", r, b.Sandbox)
+	}
+}
+
+// startReady starts cmd, a helper process of the test binary, kills it at
+// the test's end, and waits (20 s at most) for it to print READY on its
+// stdout; what names it in a failure ("server", "cell").
+func startReady(t *testing.T, cmd *exec.Cmd, what string) {
+	t.Helper()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "READY" {
+				ready <- true
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatalf("the helper %s exited before it was ready", what)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the helper %s did not start", what)
 	}
 }
