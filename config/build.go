@@ -14,6 +14,7 @@ import (
 
 	"github.com/tracecell/tracecell/internal/caps"
 	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/tracer"
 )
 
 // KeptEnv are the variables passed through from tracecell's environment by
@@ -52,7 +53,7 @@ type Plan struct {
 	SandboxCreated bool
 	Timeout        time.Duration
 	MaxProcs       int
-	Rlimits        []Rlimit
+	Rlimits        []tracer.Rlimit
 	// InitialChain are programs the command itself must exec once to
 	// start: the NAME of a "#!/usr/bin/env NAME" script, looked up in the
 	// tree's PATH. The tracer lets the root process exec one of them right
@@ -66,14 +67,6 @@ type Plan struct {
 	// Warnings are one-line hints for the operator (a pyenv shim as the
 	// command, say); the CLI prints them unless --quiet.
 	Warnings []string
-}
-
-// Rlimit is one resource limit for the tree.
-type Rlimit struct {
-	Name     string `json:"name"`
-	Resource int    `json:"-"`
-	Cur      uint64 `json:"cur"`
-	Max      uint64 `json:"max"`
 }
 
 // UsageError is bad operator input (exit status 125, message names it).
@@ -289,19 +282,19 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	if s.CPUTime > 0 {
 		sec := uint64((time.Duration(s.CPUTime) + time.Second - 1) / time.Second)
 		// SIGXCPU at the soft limit, SIGKILL one second later.
-		p.Rlimits = append(p.Rlimits, Rlimit{"cpu_seconds", unix.RLIMIT_CPU, sec, sec + 1})
+		p.Rlimits = append(p.Rlimits, tracer.Rlimit{Name: "cpu_seconds", Resource: unix.RLIMIT_CPU, Cur: sec, Max: sec + 1})
 	}
 	if s.Memory > 0 {
-		p.Rlimits = append(p.Rlimits, Rlimit{"address_space_bytes", unix.RLIMIT_AS, uint64(s.Memory), uint64(s.Memory)})
+		p.Rlimits = append(p.Rlimits, tracer.Rlimit{Name: "address_space_bytes", Resource: unix.RLIMIT_AS, Cur: uint64(s.Memory), Max: uint64(s.Memory)})
 	}
 	if s.MaxFileSize > 0 {
-		p.Rlimits = append(p.Rlimits, Rlimit{"file_size_bytes", unix.RLIMIT_FSIZE, uint64(s.MaxFileSize), uint64(s.MaxFileSize)})
+		p.Rlimits = append(p.Rlimits, tracer.Rlimit{Name: "file_size_bytes", Resource: unix.RLIMIT_FSIZE, Cur: uint64(s.MaxFileSize), Max: uint64(s.MaxFileSize)})
 	}
 	if s.MaxOpenFiles < 0 {
 		return nil, usagef("--max-open-files %d: must be 0 (unchanged) or more", s.MaxOpenFiles)
 	}
 	if s.MaxOpenFiles > 0 {
-		p.Rlimits = append(p.Rlimits, Rlimit{"open_files", unix.RLIMIT_NOFILE, uint64(s.MaxOpenFiles), uint64(s.MaxOpenFiles)})
+		p.Rlimits = append(p.Rlimits, tracer.Rlimit{Name: "open_files", Resource: unix.RLIMIT_NOFILE, Cur: uint64(s.MaxOpenFiles), Max: uint64(s.MaxOpenFiles)})
 	}
 	pc.NetAdmin = p.KeepCaps.Has(caps.NetAdmin)
 	if _, err := policy.New(pc); err != nil {
