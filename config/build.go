@@ -117,8 +117,8 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 // planBuilder is one Build in progress: each phase reads the settings and
 // fills in the plan and its policy.
 type planBuilder struct {
-	s       *Settings
-	p       *Plan
+	s       *Settings     // the settings (Build fills in s.Write when it makes the sandbox)
+	p       *Plan         // the plan being filled in
 	pc      policy.Config // becomes p.Policy once it compiles
 	pathVar string        // the tree's PATH (env), where the command and --allow-exec names are looked up
 }

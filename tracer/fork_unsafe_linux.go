@@ -59,13 +59,13 @@ var stageNames = map[int32]string{
 }
 
 // childRlimit is one Rlimit in the form the child passes to the raw
-// prlimit64 (Linux 2.6.36): the resource as the syscall argument and the limit in the
-// kernel's struct rlimit64 layout (unix.Rlimit), at an address that lives in
+// prlimit64 (Linux 2.6.36): the resource as the syscall argument and the
+// limit in the kernel's struct rlimit64 layout, at an address that lives in
 // the spec. The child may not allocate or grow its stack, so it cannot build
 // them from the Rlimit list itself; childRlimits derives them before the fork.
 type childRlimit struct {
-	resource uintptr
-	lim      unix.Rlimit
+	resource uintptr     // unix.RLIMIT_*, prlimit64's second argument
+	lim      unix.Rlimit // struct rlimit64 {rlim_cur, rlim_max}, its third
 }
 
 // childRlimits is rl in the child's fixed layout.

@@ -445,8 +445,8 @@ type notifier struct {
 	trace  *report.TraceWriter // nil without --trace
 	quiet  bool                // --quiet: no notices
 	json   bool                // --log-format json: notices are log lines
-	log    zerolog.Logger
-	stderr io.Writer
+	log    zerolog.Logger      // for the JSON notices
+	stderr io.Writer           // for the text notices
 
 	mu    sync.Mutex
 	walks report.ExecWalks // guarded by mu
@@ -480,8 +480,8 @@ func (n *notifier) event(ev *report.Event) {
 // signalWatch cancels the run at SIGINT, SIGTERM or SIGHUP and keeps which
 // signal it was.
 type signalWatch struct {
-	sigs   chan os.Signal
-	cancel context.CancelFunc
+	sigs   chan os.Signal     // where signal.Notify delivers
+	cancel context.CancelFunc // ends the run's context
 
 	mu  sync.Mutex
 	got syscall.Signal // guarded by mu: the signal received, 0 if none
