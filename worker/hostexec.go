@@ -4,7 +4,6 @@
 package worker
 
 import (
-	_ "embed"
 	"fmt"
 	"os"
 	"strconv"

@@ -6,7 +6,6 @@ package worker
 
 import (
 	"crypto/rand"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"errors"

@@ -6,7 +6,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"os"

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"bytes"
-	_ "embed"
 	"fmt"
 	"io"
 	"os"
