@@ -14,6 +14,7 @@ import (
 
 	"github.com/tracecell/tracecell/internal/caps"
 	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/tracer"
 )
 
 // KeptEnv are the variables passed through from tracecell's environment by
@@ -52,7 +53,7 @@ type Plan struct {
 	SandboxCreated bool
 	Timeout        time.Duration
 	MaxProcs       int
-	Rlimits        []Rlimit
+	Rlimits        []tracer.Rlimit
 	// InitialChain are programs the command itself must exec once to
 	// start: the NAME of a "#!/usr/bin/env NAME" script, looked up in the
 	// tree's PATH. The tracer lets the root process exec one of them right
@@ -66,14 +67,6 @@ type Plan struct {
 	// Warnings are one-line hints for the operator (a pyenv shim as the
 	// command, say); the CLI prints them unless --quiet.
 	Warnings []string
-}
-
-// Rlimit is one resource limit for the tree.
-type Rlimit struct {
-	Name     string `json:"name"`
-	Resource int    `json:"-"`
-	Cur      uint64 `json:"cur"`
-	Max      uint64 `json:"max"`
 }
 
 // UsageError is bad operator input (exit status 125, message names it).
@@ -96,8 +89,42 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	if len(argv) == 0 {
 		return nil, usagef("no command given: usage: tracecell run [options] -- COMMAND [ARGS...]")
 	}
-	p := &Plan{Argv: argv}
-	var pc policy.Config
+	if err := checkEmptyPaths(s); err != nil {
+		return nil, err
+	}
+	b := &planBuilder{s: s, p: &Plan{Argv: argv}}
+	for _, phase := range []func() error{
+		b.writeRoots,
+		b.reads,
+		func() error { return b.env(environ) },
+		b.cwd,
+		b.command,
+		b.allowExec,
+		b.netAndMode,
+		b.devices,
+		b.keepCaps,
+		b.scratch,
+		b.limits,
+		b.checkPolicy,
+	} {
+		if err := phase(); err != nil {
+			return nil, err
+		}
+	}
+	return b.p, nil
+}
+
+// planBuilder is one Build in progress: each phase reads the settings and
+// fills in the plan and its policy.
+type planBuilder struct {
+	s       *Settings     // the settings (Build fills in s.Write when it makes the sandbox)
+	p       *Plan         // the plan being filled in
+	pc      policy.Config // becomes p.Policy once it compiles
+	pathVar string        // the tree's PATH (env), where the command and --allow-exec names are looked up
+}
+
+// checkEmptyPaths fails on a path setting given as "".
+func checkEmptyPaths(s *Settings) error {
 	// An empty path would be the current directory (filepath.Abs("")):
 	// `--write "$SBX"` with SBX unset must not make the cwd writable.
 	// The CLI and LoadFile say which flag or line; this catches every
@@ -109,16 +136,21 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 		{"--allow-device", s.AllowDevice}, {"--scratch", s.Scratch}} {
 		for _, v := range l.list {
 			if v == "" {
-				return nil, usagef("%s: empty value (an unset variable?): give a path", l.name)
+				return usagef("%s: empty value (an unset variable?): give a path", l.name)
 			}
 		}
 	}
+	return nil
+}
 
-	// Writable roots.
+// writeRoots resolves (and creates) the writable roots, or makes a fresh
+// sandbox when none is given; the first is the sandbox.
+func (b *planBuilder) writeRoots() error {
+	s, p := b.s, b.p
 	if len(s.Write) == 0 {
 		d, err := os.MkdirTemp("", "tracecell-")
 		if err != nil {
-			return nil, fmt.Errorf("create a sandbox directory under %s: %w (set TMPDIR or pass --write DIR)", os.TempDir(), err)
+			return fmt.Errorf("create a sandbox directory under %s: %w (set TMPDIR or pass --write DIR)", os.TempDir(), err)
 		}
 		s.Write = []string{d}
 		p.SandboxCreated = true
@@ -126,74 +158,88 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	for _, w := range s.Write {
 		a, err := Abs(w)
 		if err != nil {
-			return nil, usagef("--write %s: %v", w, err)
+			return usagef("--write %s: %v", w, err)
 		}
 		if err := os.MkdirAll(a, 0o755); err != nil {
-			return nil, usagef("--write %s: cannot create the directory: %v", w, err)
+			return usagef("--write %s: cannot create the directory: %v", w, err)
 		}
 		r, err := filepath.EvalSymlinks(a)
 		if err != nil {
-			return nil, usagef("--write %s: %v", w, err)
+			return usagef("--write %s: %v", w, err)
 		}
 		if st, err := os.Stat(r); err != nil || !st.IsDir() {
-			return nil, usagef("--write %s: not a directory", w)
+			return usagef("--write %s: not a directory", w)
 		}
 		if r == "/" {
-			return nil, usagef("--write %s: the whole file system cannot be a writable root", w)
+			return usagef("--write %s: the whole file system cannot be a writable root", w)
 		}
-		pc.WriteRoots = appendUnique(pc.WriteRoots, r)
+		b.pc.WriteRoots = appendUnique(b.pc.WriteRoots, r)
 	}
-	p.Sandbox = pc.WriteRoots[0]
+	p.Sandbox = b.pc.WriteRoots[0]
+	return nil
+}
 
-	// Reads.
-	for _, r := range s.Read {
+// reads resolves --read (the read roots) and --deny-read.
+func (b *planBuilder) reads() error {
+	for _, r := range b.s.Read {
 		a, err := resolveMaybe(r)
 		if err != nil {
-			return nil, usagef("--read %s: %v", r, err)
+			return usagef("--read %s: %v", r, err)
 		}
-		pc.ReadRoots = appendUnique(pc.ReadRoots, a)
+		b.pc.ReadRoots = appendUnique(b.pc.ReadRoots, a)
 	}
-	if len(s.Read) > 0 && pc.ReadRoots == nil {
-		pc.ReadRoots = []string{}
+	if len(b.s.Read) > 0 && b.pc.ReadRoots == nil {
+		b.pc.ReadRoots = []string{}
 	}
-	for _, r := range s.DenyRead {
+	for _, r := range b.s.DenyRead {
 		a, err := resolveMaybe(r)
 		if err != nil {
-			return nil, usagef("--deny-read %s: %v", r, err)
+			return usagef("--deny-read %s: %v", r, err)
 		}
-		pc.DenyRead = appendUnique(pc.DenyRead, a)
+		b.pc.DenyRead = appendUnique(b.pc.DenyRead, a)
 	}
+	return nil
+}
 
-	// Environment.
-	env, pathVar, err := buildEnv(s, environ, p.Sandbox)
+// env makes the tree's environment from tracecell's own (environ).
+func (b *planBuilder) env(environ []string) error {
+	env, pathVar, err := buildEnv(b.s, environ, b.p.Sandbox)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	p.Env = env
+	b.p.Env, b.pathVar = env, pathVar
+	return nil
+}
 
-	// Working directory.
-	p.Cwd = p.Sandbox
-	if s.Cwd != "" {
-		a, err := Abs(s.Cwd)
+// cwd is the command's working directory: --cwd, or the sandbox.
+func (b *planBuilder) cwd() error {
+	b.p.Cwd = b.p.Sandbox
+	if b.s.Cwd != "" {
+		a, err := Abs(b.s.Cwd)
 		if err != nil {
-			return nil, usagef("--cwd %s: %v", s.Cwd, err)
+			return usagef("--cwd %s: %v", b.s.Cwd, err)
 		}
 		if st, err := os.Stat(a); err != nil || !st.IsDir() {
-			return nil, usagef("--cwd %s: not an existing directory", s.Cwd)
+			return usagef("--cwd %s: not an existing directory", b.s.Cwd)
 		}
-		p.Cwd = a
+		b.p.Cwd = a
 	}
+	return nil
+}
 
-	// The command.
-	exe, err := lookPath(argv[0], pathVar, p.Cwd)
+// command finds the command, its start chain and the runtime roots it
+// needs under --read.
+func (b *planBuilder) command() error {
+	p, pc, argv := b.p, &b.pc, b.p.Argv
+	exe, err := lookPath(argv[0], b.pathVar, p.Cwd)
 	if err != nil {
-		return nil, elsewhereHint(err, argv[0], p.Cwd)
+		return elsewhereHint(err, argv[0], p.Cwd)
 	}
 	if err := checkScript(argv, p.Cwd); err != nil {
-		return nil, err
+		return err
 	}
 	p.Path = exe
-	p.InitialChain, p.Warnings = startChain(exe, argv[0], pathVar, p.Cwd)
+	p.InitialChain, p.Warnings = startChain(exe, argv[0], b.pathVar, p.Cwd)
 	if real, err := filepath.EvalSymlinks(exe); err == nil {
 		pc.RuntimeRoots = append(pc.RuntimeRoots, prefixRoots(real)...)
 		pc.RuntimeRoots = appendUnique(pc.RuntimeRoots, real)
@@ -203,20 +249,25 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	} else {
 		pc.RuntimeRoots = nil
 	}
+	return nil
+}
 
-	for _, e := range s.AllowExec {
+// allowExec resolves --allow-exec: programs, directories and patterns.
+func (b *planBuilder) allowExec() error {
+	p, pc := b.p, &b.pc
+	for _, e := range b.s.AllowExec {
 		if strings.HasPrefix(e, "~") {
 			// ~/bin/tool, ~user/bin/*: a path, never a name in PATH nor
 			// a path relative to the working directory.
 			a, err := Abs(e)
 			if err != nil {
-				return nil, usagef("--allow-exec %s: %v", e, err)
+				return usagef("--allow-exec %s: %v", e, err)
 			}
 			e = a
 		}
 		if x, ok, err := execPattern(e); ok || err != nil {
 			if err != nil {
-				return nil, usagef("--allow-exec %s: %v", e, err)
+				return usagef("--allow-exec %s: %v", e, err)
 			}
 			pc.AllowExecPatterns = appendUnique(pc.AllowExecPatterns, x)
 			if w := patternOverWritable(x, pc.WriteRoots); w != "" {
@@ -224,62 +275,86 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 			}
 			continue
 		}
-		x, err := lookPath(e, pathVar, p.Cwd)
+		x, err := lookPath(e, b.pathVar, p.Cwd)
 		if err != nil {
-			return nil, usagef("--allow-exec %s: %v", e, err)
+			return usagef("--allow-exec %s: %v", e, err)
 		}
 		r, err := filepath.EvalSymlinks(x)
 		if err != nil {
-			return nil, usagef("--allow-exec %s: %v", e, err)
+			return usagef("--allow-exec %s: %v", e, err)
 		}
 		pc.AllowExec = appendUnique(pc.AllowExec, r)
 	}
+	return nil
+}
 
-	if err := pc.Net.UnmarshalText([]byte(orDefault(s.Net, "deny"))); err != nil {
-		return nil, usagef("--net: %v", err)
+// netAndMode parses --net (default deny) and --mode (default enforce).
+func (b *planBuilder) netAndMode() error {
+	if err := b.pc.Net.UnmarshalText([]byte(orDefault(b.s.Net, "deny"))); err != nil {
+		return usagef("--net: %v", err)
 	}
-	if err := pc.Mode.UnmarshalText([]byte(orDefault(s.Mode, "enforce"))); err != nil {
-		return nil, usagef("--mode: %v", err)
+	if err := b.pc.Mode.UnmarshalText([]byte(orDefault(b.s.Mode, "enforce"))); err != nil {
+		return usagef("--mode: %v", err)
 	}
-	pc.Devices = policy.DefaultDevices()
-	for _, d := range s.AllowDevice {
+	return nil
+}
+
+// devices are the default writable devices plus --allow-device.
+func (b *planBuilder) devices() error {
+	b.pc.Devices = policy.DefaultDevices()
+	for _, d := range b.s.AllowDevice {
 		if _, err := path.Match(d, "/dev/x"); err != nil {
-			return nil, usagef("--allow-device %s: bad pattern: %v", d, err)
+			return usagef("--allow-device %s: bad pattern: %v", d, err)
 		}
 		if !strings.HasPrefix(d, "/dev/") {
-			return nil, usagef("--allow-device %s: must be a pattern under /dev/", d)
+			return usagef("--allow-device %s: must be a pattern under /dev/", d)
 		}
-		pc.Devices = appendUnique(pc.Devices, d)
+		b.pc.Devices = appendUnique(b.pc.Devices, d)
 	}
-	kc, err := caps.Parse(s.KeepCap)
+	return nil
+}
+
+// keepCaps are the default capabilities plus --keep-cap.
+func (b *planBuilder) keepCaps() error {
+	kc, err := caps.Parse(b.s.KeepCap)
 	if err != nil {
-		return nil, usagef("--keep-cap: %v", err)
+		return usagef("--keep-cap: %v", err)
 	}
-	p.KeepCaps = caps.DefaultKeep | kc
-	scratch := s.Scratch
+	b.p.KeepCaps = caps.DefaultKeep | kc
+	return nil
+}
+
+// scratch resolves the scratch directories (default /dev/shm, where it
+// exists).
+func (b *planBuilder) scratch() error {
+	scratch := b.s.Scratch
 	if scratch == nil {
 		scratch = policy.DefaultScratch()
 	}
-	pc.Scratch = []string{}
+	b.pc.Scratch = []string{}
 	for _, d := range scratch {
 		a, err := Abs(d)
 		if err != nil {
-			return nil, usagef("--scratch %s: %v", d, err)
+			return usagef("--scratch %s: %v", d, err)
 		}
 		r, err := filepath.EvalSymlinks(a)
 		if err != nil {
-			if s.Scratch == nil {
+			if b.s.Scratch == nil {
 				continue // no /dev/shm on this host
 			}
-			return nil, usagef("--scratch %s: %v", d, err)
+			return usagef("--scratch %s: %v", d, err)
 		}
-		pc.Scratch = appendUnique(pc.Scratch, r)
+		b.pc.Scratch = appendUnique(b.pc.Scratch, r)
 	}
+	return nil
+}
 
-	// Limits.
+// limits are the timeout, --max-procs, --no-freeze and the rlimits.
+func (b *planBuilder) limits() error {
+	s, p := b.s, b.p
 	p.Timeout = time.Duration(s.Timeout)
 	if s.MaxProcs < 0 {
-		return nil, usagef("--max-procs %d: must be 0 (unlimited) or more", s.MaxProcs)
+		return usagef("--max-procs %d: must be 0 (unlimited) or more", s.MaxProcs)
 	}
 	p.MaxProcs = s.MaxProcs
 	p.NoFreeze = s.NoFreeze
@@ -289,26 +364,31 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 	if s.CPUTime > 0 {
 		sec := uint64((time.Duration(s.CPUTime) + time.Second - 1) / time.Second)
 		// SIGXCPU at the soft limit, SIGKILL one second later.
-		p.Rlimits = append(p.Rlimits, Rlimit{"cpu_seconds", unix.RLIMIT_CPU, sec, sec + 1})
+		p.Rlimits = append(p.Rlimits, tracer.Rlimit{Name: "cpu_seconds", Resource: unix.RLIMIT_CPU, Cur: sec, Max: sec + 1})
 	}
 	if s.Memory > 0 {
-		p.Rlimits = append(p.Rlimits, Rlimit{"address_space_bytes", unix.RLIMIT_AS, uint64(s.Memory), uint64(s.Memory)})
+		p.Rlimits = append(p.Rlimits, tracer.Rlimit{Name: "address_space_bytes", Resource: unix.RLIMIT_AS, Cur: uint64(s.Memory), Max: uint64(s.Memory)})
 	}
 	if s.MaxFileSize > 0 {
-		p.Rlimits = append(p.Rlimits, Rlimit{"file_size_bytes", unix.RLIMIT_FSIZE, uint64(s.MaxFileSize), uint64(s.MaxFileSize)})
+		p.Rlimits = append(p.Rlimits, tracer.Rlimit{Name: "file_size_bytes", Resource: unix.RLIMIT_FSIZE, Cur: uint64(s.MaxFileSize), Max: uint64(s.MaxFileSize)})
 	}
 	if s.MaxOpenFiles < 0 {
-		return nil, usagef("--max-open-files %d: must be 0 (unchanged) or more", s.MaxOpenFiles)
+		return usagef("--max-open-files %d: must be 0 (unchanged) or more", s.MaxOpenFiles)
 	}
 	if s.MaxOpenFiles > 0 {
-		p.Rlimits = append(p.Rlimits, Rlimit{"open_files", unix.RLIMIT_NOFILE, uint64(s.MaxOpenFiles), uint64(s.MaxOpenFiles)})
+		p.Rlimits = append(p.Rlimits, tracer.Rlimit{Name: "open_files", Resource: unix.RLIMIT_NOFILE, Cur: uint64(s.MaxOpenFiles), Max: uint64(s.MaxOpenFiles)})
 	}
-	pc.NetAdmin = p.KeepCaps.Has(caps.NetAdmin)
-	if _, err := policy.New(pc); err != nil {
-		return nil, usagef("policy: %v", err)
+	return nil
+}
+
+// checkPolicy checks that the policy compiles and puts it in the plan.
+func (b *planBuilder) checkPolicy() error {
+	b.pc.NetAdmin = b.p.KeepCaps.Has(caps.NetAdmin)
+	if _, err := policy.New(b.pc); err != nil {
+		return usagef("policy: %v", err)
 	}
-	p.Policy = pc
-	return p, nil
+	b.p.Policy = b.pc
+	return nil
 }
 
 func orDefault(s, d string) string {
@@ -470,243 +550,4 @@ func patternOverWritable(x string, writeRoots []string) string {
 		}
 	}
 	return ""
-}
-
-// lookPath finds name the way the shell would in the tree's PATH; a name
-// with a slash is taken relative to dir.
-func lookPath(name, pathVar, dir string) (string, error) {
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(dir, p)
-		}
-		return checkExec(p, name)
-	}
-	var lastErr error
-	for _, d := range filepath.SplitList(pathVar) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(dir, d)
-		}
-		p, err := checkExec(filepath.Join(d, name), name)
-		if err == nil {
-			return p, nil
-		}
-		var nf *NotFoundError
-		if errors.As(err, &nf) && nf.Status == 126 {
-			lastErr = err
-		}
-	}
-	if lastErr != nil {
-		return "", lastErr
-	}
-	return "", &NotFoundError{127, fmt.Sprintf("%s: command not found in PATH (%s)", name, pathVar)}
-}
-
-func checkExec(p, name string) (string, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return "", &NotFoundError{127, fmt.Sprintf("%s: command not found (%s)", name, p)}
-	}
-	if st.IsDir() {
-		return "", &NotFoundError{126, fmt.Sprintf("%s: is a directory", p)}
-	}
-	if st.Mode()&0o111 == 0 || unix.Access(p, unix.X_OK) != nil {
-		return "", &NotFoundError{126, fmt.Sprintf("%s: permission denied (not executable)", p)}
-	}
-	return p, nil
-}
-
-// startChain looks at the command's "#!" line. A "#!/usr/bin/env NAME" script
-// makes env exec NAME, a second exec the exec policy would deny: NAME,
-// looked up in the tree's PATH as env will, is returned as the chain the
-// command may exec once to start. A pyenv or asdf shim (a shell script that
-// runs more programs before the interpreter) gets a warning with the fix.
-func startChain(exe, name, pathVar, dir string) (chain, warnings []string) {
-	f, err := os.Open(exe)
-	if err != nil {
-		return nil, nil
-	}
-	defer f.Close()
-	buf := make([]byte, 256)
-	n, _ := f.Read(buf)
-	line := string(buf[:n])
-	if !strings.HasPrefix(line, "#!") {
-		return nil, nil
-	}
-	if i := strings.IndexByte(line, '\n'); i >= 0 {
-		line = line[:i]
-	}
-	fields := strings.Fields(line[2:])
-	if isShim(exe) {
-		warnings = append(warnings, fmt.Sprintf("%s is a version-manager shim (%s), a script that runs other programs before the interpreter, which the exec policy blocks: run the interpreter itself, e.g. tracecell run -- $(pyenv which %s) ...", name, exe, filepath.Base(exe)))
-		return nil, warnings
-	}
-	// A script whose #! names a shim ("#!/home/u/.pyenv/shims/python3")
-	// fails the same way, one exec later.
-	if len(fields) > 0 && isShim(fields[0]) {
-		return nil, append(warnings, shimScriptWarning(exe, fields, fields[0]))
-	}
-	if len(fields) < 2 || filepath.Base(fields[0]) != "env" {
-		return nil, nil
-	}
-	// env [-S] [-i] [VAR=value ...] NAME: the first operand is the program.
-	for _, a := range fields[1:] {
-		if strings.HasPrefix(a, "-") || strings.Contains(a, "=") {
-			continue
-		}
-		x, err := lookPath(a, pathVar, dir)
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("%s starts with #!%s, but %s is not in the tree's PATH (%s): the script will fail to start", exe, strings.Join(fields, " "), a, pathVar))
-			return nil, warnings
-		}
-		if isShim(x) {
-			// "#!/usr/bin/env python3" with a pyenv shim first in PATH.
-			return nil, append(warnings, shimScriptWarning(exe, fields, x))
-		}
-		if r, err := filepath.EvalSymlinks(x); err == nil {
-			x = r
-		}
-		return []string{x}, nil
-	}
-	return nil, nil
-}
-
-// isShim: p is a version manager's shim (pyenv, asdf, rbenv, nodenv...), a
-// shell script in a "shims" directory that runs the version manager, which
-// then execs the interpreter: execs the exec policy blocks.
-func isShim(p string) bool { return strings.Contains(p, "/shims/") }
-
-func shimScriptWarning(script string, fields []string, shim string) string {
-	return fmt.Sprintf("%s starts with #!%s, and %s is a version-manager shim, a script that runs other programs before the interpreter, which the exec policy blocks: run the script with the interpreter itself, e.g. tracecell run -- $(pyenv which %s) %s", script, strings.Join(fields, " "), shim, filepath.Base(shim), script)
-}
-
-// elsewhereHint adds to a "not found" error for a relative command with a
-// slash (./analysis.py) the hint that it exists relative to tracecell's own
-// working directory: the command runs in dir (the sandbox by default), and
-// relative paths are looked up there.
-func elsewhereHint(err error, name, dir string) error {
-	var nf *NotFoundError
-	if !errors.As(err, &nf) || nf.Status != 127 || !strings.Contains(name, "/") || filepath.IsAbs(name) {
-		return err
-	}
-	if there := callerPath(name, dir); there != "" {
-		return &NotFoundError{127, fmt.Sprintf("%s: not found in the command's working directory %s (relative paths are looked up there), but %s exists: pass the absolute path (%s) or --cwd %s", name, dir, there, there, filepath.Dir(there))}
-	}
-	return err
-}
-
-// callerPath is name relative to tracecell's own working directory when it
-// exists there and that directory is not dir; "" otherwise.
-func callerPath(name, dir string) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return ""
-	}
-	if r, err := filepath.EvalSymlinks(wd); err == nil {
-		wd = r
-	}
-	if wd == dir {
-		return ""
-	}
-	p := filepath.Join(wd, name)
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	return p
-}
-
-// scriptInterpreters are the programs whose first operand is a script file
-// they open at start, and their options that take no script (the code is an
-// argument, a module or stdin) or take a value (the next argument).
-var scriptInterpreters = []struct {
-	names    []string // base names, each also with a version suffix (python3.11)
-	noScript []string
-	withArg  []string
-}{
-	{[]string{"python", "pypy"}, []string{"-c", "-m", "-"}, []string{"-X", "-W", "-Q"}},
-	{[]string{"sh", "bash", "dash", "zsh", "ksh", "mksh"}, []string{"-c", "-s", "-"}, []string{"-o", "+o", "-O", "+O"}},
-	{[]string{"node", "nodejs", "deno", "bun"}, []string{"-e", "--eval", "-p", "--print", "-"}, []string{"-r", "--require"}},
-	{[]string{"perl", "ruby"}, []string{"-e", "-E", "-"}, []string{"-I", "-M"}},
-	{[]string{"Rscript"}, []string{"-e"}, nil},
-}
-
-// isNamed: base is one of names, or one followed by a version
-// ("python3", "python3.11", "perl5.36"). No regexp: see sizeRe.
-func isNamed(base string, names []string) bool {
-	for _, n := range names {
-		if v, ok := strings.CutPrefix(base, n); ok && strings.Trim(v, "0123456789.") == "" {
-			return true
-		}
-	}
-	return false
-}
-
-// checkScript fails when argv is an interpreter with a relative script that
-// does not exist in the command's working directory dir (where the
-// interpreter will look) but does in tracecell's own: the typical
-// `tracecell run --write ./sbx -- python3 analysis.py`, whose python3 would
-// say only "can't open file '<sandbox>/analysis.py'".
-func checkScript(argv []string, dir string) error {
-	base := filepath.Base(argv[0])
-	for _, in := range scriptInterpreters {
-		if !isNamed(base, in.names) {
-			continue
-		}
-		for i := 1; i < len(argv); i++ {
-			a := argv[i]
-			switch {
-			case contains(in.noScript, a) || a != "-" && hasOptPrefix(in.noScript, a):
-				return nil // -c CODE, -m MODULE, -cCODE: no script file
-			case contains(in.withArg, a):
-				i++
-				continue
-			case a == "--":
-				if i+1 < len(argv) {
-					return scriptElsewhere(argv[0], argv[i+1], dir)
-				}
-				return nil
-			case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
-				continue
-			}
-			return scriptElsewhere(argv[0], a, dir)
-		}
-		return nil
-	}
-	return nil
-}
-
-func scriptElsewhere(interp, script, dir string) error {
-	if script == "" || filepath.IsAbs(script) {
-		return nil
-	}
-	if _, err := os.Stat(filepath.Join(dir, script)); err == nil {
-		return nil
-	}
-	if there := callerPath(script, dir); there != "" {
-		return &NotFoundError{127, fmt.Sprintf("%s: not found in the command's working directory %s, where %s will look for it, but %s exists: pass the absolute path (%s %s) or --cwd %s", script, dir, interp, there, interp, there, filepath.Dir(there))}
-	}
-	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// hasOptPrefix: a is a short option of opts with its value attached
-// ("-cprint(1)"); long options ("--eval") only match whole.
-func hasOptPrefix(opts []string, a string) bool {
-	for _, o := range opts {
-		if len(o) == 2 && o[0] == '-' && strings.HasPrefix(a, o) && !strings.HasPrefix(a, "--") {
-			return true
-		}
-	}
-	return false
 }

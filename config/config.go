@@ -1,5 +1,8 @@
 // Package config reads the operator's settings (a YAML or JSON policy file,
-// overridden by flags) and turns them into the effective policy and limits.
+// overridden by flags) and turns them into the effective policy and limits,
+// a Plan (Build), and a plan into the tracer's configuration
+// (Plan.TracerConfig): the one run assembly of `tracecell run` and the
+// session worker.
 package config
 
 import (

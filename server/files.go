@@ -338,18 +338,48 @@ func (s *Server) decideRead(resolved, sandbox string) policy.Decision {
 
 // copyIn copies a host file or tree into the sandbox.
 func (s *Server) copyIn(sandbox string, req copyRequest) (*copyReport, error) {
-	if req.Source == "" {
+	src, err := s.checkSource(sandbox, req.Source)
+	if err != nil {
+		return nil, err
+	}
+	dst, comps, err := copyDestination(sandbox, req.Destination, src)
+	if err != nil {
+		return nil, err
+	}
+	rep := &copyReport{Source: src.real, Destination: strings.Join(comps, "/"),
+		Path: filepath.Join(append([]string{sandbox}, comps...)...), Skipped: []skipped{}}
+	items, err := s.planCopy(sandbox, src, rep)
+	if err != nil {
+		return nil, err
+	}
+	if copyTestHook != nil {
+		copyTestHook()
+	}
+	return s.writeCopy(sandbox, src, dst, comps, items, rep)
+}
+
+// copySource is the source of a copy once checked.
+type copySource struct {
+	abs  string      // as given, made absolute ("~" expanded)
+	real string      // abs resolved: what is read
+	st   os.FileInfo // real's Lstat
+}
+
+// checkSource checks the source of a copy: an absolute host path the policy
+// lets the session read, outside its sandbox.
+func (s *Server) checkSource(sandbox, source string) (*copySource, error) {
+	if source == "" {
 		return nil, errf(400, "invalid_field", "source is required: an absolute host path to copy into the sandbox")
 	}
-	if strings.IndexByte(req.Source, 0) >= 0 {
+	if strings.IndexByte(source, 0) >= 0 {
 		return nil, errf(400, "invalid_field", "source contains a NUL byte")
 	}
-	if !strings.HasPrefix(req.Source, "/") && req.Source != "~" && !strings.HasPrefix(req.Source, "~/") {
-		return nil, errf(400, "invalid_field", "source %q must be an absolute host path (or start with ~/)", req.Source)
+	if !strings.HasPrefix(source, "/") && source != "~" && !strings.HasPrefix(source, "~/") {
+		return nil, errf(400, "invalid_field", "source %q must be an absolute host path (or start with ~/)", source)
 	}
-	abs, err := config.Abs(req.Source)
+	abs, err := config.Abs(source)
 	if err != nil {
-		return nil, errf(400, "invalid_field", "source %q: %v", req.Source, err)
+		return nil, errf(400, "invalid_field", "source %q: %v", source, err)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
@@ -368,25 +398,33 @@ func (s *Server) copyIn(sandbox string, req copyRequest) (*copyReport, error) {
 	if err != nil {
 		return nil, errf(403, "source_unreadable", "source %s: %v", real, err)
 	}
-	dst := req.Destination
+	return &copySource{abs: abs, real: real, st: st}, nil
+}
+
+// copyDestination is where a copy of src lands: dst as given (default: the
+// source's base name) and its components under the sandbox.
+func copyDestination(sandbox, dst string, src *copySource) (string, []string, error) {
 	if dst == "" {
-		dst = filepath.Base(abs)
+		dst = filepath.Base(src.abs)
 		if dst == "/" || dst == "." {
-			return nil, errf(400, "invalid_field", "copying / needs an explicit destination (and is almost surely too large)")
+			return "", nil, errf(400, "invalid_field", "copying / needs an explicit destination (and is almost surely too large)")
 		}
 	}
 	comps, err := sandboxRel(sandbox, dst, "destination")
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if len(comps) == 0 {
-		return nil, errf(400, "invalid_field", "destination %q is the sandbox itself: name a file or directory inside it", dst)
+		return "", nil, errf(400, "invalid_field", "destination %q is the sandbox itself: name a file or directory inside it", dst)
 	}
-	rep := &copyReport{Source: real, Destination: strings.Join(comps, "/"),
-		Path: filepath.Join(append([]string{sandbox}, comps...)...), Skipped: []skipped{}}
+	return dst, comps, nil
+}
 
-	// Plan: walk the source without following symlinks, apply the policy
-	// to every entry, and check the size before writing anything.
+// planCopy lists what a copy of src writes, before anything is written: it
+// walks the source without following symlinks, applies the policy to every
+// entry (what it skips goes to rep), and checks the size.
+func (s *Server) planCopy(sandbox string, src *copySource, rep *copyReport) ([]copyItem, error) {
+	real, st := src.real, src.st
 	var items []copyItem
 	var total int64
 	switch {
@@ -450,12 +488,12 @@ func (s *Server) copyIn(sandbox string, req copyRequest) (*copyReport, error) {
 	if total > s.opts.MaxCopySize {
 		return nil, errf(413, "copy_too_large", "source %s is %d bytes, more than the server's copy limit of %d bytes (--max-copy-size); nothing was copied", real, total, s.opts.MaxCopySize)
 	}
+	return items, nil
+}
 
-	if copyTestHook != nil {
-		copyTestHook()
-	}
-
-	// Write.
+// writeCopy writes the planned items under the sandbox at comps (dst as
+// given, for errors) through directory fds, and counts them in rep.
+func (s *Server) writeCopy(sandbox string, src *copySource, dst string, comps []string, items []copyItem, rep *copyReport) (*copyReport, error) {
 	root, err := openRoot(sandbox)
 	if err != nil {
 		return nil, err
@@ -468,8 +506,8 @@ func (s *Server) copyIn(sandbox string, req copyRequest) (*copyReport, error) {
 	defer unix.Close(parent)
 	name := comps[len(comps)-1]
 	budget := s.opts.MaxCopySize
-	if !st.IsDir() {
-		n, err := copyFile(real, parent, name, items[0].mode, budget, rep.Destination)
+	if !src.st.IsDir() {
+		n, err := copyFile(src.real, parent, name, items[0].mode, budget, rep.Destination)
 		if err != nil {
 			return nil, err
 		}
@@ -497,7 +535,7 @@ func (s *Server) copyIn(sandbox string, req copyRequest) (*copyReport, error) {
 		if err != nil {
 			return nil, partial(err, rep)
 		}
-		n, err := copyFile(filepath.Join(real, filepath.FromSlash(it.rel)), dir, dcomps[len(dcomps)-1], it.mode, budget, path.Join(rep.Destination, it.rel))
+		n, err := copyFile(filepath.Join(src.real, filepath.FromSlash(it.rel)), dir, dcomps[len(dcomps)-1], it.mode, budget, path.Join(rep.Destination, it.rel))
 		unix.Close(dir)
 		if err != nil {
 			var ae *apiError

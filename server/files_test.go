@@ -104,3 +104,39 @@ func TestSettleNeverByName(t *testing.T) {
 		})
 	}
 }
+
+// TestCopyDestination: where a copy lands, before anything is read or
+// written: the source's base name by default, a path inside the sandbox
+// otherwise, never the sandbox itself nor a path out of it.
+func TestCopyDestination(t *testing.T) {
+	const sbx = "/srv/sessions/s1"
+	for _, tc := range []struct {
+		name      string
+		abs, dst  string
+		wantDst   string
+		wantComps string // joined with "/"
+		wantCode  string // the API error code, "" for none
+	}{
+		{"default-base-name", "/data/in.csv", "", "in.csv", "in.csv", ""},
+		{"relative", "/data/in.csv", "sub/x.csv", "sub/x.csv", "sub/x.csv", ""},
+		{"absolute-inside", "/data/in.csv", sbx + "/sub/x.csv", sbx + "/sub/x.csv", "sub/x.csv", ""},
+		{"root-needs-destination", "/", "", "", "", "invalid_field"},
+		{"sandbox-itself", "/data/in.csv", ".", "", "", "invalid_field"},
+		{"dot-dot", "/data/in.csv", "../x", "", "", "path_outside_sandbox"},
+		{"absolute-outside", "/data/in.csv", "/etc/x", "", "", "path_outside_sandbox"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst, comps, err := copyDestination(sbx, tc.dst, &copySource{abs: tc.abs, real: tc.abs})
+			var ae *apiError
+			if tc.wantCode != "" {
+				if !errors.As(err, &ae) || ae.code != tc.wantCode {
+					t.Fatalf("err = %v, want code %s", err, tc.wantCode)
+				}
+				return
+			}
+			if err != nil || dst != tc.wantDst || strings.Join(comps, "/") != tc.wantComps {
+				t.Fatalf("copyDestination = %q, %q, %v; want %q, %q", dst, comps, err, tc.wantDst, tc.wantComps)
+			}
+		})
+	}
+}

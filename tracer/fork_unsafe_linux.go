@@ -58,10 +58,23 @@ var stageNames = map[int32]string{
 	stageNoNewPrivs: "no_new_privs", stageSeccomp: "seccomp", stageProbe: "probe", stageExec: "exec",
 }
 
-// childRlimit is one setrlimit for the child.
+// childRlimit is one Rlimit in the form the child passes to the raw
+// prlimit64 (Linux 2.6.36): the resource as the syscall argument and the
+// limit in the kernel's struct rlimit64 layout, at an address that lives in
+// the spec. The child may not allocate or grow its stack, so it cannot build
+// them from the Rlimit list itself; childRlimits derives them before the fork.
 type childRlimit struct {
-	resource uintptr
-	lim      unix.Rlimit
+	resource uintptr     // unix.RLIMIT_*, prlimit64's second argument
+	lim      unix.Rlimit // struct rlimit64 {rlim_cur, rlim_max}, its third
+}
+
+// childRlimits is rl in the child's fixed layout.
+func childRlimits(rl []Rlimit) []childRlimit {
+	out := make([]childRlimit, 0, len(rl))
+	for _, r := range rl {
+		out = append(out, childRlimit{uintptr(r.Resource), unix.Rlimit{Cur: r.Cur, Max: r.Max}})
+	}
+	return out
 }
 
 // childSpec is everything the child needs, prepared before the fork: the
@@ -94,7 +107,7 @@ type childSpec struct {
 	report     [2]int32
 }
 
-func newChildSpec(path string, argv, env []string, dir string, files []int, rl []rlimit, drop caps.Drop, prog []bpf.RawInstruction, probeNr int, errFD, readyFD, syncFD int) (*childSpec, error) {
+func newChildSpec(path string, argv, env []string, dir string, files []int, rl []Rlimit, drop caps.Drop, prog []bpf.RawInstruction, probeNr int, errFD, readyFD, syncFD int) (*childSpec, error) {
 	s := &childSpec{files: files, probeNr: uintptr(probeNr), errFD: errFD, readyFD: readyFD, syncFD: syncFD, ppid: uintptr(unix.Getpid())}
 	if drop.Needed() {
 		s.capDrop, s.capDoRaise = true, drop.RaiseSetpcap
@@ -121,9 +134,7 @@ func newChildSpec(path string, argv, env []string, dir string, files []int, rl [
 			return nil, err
 		}
 	}
-	for _, r := range rl {
-		s.rlimits = append(s.rlimits, childRlimit{uintptr(r.Resource), unix.Rlimit{Cur: r.Cur, Max: r.Max}})
-	}
+	s.rlimits = childRlimits(rl)
 	s.filter = make([]unix.SockFilter, len(prog))
 	for i, in := range prog {
 		s.filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}

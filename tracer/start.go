@@ -21,11 +21,6 @@ const (
 	probeErrno = syscall.ENOTUNIQ
 )
 
-type rlimit struct {
-	Resource int
-	Cur, Max uint64
-}
-
 // startConfig is how the command starts: what the child between fork and
 // exec does (see fork_unsafe_linux.go).
 type startConfig struct {
@@ -33,7 +28,7 @@ type startConfig struct {
 	Argv    []string
 	Env     []string
 	Dir     string
-	Rlimits []rlimit
+	Rlimits []Rlimit // Config.Rlimits plus RLIMIT_CORE 0
 	Caps    caps.Drop
 	Filter  []bpf.RawInstruction
 	ProbeNr int

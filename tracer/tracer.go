@@ -33,10 +33,17 @@ import (
 	"github.com/tracecell/tracecell/syscalls"
 )
 
-// Rlimit is a resource limit applied to the tree before the exec.
+// Rlimit is a resource limit applied to the tree before the exec. It is the
+// one rlimit type of tracecell: config.Build makes the list, reports show it
+// (as JSON: name, cur, max), and the child applies it (childSpec keeps the
+// kernel's layout of it for the raw prlimit64 after the fork).
 type Rlimit struct {
-	Resource int    // unix.RLIMIT_*
-	Cur, Max uint64 // soft and hard limits
+	// Name is how reports and `tracecell policy` call the limit
+	// ("cpu_seconds"); the tracer does not use it.
+	Name     string `json:"name"`
+	Resource int    `json:"-"`   // unix.RLIMIT_*
+	Cur      uint64 `json:"cur"` // soft limit
+	Max      uint64 `json:"max"` // hard limit
 }
 
 // Config is one traced run.
@@ -200,16 +207,15 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 		return nil, &StartError{125, fmt.Errorf("cannot drop the capabilities %s from the tree: tracecell runs as root without CAP_SETPCAP, which changing the bounding set needs; run tracecell as a non-root user, give it CAP_SETPCAP, or let the tree keep them with %s", drop.Bounding, keep)}
 	}
 	sc := startConfig{Path: cfg.Path, Argv: cfg.Argv, Env: cfg.Env, Dir: cfg.Dir, Filter: prog, ProbeNr: probeNr, Caps: drop}
-	for _, r := range cfg.Rlimits {
-		sc.Rlimits = append(sc.Rlimits, rlimit{Resource: r.Resource, Cur: r.Cur, Max: r.Max})
-	}
+	// A copy: the core limit below must not land in the caller's array.
+	sc.Rlimits = append(make([]Rlimit, 0, len(cfg.Rlimits)+1), cfg.Rlimits...)
 	// No core files, whatever the caller asked: the kernel writes one in
 	// the crashing task's cwd, which the tree may move anywhere (chdir is
 	// never denied), through no call the tracer sees. The hard limit too:
 	// without CAP_SYS_RESOURCE (dropped for a root tree) it cannot be
 	// raised again. A core_pattern pipe (systemd-coredump) still gets
 	// the dump: the host's own handler, writing where the host says.
-	sc.Rlimits = append(sc.Rlimits, rlimit{Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0})
+	sc.Rlimits = append(sc.Rlimits, Rlimit{Name: "core_bytes", Resource: unix.RLIMIT_CORE, Cur: 0, Max: 0})
 	t := newTracer(cfg, probeNr)
 	res := make(chan *Result, 1)
 	errc := make(chan error, 1)

@@ -18,7 +18,6 @@ import (
 
 	"github.com/tracecell/tracecell/config"
 	"github.com/tracecell/tracecell/internal/syncbuf"
-	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/tracer"
 )
@@ -280,6 +279,9 @@ func newLogger(stderr io.Writer, level, format string) (zerolog.Logger, error) {
 	return zerolog.New(w).Level(lvl).With().Timestamp().Str("component", "tracecell").Logger(), nil
 }
 
+// runAction is `tracecell run`: the settings become a plan, the plan a
+// tracer configuration; tracecell's own outputs are opened, the command runs
+// under the tracer, and the report says how it ended.
 func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error {
 	if _, ok := stderr.(*os.File); !ok {
 		// The notices (tracer thread) and os/exec's copy of the
@@ -287,14 +289,66 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		stderr = &syncbuf.Writer{W: stderr}
 	}
 	argv := c.Args().Slice()
-	s, err := settingsFrom(c)
+	s, log, err := runSettings(c, stderr)
 	if err != nil {
 		return &exitError{statusFailed, err}
+	}
+	plan, err := buildPlan(s, argv, stderr)
+	if err != nil {
+		return err
+	}
+	tcfg, err := plan.TracerConfig()
+	if err != nil {
+		return &exitError{statusFailed, err}
+	}
+	out, err := openOutputs(s, plan)
+	if err != nil {
+		return &exitError{statusFailed, err}
+	}
+	defer out.close()
+	notices := &notifier{trace: out.trace, quiet: s.Quiet, json: s.LogFormat == "json", log: log, stderr: stderr}
+	ctx, sigs := watchSignals()
+	defer sigs.stop()
+
+	tcfg.TraceAll = s.Trace != ""
+	tcfg.OnEvent = notices.event
+	tcfg.Stdin, tcfg.Stdout, tcfg.Stderr, tcfg.Log = stdin, stdout, stderr, log
+	log.Debug().Strs("argv", plan.Argv).Str("path", plan.Path).Strs("write", plan.Policy.WriteRoots).Msg("starting")
+	started := time.Now()
+	res, runErr := tracer.Run(ctx, tcfg)
+
+	rep := planReport(plan, argv, started)
+	status := recordOutcome(rep, plan, res, runErr, sigs, log)
+	if runErr == nil {
+		sayOutcome(res, plan, s.Quiet, stderr, log)
+	}
+	status = writeOutputs(rep, out, s.Trace, status, stderr)
+	if runErr != nil {
+		return &exitError{status, runErr}
+	}
+	if status != 0 {
+		return &exitError{status: status}
+	}
+	return nil
+}
+
+// runSettings reads the settings of `tracecell run` and makes its logger.
+func runSettings(c *cli.Context, stderr io.Writer) (*config.Settings, zerolog.Logger, error) {
+	s, err := settingsFrom(c)
+	if err != nil {
+		return nil, zerolog.Nop(), err
 	}
 	log, err := newLogger(stderr, s.LogLevel, s.LogFormat)
 	if err != nil {
-		return &exitError{statusFailed, err}
+		return nil, zerolog.Nop(), err
 	}
+	return s, log, nil
+}
+
+// buildPlan turns the settings into a plan and tells the operator what to
+// know of it (warnings, a sandbox it created); a failure is an *exitError,
+// written to the report when one was asked for.
+func buildPlan(s *config.Settings, argv []string, stderr io.Writer) (*config.Plan, error) {
 	plan, err := config.Build(s, argv, os.Environ())
 	if err != nil {
 		status := statusFailed
@@ -304,19 +358,9 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		}
 		// The operator asked for a report: say why nothing ran.
 		if s.Report != "" {
-			rep := &report.Report{Version: 1, Tracecell: Version, Command: argv, Started: time.Now().UTC(),
-				Error: err.Error(), Exit: report.Exit{Code: -1, Status: status}, TracerPeakRSSKB: selfMaxRSS()}
-			var werr error
-			if p, perr := outputPath("--report", s.Report, givenRoots(s)); perr != nil {
-				werr = perr
-			} else if werr = rep.WriteFile(p); werr != nil {
-				werr = fmt.Errorf("--report: %w", werr)
-			}
-			if werr != nil {
-				fmt.Fprintf(stderr, "tracecell: %s\n", werr)
-			}
+			writeBuildFailure(s, argv, err, status, stderr)
 		}
-		return &exitError{status, err}
+		return nil, &exitError{status, err}
 	}
 	if !s.Quiet {
 		for _, w := range plan.Warnings {
@@ -326,98 +370,158 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 	if plan.SandboxCreated && !s.Quiet {
 		fmt.Fprintf(stderr, "tracecell: sandbox %s (kept after the run)\n", plan.Sandbox)
 	}
-	pol, err := policy.New(plan.Policy)
-	if err != nil {
-		return &exitError{statusFailed, fmt.Errorf("policy: %w", err)}
-	}
+	return plan, nil
+}
 
+// writeBuildFailure writes the report of a run that never started: the
+// error, and the exit status it gives.
+func writeBuildFailure(s *config.Settings, argv []string, err error, status int, stderr io.Writer) {
+	rep := &report.Report{Version: 1, Tracecell: Version, Command: argv, Started: time.Now().UTC(),
+		Error: err.Error(), Exit: report.Exit{Code: -1, Status: status}, TracerPeakRSSKB: selfMaxRSS()}
+	var werr error
+	if p, perr := outputPath("--report", s.Report, givenRoots(s)); perr != nil {
+		werr = perr
+	} else if werr = rep.WriteFile(p); werr != nil {
+		werr = fmt.Errorf("--report: %w", werr)
+	}
+	if werr != nil {
+		fmt.Fprintf(stderr, "tracecell: %s\n", werr)
+	}
+}
+
+// runOutputs are tracecell's own files of a run, opened before it starts.
+type runOutputs struct {
+	traceFile *os.File            // --trace's file; nil without --trace
+	trace     *report.TraceWriter // writes to traceFile; nil without --trace
+	report    *report.Target      // --report's directory and name; nil without --report
+}
+
+// openOutputs creates the trace file and opens the report's directory.
+func openOutputs(s *config.Settings, plan *config.Plan) (*runOutputs, error) {
 	// tracecell's own files never go through a link the tree may have
 	// left in a writable or scratch root (see outfile.go).
 	roots := append(append([]string{}, plan.Policy.WriteRoots...), plan.Policy.Scratch...)
-	var trace *report.TraceWriter
-	var traceFile *os.File
+	out := &runOutputs{}
 	if s.Trace != "" {
-		traceFile, err = createOutput("--trace", s.Trace, roots)
+		f, err := createOutput("--trace", s.Trace, roots)
 		if err != nil {
-			return &exitError{statusFailed, err}
+			return nil, err
 		}
-		defer traceFile.Close()
-		trace = report.NewTraceWriter(traceFile)
+		out.traceFile, out.trace = f, report.NewTraceWriter(f)
 	}
 	// Open the report's directory now, before the program runs: not only to
 	// fail before a long run, but because the program may write where the
 	// report lives. Resolved at exit, the path could lead wherever the
 	// program pointed a symlink, and tracecell would create the report there.
-	var repTarget *report.Target
 	if s.Report != "" {
 		p, err := outputPath("--report", s.Report, roots)
 		if err != nil {
-			return &exitError{statusFailed, err}
+			out.close()
+			return nil, err
 		}
-		repTarget, err = report.OpenTarget(p)
+		out.report, err = report.OpenTarget(p)
 		if err != nil {
-			return &exitError{statusFailed, fmt.Errorf("--report: %w", err)}
+			out.close()
+			return nil, fmt.Errorf("--report: %w", err)
 		}
-		defer repTarget.Close()
 	}
+	return out, nil
+}
 
-	var noticeMu sync.Mutex
-	var walks report.ExecWalks // guarded by noticeMu
-	onEvent := func(ev *report.Event) {
-		if trace != nil {
-			trace.Write(ev)
-		}
-		if ev.Decision == report.Allow || s.Quiet {
-			return
-		}
-		noticeMu.Lock()
-		defer noticeMu.Unlock()
-		if walks.Continues(ev) {
-			// One notice per PATH search of a refused program, printed at
-			// its first try (whether more follow is not known yet); the
-			// report lists every path tried, the trace every call.
-			return
-		}
-		if s.LogFormat == "json" {
-			log.Warn().Str("decision", ev.Decision).Str("syscall", ev.Syscall).Str("kind", ev.Kind.String()).
-				Int("pid", ev.Pid).Int("tid", ev.Tid).Str("program", ev.Program).Interface("paths", ev.Paths).
-				Str("address", ev.Address).Str("rule", ev.Rule).Str("errno", ev.Errno).Msg(ev.Reason)
-			return
-		}
-		fmt.Fprintln(stderr, ev.Notice())
+// close closes what openOutputs opened.
+func (o *runOutputs) close() {
+	if o.report != nil {
+		o.report.Close()
 	}
+	if o.traceFile != nil {
+		o.traceFile.Close()
+	}
+}
 
+// notifier hears the run's events (on the tracer thread): every one goes to
+// the trace, a denial or audit also to stderr as a notice (a log line with
+// --log-format json), unless quiet.
+type notifier struct {
+	trace  *report.TraceWriter // nil without --trace
+	quiet  bool                // --quiet: no notices
+	json   bool                // --log-format json: notices are log lines
+	log    zerolog.Logger      // for the JSON notices
+	stderr io.Writer           // for the text notices
+
+	mu    sync.Mutex
+	walks report.ExecWalks // guarded by mu
+}
+
+// event records ev: the tracer's OnEvent.
+func (n *notifier) event(ev *report.Event) {
+	if n.trace != nil {
+		n.trace.Write(ev)
+	}
+	if ev.Decision == report.Allow || n.quiet {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.walks.Continues(ev) {
+		// One notice per PATH search of a refused program, printed at
+		// its first try (whether more follow is not known yet); the
+		// report lists every path tried, the trace every call.
+		return
+	}
+	if n.json {
+		n.log.Warn().Str("decision", ev.Decision).Str("syscall", ev.Syscall).Str("kind", ev.Kind.String()).
+			Int("pid", ev.Pid).Int("tid", ev.Tid).Str("program", ev.Program).Interface("paths", ev.Paths).
+			Str("address", ev.Address).Str("rule", ev.Rule).Str("errno", ev.Errno).Msg(ev.Reason)
+		return
+	}
+	fmt.Fprintln(n.stderr, ev.Notice())
+}
+
+// signalWatch cancels the run at SIGINT, SIGTERM or SIGHUP and keeps which
+// signal it was.
+type signalWatch struct {
+	sigs   chan os.Signal     // where signal.Notify delivers
+	cancel context.CancelFunc // ends the run's context
+
+	mu  sync.Mutex
+	got syscall.Signal // guarded by mu: the signal received, 0 if none
+}
+
+// watchSignals starts a signalWatch; its context ends at the signal (or at
+// stop).
+func watchSignals() (context.Context, *signalWatch) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	var gotSig syscall.Signal
-	var sigMu sync.Mutex
+	w := &signalWatch{sigs: make(chan os.Signal, 1), cancel: cancel}
+	signal.Notify(w.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	go func() {
 		select {
-		case sg := <-sigs:
-			sigMu.Lock()
-			gotSig = sg.(syscall.Signal)
-			sigMu.Unlock()
+		case sg := <-w.sigs:
+			w.mu.Lock()
+			w.got = sg.(syscall.Signal)
+			w.mu.Unlock()
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
+	return ctx, w
+}
 
-	tcfg := &tracer.Config{
-		Path: plan.Path, Argv: plan.Argv, Env: plan.Env, Dir: plan.Cwd, Policy: pol,
-		Timeout: plan.Timeout, MaxProcs: plan.MaxProcs, TraceAll: s.Trace != "", InitialChain: plan.InitialChain, NoFreeze: plan.NoFreeze,
-		KeepCaps: plan.KeepCaps,
-		OnEvent:  onEvent, Stdin: stdin, Stdout: stdout, Stderr: stderr, Log: log,
-	}
-	for _, r := range plan.Rlimits {
-		tcfg.Rlimits = append(tcfg.Rlimits, tracer.Rlimit{Resource: r.Resource, Cur: r.Cur, Max: r.Max})
-	}
-	log.Debug().Strs("argv", plan.Argv).Str("path", plan.Path).Strs("write", plan.Policy.WriteRoots).Msg("starting")
-	started := time.Now()
-	res, runErr := tracer.Run(ctx, tcfg)
+// received is the signal that cancelled the run, 0 if none.
+func (w *signalWatch) received() syscall.Signal {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.got
+}
 
+// stop stops watching and ends the context.
+func (w *signalWatch) stop() {
+	signal.Stop(w.sigs)
+	w.cancel()
+}
+
+// planReport is the report's part that the plan gives: the command, the
+// sandbox, the effective policy and the limits.
+func planReport(plan *config.Plan, argv []string, started time.Time) *report.Report {
 	rep := &report.Report{
 		Version: 1, Tracecell: Version, Command: argv, Cwd: plan.Cwd, Sandbox: plan.Sandbox,
 		Policy: plan.Policy, Started: started.UTC(),
@@ -425,74 +529,84 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 	if len(plan.Rlimits) > 0 || plan.Timeout > 0 || plan.MaxProcs > 0 {
 		rep.Limits = map[string]any{"timeout_seconds": plan.Timeout.Seconds(), "max_procs": plan.MaxProcs, "rlimits": plan.Rlimits}
 	}
-	status := 0
+	return rep
+}
+
+// recordOutcome writes into rep how the run ended (res, or runErr when the
+// tracer failed) and returns tracecell's exit status.
+func recordOutcome(rep *report.Report, plan *config.Plan, res *tracer.Result, runErr error, sigs *signalWatch, log zerolog.Logger) int {
 	if runErr != nil {
 		var se *tracer.StartError
-		status = statusFailed
+		status := statusFailed
 		if errors.As(runErr, &se) {
 			status = se.Status
 		}
 		rep.Error = runErr.Error()
 		rep.Exit = report.Exit{Code: -1, Status: status}
-	} else {
-		rep.WallSeconds = res.Wall.Seconds()
-		rep.CPUUserSeconds = res.CPUUser.Seconds()
-		rep.CPUSystemSeconds = res.CPUSystem.Seconds()
-		rep.PeakRSSKB = res.PeakRSSKB
-		rep.Counts = res.Counts
-		rep.NoFreeze = plan.NoFreeze
-		if res.CapsDropped != 0 {
-			rep.Capabilities = &report.Capabilities{Kept: res.CapsKept.Names(), Dropped: res.CapsDropped.Names()}
-			log.Debug().Stringer("kept", res.CapsKept).Stringer("dropped", res.CapsDropped).Msg("capabilities of the tree")
-		}
-		rep.Denials = report.GroupExecWalks(res.Denials)
-		rep.DenialsDropped = res.Dropped
-		rep.ScratchLeft = res.ScratchLeft
-		rep.Exit = report.Exit{Code: res.ExitCode, TimedOut: res.TimedOut}
-		switch {
-		case res.TimedOut:
-			status = statusTimeout
-		case res.Signal != 0:
-			status = 128 + int(res.Signal)
-		default:
-			status = res.ExitCode
-		}
-		if res.Signal != 0 {
-			rep.Exit.Signal = signalName(res.Signal)
-		}
-		sigMu.Lock()
-		if res.Interrupted && gotSig != 0 {
-			status = 128 + int(gotSig)
-			rep.Error = fmt.Sprintf("tracecell received %s: the tree was killed", signalName(gotSig))
-		}
-		sigMu.Unlock()
-		rep.Exit.Status = status
-		if res.TimedOut && !s.Quiet {
-			fmt.Fprintf(stderr, "tracecell: timeout after %s: the whole tree was killed\n", plan.Timeout)
-		}
-		if res.Counts.KilledAtExit > 0 {
-			log.Info().Int("processes", res.Counts.KilledAtExit).Msg("main program exited; killed the rest of the tree")
-		}
+		return status
 	}
+	rep.WallSeconds = res.Wall.Seconds()
+	rep.CPUUserSeconds = res.CPUUser.Seconds()
+	rep.CPUSystemSeconds = res.CPUSystem.Seconds()
+	rep.PeakRSSKB = res.PeakRSSKB
+	rep.Counts = res.Counts
+	rep.NoFreeze = plan.NoFreeze
+	if res.CapsDropped != 0 {
+		rep.Capabilities = &report.Capabilities{Kept: res.CapsKept.Names(), Dropped: res.CapsDropped.Names()}
+		log.Debug().Stringer("kept", res.CapsKept).Stringer("dropped", res.CapsDropped).Msg("capabilities of the tree")
+	}
+	rep.Denials = report.GroupExecWalks(res.Denials)
+	rep.DenialsDropped = res.Dropped
+	rep.ScratchLeft = res.ScratchLeft
+	rep.Exit = report.Exit{Code: res.ExitCode, TimedOut: res.TimedOut}
+	var status int
+	switch {
+	case res.TimedOut:
+		status = statusTimeout
+	case res.Signal != 0:
+		status = 128 + int(res.Signal)
+	default:
+		status = res.ExitCode
+	}
+	if res.Signal != 0 {
+		rep.Exit.Signal = signalName(res.Signal)
+	}
+	if got := sigs.received(); res.Interrupted && got != 0 {
+		status = 128 + int(got)
+		rep.Error = fmt.Sprintf("tracecell received %s: the tree was killed", signalName(got))
+	}
+	rep.Exit.Status = status
+	return status
+}
+
+// sayOutcome tells the operator what the tracer did at the end of a run: a
+// timeout, processes killed when the main program exited.
+func sayOutcome(res *tracer.Result, plan *config.Plan, quiet bool, stderr io.Writer, log zerolog.Logger) {
+	if res.TimedOut && !quiet {
+		fmt.Fprintf(stderr, "tracecell: timeout after %s: the whole tree was killed\n", plan.Timeout)
+	}
+	if res.Counts.KilledAtExit > 0 {
+		log.Info().Int("processes", res.Counts.KilledAtExit).Msg("main program exited; killed the rest of the tree")
+	}
+}
+
+// writeOutputs writes the report and says whether the trace was written in
+// full; it returns the exit status, 125 when the report of a successful run
+// could not be written.
+func writeOutputs(rep *report.Report, out *runOutputs, tracePath string, status int, stderr io.Writer) int {
 	rep.TracerPeakRSSKB = selfMaxRSS()
-	if repTarget != nil {
-		if err := rep.WriteTarget(repTarget); err != nil {
+	if out.report != nil {
+		if err := rep.WriteTarget(out.report); err != nil {
 			fmt.Fprintf(stderr, "tracecell: %s\n", err)
 			if status == 0 {
 				status = statusFailed
 			}
 		}
 	}
-	if trace != nil && trace.Err() != nil {
-		fmt.Fprintf(stderr, "tracecell: --trace %s: %v\n", s.Trace, trace.Err())
+	if out.trace != nil && out.trace.Err() != nil {
+		fmt.Fprintf(stderr, "tracecell: --trace %s: %v\n", tracePath, out.trace.Err())
 	}
-	if runErr != nil {
-		return &exitError{status, runErr}
-	}
-	if status != 0 {
-		return &exitError{status: status}
-	}
-	return nil
+	return status
 }
 
 // givenRoots are the writable roots of s, resolved where they exist, for
