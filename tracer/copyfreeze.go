@@ -25,7 +25,7 @@ package tracer
 // just before the call runs, and set back at its syscall-exit stop
 // (runFrozen, or syscallStop for a call left to finish unfrozen).
 //
-// When no copy can be had (no page: pageNone, pageOff, a process under its
+// When no copy can be had (no page: pageNone, pathPage.off, a process under its
 // own seccomp filter; every slot busy; a msghdr too big for a slot) the
 // call runs on its own memory as before if no exit can write it
 // (exitWritable: no task of another process shared the mm when the tree

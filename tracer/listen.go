@@ -26,8 +26,9 @@ import (
 //     it unbound;
 // and denied on every other socket.
 
-// maxBound bounds tracer.bound (boundSockets); past it a listen on a newly bound socket is
-// denied (and says so) rather than the set growing without end.
+// maxBound bounds tracer.bound (boundSockets); past it a listen on a newly
+// bound socket is denied (and says so) rather than the set growing without
+// end.
 const maxBound = 1 << 16
 
 // socketInode is the inode of the socket at fd of tk ("socket:[N]" in

@@ -710,13 +710,6 @@ func (t *tracer) forgetDirs() {
 	t.tree.forgetCwds()
 }
 
-// forgetCwds forgets every task's remembered cwd (base).
-func (t *tracer) forgetCwds() {
-	for _, tk := range t.tree.tasks {
-		tk.cwd = ""
-	}
-}
-
 // movesDirs reports whether op may rename or remove a directory: a rename
 // of anything, or a delete whose target is a directory (rmdir,
 // unlinkat(AT_REMOVEDIR); an unlink of a directory fails).

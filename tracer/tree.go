@@ -127,9 +127,10 @@ func (tr *tree) init() {
 	tr.live = map[int]bool{}
 }
 
-// add registers task tid of thread group tgid, replacing a task of the
-// same tid (a reused tid, or the leader's tid taken over by an exec), and
-// the group if it is new.
+// add registers task tid of thread group tgid, and the group if it is
+// new. The tracer adds only tids it does not know (a new child); should
+// tid be registered still, the old task is replaced and its flight ends
+// (setInFlight), and its group counts one thread more than it has.
 func (tr *tree) add(tid, tgid int) *task {
 	if old := tr.tasks[tid]; old != nil {
 		tr.setInFlight(old, false)
