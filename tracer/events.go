@@ -228,26 +228,6 @@ func (t *tracer) deny(tid int, errno syscall.Errno) error {
 	return nil
 }
 
-// procInfo returns the exe and argv of a traced process, read once per exec.
-func (t *tracer) procInfo(tgid int) (string, []string) {
-	p := t.tree.procs[tgid]
-	if p == nil {
-		p = &proc{tgid: tgid}
-	}
-	if p.exe == "" {
-		p.exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", tgid))
-	}
-	if p.argv == nil {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", tgid)); err == nil {
-			b = bytes.TrimSuffix(b, []byte{0})
-			for _, a := range bytes.Split(b, []byte{0}) {
-				p.argv = append(p.argv, string(a))
-			}
-		}
-	}
-	return p.exe, p.argv
-}
-
 func parseStatusInt(b []byte, key string, def int) int {
 	for _, line := range bytes.Split(b, []byte{'\n'}) {
 		if bytes.HasPrefix(line, []byte(key)) {
@@ -316,7 +296,7 @@ func (t *tracer) lifecycle(tgid, tid int, name string, set func(*report.Event)) 
 	if !t.cfg.TraceAll || t.cfg.OnEvent == nil {
 		return
 	}
-	exe, argv := t.procInfo(tgid)
+	exe, argv := t.tree.procInfo(tgid)
 	ev := &report.Event{
 		Time: time.Now().UTC(), Decision: report.Allow, Pid: tgid, Tid: tid,
 		Exe: exe, Argv: argv, Program: programName(exe, argv),

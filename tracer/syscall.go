@@ -349,7 +349,7 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 
 // newEvent builds the report entry of a decision.
 func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Event {
-	exe, argv := t.procInfo(c.tk.tgid)
+	exe, argv := t.tree.procInfo(c.tk.tgid)
 	if c.hasOpenFlags {
 		c.flags = syscalls.FormatOpenFlags(c.openFlags)
 	}

@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"bytes"
+	"fmt"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -249,4 +251,25 @@ func (tr *tree) stopReason() (timedOut, interrupted bool) {
 	tr.liveMu.Lock()
 	defer tr.liveMu.Unlock()
 	return tr.timedOut, tr.interrupted
+}
+
+// procInfo returns the exe and argv of a traced process, read once per exec
+// (a process the tree no longer has is read every time).
+func (tr *tree) procInfo(tgid int) (string, []string) {
+	p := tr.procs[tgid]
+	if p == nil {
+		p = &proc{tgid: tgid}
+	}
+	if p.exe == "" {
+		p.exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", tgid))
+	}
+	if p.argv == nil {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", tgid)); err == nil {
+			b = bytes.TrimSuffix(b, []byte{0})
+			for _, a := range bytes.Split(b, []byte{0}) {
+				p.argv = append(p.argv, string(a))
+			}
+		}
+	}
+	return p.exe, p.argv
 }

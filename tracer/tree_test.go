@@ -2,6 +2,7 @@ package tracer
 
 import (
 	"os"
+	"reflect"
 	"sort"
 	"strconv"
 	"testing"
@@ -175,5 +176,23 @@ func TestTreeKillAll(t *testing.T) {
 				t.Errorf("stopReason = %v, %v after stopBy(%v)", to, in, c.timedOut)
 			}
 		})
+	}
+}
+
+// TestTreeProcInfo: a process's exe and argv are read from /proc once and
+// kept until its next exec (which clears them, execEvent).
+func TestTreeProcInfo(t *testing.T) {
+	var tr tree
+	tr.init()
+	self := os.Getpid()
+	tr.add(self, self)
+	exe, argv := tr.procInfo(self)
+	want, _ := os.Readlink("/proc/self/exe")
+	if exe != want || !reflect.DeepEqual(argv, os.Args) {
+		t.Fatalf("procInfo = %q %q, want %q %q", exe, argv, want, os.Args)
+	}
+	tr.procs[self].exe, tr.procs[self].argv = "/kept", []string{"kept"}
+	if exe, argv := tr.procInfo(self); exe != "/kept" || len(argv) != 1 {
+		t.Fatalf("read again: %q %q", exe, argv)
 	}
 }
