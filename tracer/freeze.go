@@ -321,9 +321,9 @@ func (s *freezeState) release() *frozenSet {
 // due reports whether the frozen tasks must be let go now: nothing more is
 // queued to be answered while they stay stopped, the tree is dying, or they
 // have been stopped for freezeHold.
-func (s *freezeState) due(now time.Time) bool {
+func (s *freezeState) due() bool {
 	fs := s.frozen
-	return fs != nil && (len(s.backlog) == 0 || s.tree.dying.Load() || now.Sub(fs.since) > freezeHold)
+	return fs != nil && (len(s.backlog) == 0 || s.tree.dying.Load() || time.Since(fs.since) > freezeHold)
 }
 
 // thaw lets go every task stopped by freezes. The statuses queued during
@@ -347,7 +347,7 @@ func (t *tracer) thaw() error {
 // thawIfDue thaws unless more queued stops are waiting to be answered and
 // the tasks have not been stopped for freezeHold yet.
 func (t *tracer) thawIfDue() error {
-	if t.fz.due(time.Now()) {
+	if t.fz.due() {
 		return t.thaw()
 	}
 	return nil

@@ -53,7 +53,7 @@ func TestFreezeStateDue(t *testing.T) {
 				s.queue(noTid+5, unix.WaitStatus(unix.SIGKILL))
 			}
 			s.tree.dying.Store(c.dying)
-			if got := s.due(time.Now()); got != c.want {
+			if got := s.due(); got != c.want {
 				t.Errorf("due = %v, want %v", got, c.want)
 			}
 		})

@@ -246,10 +246,11 @@ func checkPtraceAllowed() error {
 // (page.go) and the ledgers (ledger.go, pty.go) — to the configuration,
 // the policy and the registers of the stop at hand.
 type tracer struct {
-	cfg     *Config
-	pol     *policy.Policy
-	layout  *arch.Layout
-	table   *syscalls.Table
+	cfg    *Config        // the run
+	pol    *policy.Policy // cfg.Policy: what is decided
+	layout *arch.Layout   // the native ABI's registers
+	table  *syscalls.Table
+	// probeNr is the syscall number of the start-up probe (mkdirat, probe).
 	probeNr int
 
 	// dirs caches the directories path walks have met (pathres.DirCache),
@@ -290,7 +291,7 @@ type tracer struct {
 	// Probe state: 0 nothing seen, 1 first probe denied, 2 order verified.
 	probeState   int
 	probeEntry   bool // syscall-entry stop of the second probe seen
-	rootExecDone bool
+	rootExecDone bool // the root process's initial exec has happened (execEvent)
 	// chainLeft: the root process may still make its one InitialChain exec.
 	chainLeft bool
 
