@@ -56,7 +56,7 @@ func TestProcessGroupInTree(t *testing.T) {
 	tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
 
 	// A host process group whose number the tree had once (a recycled
-	// pid): t.ever remembers it, the group is not the tree's.
+	// pid): t.tree.ever remembers it, the group is not the tree's.
 	host := startGroup(t, "sleep", "30")
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
