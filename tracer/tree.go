@@ -91,7 +91,8 @@ type proc struct {
 // the set of live tids the killer goroutine signals.
 //
 // Invariants: every task in tasks has its proc in procs, whose threads
-// counts the tasks of that group; every tgid of procs is in ever; live
+// counts the tasks of that group; every tgid that add made a proc for is
+// in ever (execEvent's fallback for a missing proc does not add it); live
 // holds exactly the tids of tasks (the killer reads it, so it is written
 // under liveMu); inFlightN is the number of tasks with inFlight set.
 // Everything but live, timedOut, interrupted and dying belongs to the
