@@ -196,3 +196,26 @@ func TestTreeProcInfo(t *testing.T) {
 		t.Fatalf("read again: %q %q", exe, argv)
 	}
 }
+
+// TestRemoveTaskFrees: a task that goes frees what it held outside the
+// registry: its path page slots and its place in the frozen set (its tid
+// may be reused by a task the thaw must not resume).
+func TestRemoveTaskFrees(t *testing.T) {
+	tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
+	if !tr.page.on {
+		t.Fatal("path page off in an enforcing run")
+	}
+	tr.tree.add(noTid, noTid)
+	tk := tr.tree.add(noTid+1, noTid)
+	tk.slot = tr.page.take() + 1
+	tk.copies = []argCopy{{slot: tr.page.take()}}
+	tr.fz.hold(tk.tid)
+	tr.removeTask(tk.tid)
+	if got := freeSorted(&tr.page); !equalInts(got, allSlots()) {
+		t.Errorf("free slots %v, want every slot", got)
+	}
+	if tr.fz.isHeld(tk.tid) || tr.tree.tracked(tk.tid) {
+		t.Errorf("held %v tracked %v after removeTask", tr.fz.isHeld(tk.tid), tr.tree.tracked(tk.tid))
+	}
+	checkTree(t, &tr.tree)
+}
