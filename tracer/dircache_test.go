@@ -268,31 +268,31 @@ func TestInFlightKeepsCacheOff(t *testing.T) {
 	if tr.dirs == nil {
 		t.Skip("no walk cache in this configuration")
 	}
-	a := tr.addTask(noTid, noTid)
-	b := tr.addTask(noTid+1, noTid)
+	a := tr.tree.add(noTid, noTid)
+	b := tr.tree.add(noTid+1, noTid)
 	steps := []struct {
 		name string
 		do   func()
 		on   bool
 	}{
 		{"none in flight", func() {}, true},
-		{"a in flight", func() { tr.setInFlight(a, true) }, false},
-		{"a set twice", func() { tr.setInFlight(a, true) }, false},
-		{"b in flight too", func() { tr.setInFlight(b, true) }, false},
-		{"a ends", func() { tr.setInFlight(a, false) }, false},
+		{"a in flight", func() { tr.tree.setInFlight(a, true) }, false},
+		{"a set twice", func() { tr.tree.setInFlight(a, true) }, false},
+		{"b in flight too", func() { tr.tree.setInFlight(b, true) }, false},
+		{"a ends", func() { tr.tree.setInFlight(a, false) }, false},
 		{"b removed while in flight", func() { tr.removeTask(b.tid) }, true},
 		{"a again, then its tid reused", func() {
-			tr.setInFlight(a, true)
-			tr.addTask(noTid, noTid)
+			tr.tree.setInFlight(a, true)
+			tr.tree.add(noTid, noTid)
 		}, true},
 	}
 	for _, s := range steps {
 		s.do()
 		if on := tr.dirCache() != nil; on != s.on {
-			t.Fatalf("%s: cache on=%v, want %v (inFlightN=%d)", s.name, on, s.on, tr.inFlightN)
+			t.Fatalf("%s: cache on=%v, want %v (inFlightN=%d)", s.name, on, s.on, tr.tree.inFlightN)
 		}
 	}
-	if tr.inFlightN != 0 {
-		t.Fatalf("inFlightN = %d at the end, want 0", tr.inFlightN)
+	if tr.tree.inFlightN != 0 {
+		t.Fatalf("inFlightN = %d at the end, want 0", tr.tree.inFlightN)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,17 +30,17 @@ func (t *tracer) event(tk *task, cause int) error {
 		msg, err := unix.PtraceGetEventMsg(tid)
 		if err == nil {
 			nt := int(msg)
-			n := t.tasks[nt]
+			n := t.tree.tasks[nt]
 			if n == nil {
 				tgid := nt
 				if cause == unix.PTRACE_EVENT_CLONE {
 					tgid = tgidOf(nt)
 				}
-				n = t.addTask(nt, tgid)
+				n = t.tree.add(nt, tgid)
 				n.waitStop = true
-				t.countNew(n)
+				t.rec.taskBorn(n)
 			}
-			if pp, cp := t.procs[tk.tgid], t.procs[n.tgid]; n.tgid != tk.tgid && pp != nil && cp != nil &&
+			if pp, cp := t.tree.procs[tk.tgid], t.tree.procs[n.tgid]; n.tgid != tk.tgid && pp != nil && cp != nil &&
 				pp.page == pageMapped && cp.page == pageUnknown && cp.execs == 0 {
 				// fork copies the path page, clone(CLONE_VM) and vfork
 				// share it (the parent could not unmap it nor mark it
@@ -74,7 +73,7 @@ func (t *tracer) execEvent(tk *task) error {
 	approved, initial, chain := tk.approvedExec, tk.initialExec, tk.chainExec
 	if msg, err := unix.PtraceGetEventMsg(tid); err == nil && int(msg) != tid {
 		// A non-leader thread exec'd: it now carries the leader's tid.
-		if old := t.tasks[int(msg)]; old != nil {
+		if old := t.tree.tasks[int(msg)]; old != nil {
 			approved, initial, chain = old.approvedExec, old.initialExec, old.chainExec
 			t.removeTask(int(msg))
 		}
@@ -83,26 +82,22 @@ func (t *tracer) execEvent(tk *task) error {
 	// CLONE_FS) and now carries the leader's tid. It is in no call left to
 	// finish unfrozen (a leader that was is gone, and its syscall-exit stop
 	// with it), which would otherwise keep the walk cache off for good.
-	t.forgetCwds()
-	t.setInFlight(tk, false)
-	if tk.slot != 0 {
-		// The leader's struct, its copied call killed by the exec.
-		t.putSlot(tk.slot - 1)
-		tk.slot = 0
-	}
-	t.freeCopies(tk)
+	t.tree.forgetCwds()
+	t.tree.setInFlight(tk, false)
+	// The leader's struct, its copied call killed by the exec.
+	t.page.release(tk)
 	// All other threads of the group are gone.
-	for x, o := range t.tasks {
+	for x, o := range t.tree.tasks {
 		if o.tgid == tk.tgid && x != tid {
 			t.removeTask(x)
 		}
 	}
 	tk.approvedExec, tk.initialExec, tk.chainExec = "", false, false
 	tk.vforkParent = 0 // the exec released the vfork parent
-	p := t.procs[tk.tgid]
+	p := t.tree.procs[tk.tgid]
 	if p == nil {
 		p = &proc{tgid: tk.tgid, threads: 1}
-		t.procs[tk.tgid] = p
+		t.tree.procs[tk.tgid] = p
 	}
 	p.argv = nil
 	p.dropPage() // a new address space
@@ -110,16 +105,16 @@ func (t *tracer) execEvent(tk *task) error {
 	exe, _ := os.Readlink(exeLink)
 	p.exe = exe
 	p.execs++
-	t.counts.Execs++
-	if initial && tid == t.rootPid && !t.rootExecDone {
+	t.rec.counts.Execs++
+	if initial && tid == t.tree.rootPid && !t.rootExecDone {
 		t.rootExecDone = true
-		t.seccompBase = seccompFilters(tid)
+		t.page.seccompBase = seccompFilters(tid)
 		return t.resume(tid, 0)
 	}
 	// The text is the loaded file's path in the namespace of the mount it
 	// is on: decide on it only when it names that file in tracecell's.
 	unverified := exeUnverified(exeLink, exe)
-	if unverified == "" && initial && chain && tk.tgid == t.rootPid && approved == exe {
+	if unverified == "" && initial && chain && tk.tgid == t.tree.rootPid && approved == exe {
 		return t.resume(tid, 0) // the start chain's one exec, loaded as approved
 	}
 	op := &policy.Op{Kind: syscalls.KindExec, Syscall: "execve", Paths: []policy.Path{{Role: "program", Given: exe, Resolved: exe, Exists: true}}}
@@ -170,7 +165,7 @@ func interpreterOf(path string) string {
 // call that a freeze left to finish unfrozen (freeze.go).
 func (t *tracer) syscallStop(tk *task) error {
 	unfrozen := tk.inFlight
-	t.setInFlight(tk, false)
+	t.tree.setInFlight(tk, false)
 	t.callDone(tk, unfrozen)
 	if tk.slot != 0 {
 		if err := t.endCopied(tk); err != nil {
@@ -183,7 +178,7 @@ func (t *tracer) syscallStop(tk *task) error {
 			return err
 		}
 	}
-	if t.probeState == 1 && tk.tid == t.rootPid {
+	if t.probeState == 1 && tk.tid == t.tree.rootPid {
 		if t.readRegs(tk.tid) == nil {
 			if t.regs.Nr() == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && t.regs.AtSyscallEntry() {
 				t.probeEntry = true
@@ -233,64 +228,6 @@ func (t *tracer) deny(tid int, errno syscall.Errno) error {
 	return nil
 }
 
-// ledger records the scratch entries the tree created.
-type ledger map[string]bool
-
-// Owned reports whether p or a directory above it was created by the tree.
-func (l ledger) Owned(p string) bool {
-	for q := p; ; q = filepath.Dir(q) {
-		if l[q] {
-			return true
-		}
-		if q == "/" || q == "." {
-			return false
-		}
-	}
-}
-
-// left lists the recorded entries that still exist, outermost first.
-func (l ledger) left() []string {
-	out := []string{}
-	for p := range l {
-		if _, err := os.Lstat(p); err == nil {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	// Drop entries inside a directory that is listed already.
-	var res []string
-	for _, p := range out {
-		if n := len(res); n > 0 && strings.HasPrefix(p, res[n-1]+"/") {
-			continue
-		}
-		res = append(res, p)
-	}
-	if res == nil {
-		res = []string{}
-	}
-	return res
-}
-
-// procInfo returns the exe and argv of a traced process, read once per exec.
-func (t *tracer) procInfo(tgid int) (string, []string) {
-	p := t.procs[tgid]
-	if p == nil {
-		p = &proc{tgid: tgid}
-	}
-	if p.exe == "" {
-		p.exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", tgid))
-	}
-	if p.argv == nil {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", tgid)); err == nil {
-			b = bytes.TrimSuffix(b, []byte{0})
-			for _, a := range bytes.Split(b, []byte{0}) {
-				p.argv = append(p.argv, string(a))
-			}
-		}
-	}
-	return p.exe, p.argv
-}
-
 func parseStatusInt(b []byte, key string, def int) int {
 	for _, line := range bytes.Split(b, []byte{'\n'}) {
 		if bytes.HasPrefix(line, []byte(key)) {
@@ -334,19 +271,6 @@ func (t *tracer) scratchStarts(c *call, op *policy.Op, d policy.Decision) {
 	}
 }
 
-// drop forgets p and everything recorded below it.
-func (l ledger) drop(p string) {
-	if p == "" {
-		return
-	}
-	delete(l, p)
-	for q := range l {
-		if strings.HasPrefix(q, p+"/") {
-			delete(l, q)
-		}
-	}
-}
-
 // exeUnverified says why the text exe read from the magic link link
 // (/proc/<pid>/exe) does not name the loaded file in tracecell's mount
 // namespace (pathres.CheckLink), or "" when it does. An unlinked file's text
@@ -372,7 +296,7 @@ func (t *tracer) lifecycle(tgid, tid int, name string, set func(*report.Event)) 
 	if !t.cfg.TraceAll || t.cfg.OnEvent == nil {
 		return
 	}
-	exe, argv := t.procInfo(tgid)
+	exe, argv := t.tree.procInfo(tgid)
 	ev := &report.Event{
 		Time: time.Now().UTC(), Decision: report.Allow, Pid: tgid, Tid: tid,
 		Exe: exe, Argv: argv, Program: programName(exe, argv),

@@ -56,7 +56,7 @@ func (t *tracer) foreignStop(tk *task, nr int) error {
 		Reason: what + ": tracecell checks only native " + t.table.ABI + " calls, so the process is killed"}
 	ev := t.newEvent(c, op, d)
 	ev.ABI = abi
-	t.counts.Checked++
+	t.rec.counts.Checked++
 	t.record(ev, false)
 	if err := t.deny(tk.tid, syscall.ENOSYS); err != nil {
 		return err
@@ -111,7 +111,7 @@ func (t *tracer) foreignTrap(tk *task) (bool, error) {
 		policy.Decision{Rule: policy.RuleForeignABI, Errno: syscall.ENOSYS,
 			Reason: what + ": tracecell checks only native " + t.table.ABI + " calls, so the process is killed"})
 	ev.ABI, ev.Errno = abi, ""
-	t.counts.Checked++
+	t.rec.counts.Checked++
 	t.record(ev, false)
 	unix.Kill(tk.tgid, unix.SIGKILL)
 	return true, t.resume(tk.tid, 0)

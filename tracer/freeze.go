@@ -14,7 +14,7 @@ package tracer
 //
 //  1. Before the arguments are read, every other task is stopped: statuses
 //     already reported are taken (those tasks are stopped already and stay
-//     so: their statuses are queued in tracer.backlog and answered after the
+//     so: their statuses are queued in freezeState.backlog and answered after the
 //     thaw, in order, never lost); every other attached task gets
 //     PTRACE_INTERRUPT (needs PTRACE_SEIZE, 3.4) and the freeze waits for its
 //     stop. A child whose first stop has not come yet needs nothing: a
@@ -66,7 +66,7 @@ package tracer
 // keep a task from dying, and a dying task's exit writes user memory
 // (clear_child_tid, robust futexes) after the check: the memory a frozen
 // call is decided on is therefore copied into the path page and the call
-// runs on the copy (pathpage.go, "Copy and freeze"); runFrozen sets its
+// runs on the copy (copyfreeze.go, "Copy and freeze"); runFrozen sets its
 // arguments back at its syscall-exit stop.
 //
 // Not closed: processes outside the tree (a host process that swaps a
@@ -84,6 +84,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/syscalls"
@@ -114,9 +115,31 @@ type pending struct {
 // PTRACE_INTERRUPT) and not let go yet. They stay stopped across the calls
 // answered one after another from the backlog, up to freezeHold.
 type frozenSet struct {
-	tids  []int
-	in    map[int]bool
-	since time.Time
+	tids  []int        // in the order they were held
+	in    map[int]bool // those of tids still to be resumed by the thaw
+	since time.Time    // when the first was held
+}
+
+// freezeState is what freezes leave behind for the loop: the statuses
+// reaped while the tree was frozen (the backlog) and the tasks the
+// freezes stopped (the frozen set).
+//
+// Invariants: the backlog is in the order the kernel reported the
+// statuses, and each task's held counts its own statuses in it; a tid is
+// in frozen.in only while it is stopped in the PTRACE_EVENT_STOP a freeze
+// took and has reported nothing since (queue takes it out); frozen is nil
+// when no task is held. Only the tracer thread uses it.
+type freezeState struct {
+	// tree is the registry whose tasks the statuses belong to.
+	tree *tree
+	// backlog holds the wait statuses reaped while the tree was frozen, in
+	// the order the kernel reported them; the loop answers them first.
+	backlog []pending
+	// frozen are the tasks that freezes stopped and that are not let go
+	// yet, nil when none.
+	frozen *frozenSet
+	// freezes counts frozen checked calls (tests and debugging).
+	freezes int
 }
 
 // freezer is one frozen call.
@@ -175,7 +198,7 @@ func freezes(h syscalls.Handler, name string, openFlags uint64, readsChecked boo
 //
 // Precondition: t.regs holds c's registers.
 func (t *tracer) needsFreeze(c *call) bool {
-	if t.audit || t.cfg.NoFreeze || len(t.tasks) < 2 {
+	if t.audit || t.cfg.NoFreeze || len(t.tree.tasks) < 2 {
 		return false
 	}
 	var flags uint64
@@ -225,9 +248,9 @@ func (t *tracer) needsFreeze(c *call) bool {
 }
 
 // queue holds a status for the loop.
-func (t *tracer) queue(tid int, ws unix.WaitStatus) {
-	t.backlog = append(t.backlog, pending{tid, ws})
-	if t.frozen != nil && t.frozen.in[tid] {
+func (s *freezeState) queue(tid int, ws unix.WaitStatus) {
+	s.backlog = append(s.backlog, pending{tid, ws})
+	if s.frozen != nil && s.frozen.in[tid] {
 		// A tid stopped by a freeze reports nothing more until it is let
 		// go, unless it is gone or no longer that task: a non-leader
 		// thread that execs takes over the leader's tid (de_thread kills
@@ -235,46 +258,81 @@ func (t *tracer) queue(tid int, ws unix.WaitStatus) {
 		// it. The thaw must not PTRACE_CONT this tid: that would resume
 		// the new program from the stop queued here, before the loop
 		// checks it.
-		delete(t.frozen.in, tid)
+		delete(s.frozen.in, tid)
 	}
-	if tk := t.tasks[tid]; tk != nil {
+	if tk := s.tree.tasks[tid]; tk != nil {
 		tk.held++
 	}
 }
 
+// queued reports whether statuses wait in the backlog.
+func (s *freezeState) queued() bool { return len(s.backlog) > 0 }
+
 // unqueue takes the oldest held status.
-func (t *tracer) unqueue() pending {
-	p := t.backlog[0]
-	t.backlog[0] = pending{}
-	t.backlog = t.backlog[1:]
-	if len(t.backlog) == 0 {
-		t.backlog = t.backlog[:0:0]
+//
+// Precondition: queued.
+func (s *freezeState) unqueue() pending {
+	p := s.backlog[0]
+	s.backlog[0] = pending{}
+	s.backlog = s.backlog[1:]
+	if len(s.backlog) == 0 {
+		s.backlog = s.backlog[:0:0]
 	}
-	if tk := t.tasks[p.tid]; tk != nil && tk.held > 0 {
+	if tk := s.tree.tasks[p.tid]; tk != nil && tk.held > 0 {
 		tk.held--
 	}
 	return p
 }
 
+// begin starts the frozen set if none is held.
+func (s *freezeState) begin() {
+	if s.frozen == nil {
+		s.frozen = &frozenSet{in: map[int]bool{}, since: time.Now()}
+	}
+}
+
 // hold records a task stopped by a freeze.
-func (t *tracer) hold(tid int) {
-	if t.frozen == nil {
-		t.frozen = &frozenSet{in: map[int]bool{}, since: time.Now()}
+func (s *freezeState) hold(tid int) {
+	s.begin()
+	if !s.frozen.in[tid] {
+		s.frozen.in[tid] = true
+		s.frozen.tids = append(s.frozen.tids, tid)
 	}
-	if !t.frozen.in[tid] {
-		t.frozen.in[tid] = true
-		t.frozen.tids = append(t.frozen.tids, tid)
+}
+
+// isHeld reports whether tid is stopped by a freeze and not let go yet.
+func (s *freezeState) isHeld(tid int) bool { return s.frozen != nil && s.frozen.in[tid] }
+
+// forget drops tid from the frozen set: it is gone, nothing to resume.
+func (s *freezeState) forget(tid int) {
+	if s.frozen != nil {
+		delete(s.frozen.in, tid)
 	}
+}
+
+// release empties the frozen set and returns it, nil when none was held:
+// the caller resumes the tids of its tids still in its in (thaw).
+func (s *freezeState) release() *frozenSet {
+	fs := s.frozen
+	s.frozen = nil
+	return fs
+}
+
+// due reports whether the frozen tasks must be let go now: nothing more is
+// queued to be answered while they stay stopped, the tree is dying, or they
+// have been stopped for freezeHold.
+func (s *freezeState) due() bool {
+	fs := s.frozen
+	return fs != nil && (len(s.backlog) == 0 || s.tree.dying.Load() || time.Since(fs.since) > freezeHold)
 }
 
 // thaw lets go every task stopped by freezes. The statuses queued during
 // the freezes are answered by the loop.
 func (t *tracer) thaw() error {
-	fs := t.frozen
+	fs := t.fz.release()
 	if fs == nil {
 		return nil
 	}
-	t.frozen = nil
 	for _, tid := range fs.tids {
 		if !fs.in[tid] {
 			continue // exited meanwhile
@@ -289,7 +347,7 @@ func (t *tracer) thaw() error {
 // thawIfDue thaws unless more queued stops are waiting to be answered and
 // the tasks have not been stopped for freezeHold yet.
 func (t *tracer) thawIfDue() error {
-	if fs := t.frozen; fs != nil && (len(t.backlog) == 0 || t.dying.Load() || time.Since(fs.since) > freezeHold) {
+	if t.fz.due() {
 		return t.thaw()
 	}
 	return nil
@@ -301,10 +359,8 @@ func (t *tracer) thawIfDue() error {
 // to the tracer thread.
 func (t *tracer) freeze(tk *task) (*freezer, error) {
 	f := &freezer{tk: tk, waiting: map[int]bool{}}
-	t.freezes++
-	if t.frozen == nil {
-		t.frozen = &frozenSet{in: map[int]bool{}, since: time.Now()}
-	}
+	t.fz.freezes++
+	t.fz.begin()
 	// Stops already reported: those tasks are frozen as they are.
 	for {
 		tid, ws, err := wait4NoHang()
@@ -314,20 +370,20 @@ func (t *tracer) freeze(tk *task) (*freezer, error) {
 		if tid == 0 {
 			break
 		}
-		f.take(t, tid, ws)
+		f.take(&t.fz, tid, ws)
 	}
 	vforkWait := map[int]int{} // vfork parent -> its child
-	for _, o := range t.tasks {
+	for _, o := range t.tree.tasks {
 		if o.vforkParent != 0 {
 			vforkWait[o.vforkParent] = o.tid
 		}
 	}
 	asleep := map[int]int{} // interrupted vfork parents not waited for
-	for tid, o := range t.tasks {
+	for tid, o := range t.tree.tasks {
 		// Skipped: the caller; tasks whose stop is queued, or that a
 		// freeze stopped (in a stop: an interrupt would not be reported
 		// until after the next resume); children before their first stop.
-		if tid == tk.tid || o.held > 0 || !o.attached || t.frozen.in[tid] {
+		if tid == tk.tid || o.held > 0 || !o.attached || t.fz.frozen.in[tid] {
 			continue
 		}
 		if err := unix.PtraceInterrupt(tid); err != nil {
@@ -343,7 +399,7 @@ func (t *tracer) freeze(tk *task) (*freezer, error) {
 		}
 	}
 	start := time.Now()
-	if err := t.awaitStops(f, start); err != nil {
+	if err := t.fz.awaitStops(f, start, t.cfg.Log); err != nil {
 		return f, err
 	}
 	// A vfork parent sleeps only until its child execs or exits, and the
@@ -355,14 +411,14 @@ func (t *tracer) freeze(tk *task) (*freezer, error) {
 	for p, c := range asleep {
 		// A parent whose stop came in during the first wait (held by the
 		// freeze, or queued) is frozen already: its stop will not come again.
-		if o := t.tasks[p]; o == nil || o.held > 0 || t.frozen.in[p] {
+		if o := t.tree.tasks[p]; o == nil || o.held > 0 || t.fz.frozen.in[p] {
 			continue
 		}
-		if t.vforkReleased(c) {
+		if t.fz.vforkReleased(c) {
 			f.waiting[p] = true
 		}
 	}
-	if err := t.awaitStops(f, start); err != nil {
+	if err := t.fz.awaitStops(f, start, t.cfg.Log); err != nil {
 		return f, err
 	}
 	return f, nil
@@ -371,11 +427,11 @@ func (t *tracer) freeze(tk *task) (*freezer, error) {
 // vforkReleased reports whether the vfork child c has released its parent
 // as far as the tracer can tell: it is gone, or an exec event or its end is
 // queued.
-func (t *tracer) vforkReleased(c int) bool {
-	if t.tasks[c] == nil {
+func (s *freezeState) vforkReleased(c int) bool {
+	if s.tree.tasks[c] == nil {
 		return true
 	}
-	for _, p := range t.backlog {
+	for _, p := range s.backlog {
 		if p.tid == c && (p.ws.Exited() || p.ws.Signaled() || (p.ws.Stopped() && stopEvent(p.ws) == unix.PTRACE_EVENT_EXEC)) {
 			return true
 		}
@@ -385,15 +441,19 @@ func (t *tracer) vforkReleased(c int) bool {
 
 // awaitStops waits until every task in f.waiting has stopped (or is gone, or
 // stuck since start for freezeStuck), the caller is gone or the tree dies.
-func (t *tracer) awaitStops(f *freezer, start time.Time) error {
+// The statuses it reaps are taken (freezer.take); a task taken as frozen
+// for being stuck is logged to log.
+//
+// Precondition: the calling goroutine is locked to the tracer thread.
+func (s *freezeState) awaitStops(f *freezer, start time.Time, log zerolog.Logger) error {
 	check := time.Now().Add(time.Millisecond)
-	for len(f.waiting) > 0 && !f.gone && !t.dying.Load() {
+	for len(f.waiting) > 0 && !f.gone && !s.tree.dying.Load() {
 		tid, ws, err := pollUntil(check)
 		if err != nil {
 			return err
 		}
 		if tid != 0 {
-			f.take(t, tid, ws)
+			f.take(s, tid, ws)
 			continue
 		}
 		// Slow to stop: a thread group leader that is a zombie while its
@@ -406,7 +466,7 @@ func (t *tracer) awaitStops(f *freezer, start time.Time) error {
 		}
 		if time.Since(start) > freezeStuck {
 			for x := range f.waiting {
-				if o := t.tasks[x]; o != nil && o.slot != 0 {
+				if o := s.tree.tasks[x]; o != nil && o.slot != 0 {
 					// A copied call in flight (pathpage.go) is never
 					// taken as frozen: it was checked against names
 					// that only a freeze keeps, and its walk may not
@@ -418,7 +478,7 @@ func (t *tracer) awaitStops(f *freezer, start time.Time) error {
 					// leave, its death ends the wait.
 					continue
 				}
-				t.cfg.Log.Warn().Int("tid", x).Str("state", string(rune(procState(x)))).
+				log.Warn().Int("tid", x).Str("state", string(rune(procState(x)))).
 					Msg("task did not stop within the freeze bound; taken as frozen (it cannot run its own code before it stops)")
 				delete(f.waiting, x)
 			}
@@ -428,22 +488,22 @@ func (t *tracer) awaitStops(f *freezer, start time.Time) error {
 	return nil
 }
 
-// take files a status reaped during a freeze.
-func (f *freezer) take(t *tracer, tid int, ws unix.WaitStatus) {
+// take files a status reaped during a freeze into s.
+func (f *freezer) take(s *freezeState, tid int, ws unix.WaitStatus) {
 	if tid == f.tk.tid {
 		// The caller was killed in its stop.
 		f.gone = true
-		t.queue(tid, ws)
+		s.queue(tid, ws)
 		return
 	}
 	delete(f.waiting, tid)
-	if o := t.tasks[tid]; o != nil && o.attached && o.held == 0 && stopEvent(ws) == unix.PTRACE_EVENT_STOP {
+	if o := s.tree.tasks[tid]; o != nil && o.attached && o.held == 0 && stopEvent(ws) == unix.PTRACE_EVENT_STOP {
 		// The freeze's interrupt (or a group-stop): the loop would only
 		// resume it; the thaw does.
-		t.hold(tid)
+		s.hold(tid)
 		return
 	}
-	t.queue(tid, ws)
+	s.queue(tid, ws)
 }
 
 // runFrozen runs the caller's allowed call to its end with the tree frozen.
@@ -452,7 +512,7 @@ func (f *freezer) take(t *tracer, tid int, ws unix.WaitStatus) {
 // goroutine is locked to the tracer thread.
 func (t *tracer) runFrozen(f *freezer) error {
 	tid := f.tk.tid
-	if f.gone || t.dying.Load() {
+	if f.gone || t.tree.dying.Load() {
 		if err := t.thaw(); err != nil {
 			return err
 		}
@@ -471,7 +531,7 @@ func (t *tracer) runFrozen(f *freezer) error {
 		blocked = f.blockAfter
 	}
 	check := time.Now().Add(blocked)
-	for !t.dying.Load() {
+	for !t.tree.dying.Load() {
 		x, ws, err := pollUntil(check)
 		if err != nil {
 			t.thaw()
@@ -493,11 +553,11 @@ func (t *tracer) runFrozen(f *freezer) error {
 				return t.thawIfDue()
 			}
 			// Killed, or another stop: the loop answers it.
-			t.queue(x, ws)
+			t.fz.queue(x, ws)
 			return t.thawIfDue()
 		}
 		if x != 0 {
-			f.take(t, x, ws)
+			f.take(&t.fz, x, ws)
 			continue
 		}
 		st := procState(tid)
@@ -529,7 +589,7 @@ func (t *tracer) runFrozen(f *freezer) error {
 			// Blocked after its lookups (see the comment at the top):
 			// let the tree run; the loop answers its syscall-exit stop.
 			if !f.noPaths {
-				t.setInFlight(f.tk, true)
+				t.tree.setInFlight(f.tk, true)
 			}
 			return t.thaw()
 		}

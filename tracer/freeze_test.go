@@ -107,20 +107,20 @@ const noTid = 1 << 23
 
 func TestBacklogAndFrozenSet(t *testing.T) {
 	tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
-	a := tr.addTask(noTid, noTid)
-	b := tr.addTask(noTid+1, noTid)
+	a := tr.tree.add(noTid, noTid)
+	b := tr.tree.add(noTid+1, noTid)
 	seccomp := unix.WaitStatus(0x7f | int(unix.SIGTRAP)<<8 | unix.PTRACE_EVENT_SECCOMP<<16)
 
 	t.Run("queue keeps the kernel's order and counts per task", func(t *testing.T) {
-		tr.queue(a.tid, seccomp)
-		tr.queue(noTid+2, 0) // not known yet: a child's first stop
-		tr.queue(a.tid, unix.WaitStatus(unix.SIGKILL))
+		tr.fz.queue(a.tid, seccomp)
+		tr.fz.queue(noTid+2, 0) // not known yet: a child's first stop
+		tr.fz.queue(a.tid, unix.WaitStatus(unix.SIGKILL))
 		if a.held != 2 || b.held != 0 {
 			t.Fatalf("held a=%d b=%d", a.held, b.held)
 		}
 		var got []int
-		for len(tr.backlog) > 0 {
-			got = append(got, tr.unqueue().tid)
+		for len(tr.fz.backlog) > 0 {
+			got = append(got, tr.fz.unqueue().tid)
 		}
 		if want := []int{noTid, noTid + 2, noTid}; !equalInts(got, want) {
 			t.Fatalf("order %v, want %v", got, want)
@@ -130,39 +130,39 @@ func TestBacklogAndFrozenSet(t *testing.T) {
 		}
 	})
 	t.Run("a task is held once", func(t *testing.T) {
-		tr.hold(a.tid)
-		tr.hold(a.tid)
-		tr.hold(b.tid)
-		if n := len(tr.frozen.tids); n != 2 || len(tr.frozen.in) != 2 {
-			t.Fatalf("frozen %v", tr.frozen.tids)
+		tr.fz.hold(a.tid)
+		tr.fz.hold(a.tid)
+		tr.fz.hold(b.tid)
+		if n := len(tr.fz.frozen.tids); n != 2 || len(tr.fz.frozen.in) != 2 {
+			t.Fatalf("frozen %v", tr.fz.frozen.tids)
 		}
 	})
 	t.Run("stays frozen while stops are queued, within freezeHold", func(t *testing.T) {
-		tr.queue(b.tid, seccomp)
+		tr.fz.queue(b.tid, seccomp)
 		// The set was made by the subtest before; on a slow machine (an
 		// emulated arm64 guest) freezeHold may already have passed since.
-		tr.frozen.since = time.Now().Add(time.Minute)
-		if err := tr.thawIfDue(); err != nil || tr.frozen == nil {
-			t.Fatalf("thawed early: %v %v", err, tr.frozen)
+		tr.fz.frozen.since = time.Now().Add(time.Minute)
+		if err := tr.thawIfDue(); err != nil || tr.fz.frozen == nil {
+			t.Fatalf("thawed early: %v %v", err, tr.fz.frozen)
 		}
-		tr.frozen.since = time.Now().Add(-2 * freezeHold)
-		if err := tr.thawIfDue(); err != nil || tr.frozen != nil {
-			t.Fatalf("not thawed after freezeHold: %v %v", err, tr.frozen)
+		tr.fz.frozen.since = time.Now().Add(-2 * freezeHold)
+		if err := tr.thawIfDue(); err != nil || tr.fz.frozen != nil {
+			t.Fatalf("not thawed after freezeHold: %v %v", err, tr.fz.frozen)
 		}
-		tr.unqueue()
+		tr.fz.unqueue()
 	})
 	t.Run("thawed when nothing is queued", func(t *testing.T) {
-		tr.hold(a.tid)
-		if err := tr.thawIfDue(); err != nil || tr.frozen != nil {
-			t.Fatalf("not thawed: %v %v", err, tr.frozen)
+		tr.fz.hold(a.tid)
+		if err := tr.thawIfDue(); err != nil || tr.fz.frozen != nil {
+			t.Fatalf("not thawed: %v %v", err, tr.fz.frozen)
 		}
 	})
 	t.Run("thawed at once when the tree is dying", func(t *testing.T) {
-		tr.hold(a.tid)
-		tr.queue(b.tid, seccomp)
-		tr.dying.Store(true)
-		if err := tr.thawIfDue(); err != nil || tr.frozen != nil {
-			t.Fatalf("not thawed: %v %v", err, tr.frozen)
+		tr.fz.hold(a.tid)
+		tr.fz.queue(b.tid, seccomp)
+		tr.tree.dying.Store(true)
+		if err := tr.thawIfDue(); err != nil || tr.fz.frozen != nil {
+			t.Fatalf("not thawed: %v %v", err, tr.fz.frozen)
 		}
 	})
 }
@@ -463,18 +463,18 @@ func TestFrozenTidReportsAgain(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
-			leader := tr.addTask(noTid, noTid)
+			leader := tr.tree.add(noTid, noTid)
 			leader.attached = true
-			caller := tr.addTask(noTid+1, noTid)
+			caller := tr.tree.add(noTid+1, noTid)
 			caller.attached = true
-			tr.hold(leader.tid)
+			tr.fz.hold(leader.tid)
 			f := &freezer{tk: caller, waiting: map[int]bool{}}
-			f.take(tr, leader.tid, c.ws)
-			if tr.frozen.in[leader.tid] {
+			f.take(&tr.fz, leader.tid, c.ws)
+			if tr.fz.frozen.in[leader.tid] {
 				t.Errorf("tid %d still in the frozen set after reporting %#x: the thaw would resume it", leader.tid, uint32(c.ws))
 			}
-			if len(tr.backlog) != 1 || tr.backlog[0].tid != leader.tid || leader.held != 1 {
-				t.Errorf("backlog %v, held %d: the status must be queued for the loop", tr.backlog, leader.held)
+			if len(tr.fz.backlog) != 1 || tr.fz.backlog[0].tid != leader.tid || leader.held != 1 {
+				t.Errorf("backlog %v, held %d: the status must be queued for the loop", tr.fz.backlog, leader.held)
 			}
 		})
 	}
@@ -503,17 +503,17 @@ func TestVforkReleased(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
-			tr.addTask(noTid, noTid)
-			child := tr.addTask(noTid+1, noTid+1)
+			tr.tree.add(noTid, noTid)
+			child := tr.tree.add(noTid+1, noTid+1)
 			child.vforkParent = noTid
-			tr.queue(noTid, stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_EXEC)) // another task's: not the child's
+			tr.fz.queue(noTid, stop(int(unix.SIGTRAP), unix.PTRACE_EVENT_EXEC)) // another task's: not the child's
 			for _, ws := range c.queued {
-				tr.queue(child.tid, ws)
+				tr.fz.queue(child.tid, ws)
 			}
 			if c.gone {
 				tr.removeTask(child.tid)
 			}
-			if got := tr.vforkReleased(child.tid); got != c.want {
+			if got := tr.fz.vforkReleased(child.tid); got != c.want {
 				t.Errorf("vforkReleased = %v, want %v", got, c.want)
 			}
 		})

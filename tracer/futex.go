@@ -329,10 +329,10 @@ const kcmpVM = 1
 // fails (ENOSYS without CONFIG_CHECKPOINT_RESTORE, a task gone) the answer
 // is false: freeze.
 func (t *tracer) mmAlone(tk *task) bool {
-	if p := t.procs[tk.tgid]; p == nil || p.threads != 1 {
+	if p := t.tree.procs[tk.tgid]; p == nil || p.threads != 1 {
 		return false
 	}
-	for _, o := range t.tasks {
+	for _, o := range t.tree.tasks {
 		if o.tgid == tk.tgid {
 			continue
 		}

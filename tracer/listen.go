@@ -26,8 +26,9 @@ import (
 //     it unbound;
 // and denied on every other socket.
 
-// maxBound bounds tracer.bound; past it a listen on a newly bound socket is
-// denied (and says so) rather than the set growing without end.
+// maxBound bounds tracer.bound (boundSockets); past it a listen on a newly
+// bound socket is denied (and says so) rather than the set growing without
+// end.
 const maxBound = 1 << 16
 
 // socketInode is the inode of the socket at fd of tk ("socket:[N]" in
@@ -75,14 +76,14 @@ func (t *tracer) decodeListen(c *call) *policy.Op {
 	fd := t.regs.Int32Arg(0)
 	op := &policy.Op{Kind: syscalls.KindBind, Syscall: c.name}
 	ino, ok := socketInode(c.tk, fd)
-	if !ok || t.bound[ino] || unixSocket(c.tk.tgid, ino) {
+	if !ok || t.bound.has(ino) || unixSocket(c.tk.tgid, ino) {
 		// Not a socket (the kernel fails it: EBADF, ENOTSOCK), or one
 		// whose address was checked.
 		c.pass = true
 		return op
 	}
 	op.Family = "unspec"
-	if len(t.bound) >= maxBound {
+	if t.bound.full() {
 		op.Addr = "(tracecell stopped recording bound sockets after " + strconv.Itoa(maxBound) + ")"
 	}
 	return op
@@ -124,8 +125,8 @@ func (t *tracer) callDone(tk *task, unfrozen bool) {
 	if fx != 0 && ret == -errRestartBlock {
 		tk.futexRestart = fx // futex.go
 	}
-	if ino != 0 && ret == 0 && len(t.bound) < maxBound {
-		t.bound[ino] = true
+	if ino != 0 && ret == 0 {
+		t.bound.add(ino)
 	}
 	if ret >= 0 { // an fd, or 0
 		for _, p := range scratch {

@@ -39,7 +39,7 @@ package tracer
 // unlinkat with AT_REMOVEDIR), chmod, chown, truncate, utime(s), utimensat
 // and the xattr calls, with one path, no dirfd or AT_FDCWD, no
 // AT_EMPTY_PATH. The rest freeze as before, and run on copies of the
-// memory they were decided on all the same ("Copy and freeze", below): a
+// memory they were decided on all the same ("Copy and freeze", copyfreeze.go): a
 // freeze cannot hold a task that is killed.
 //
 // The page is mapped into a process the first time one of its threads makes
@@ -60,7 +60,6 @@ package tracer
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"os"
@@ -101,7 +100,7 @@ func slotAddr(i int) uint64 { return syscalls.PathPageAddr + uint64(i)*syscalls.
 // Precondition: t.regs holds c's registers.
 func (t *tracer) copyArg(c *call) (syscalls.PathArg, bool) {
 	s := c.spec
-	if !t.pathPage || t.pageOff || len(s.Paths) != 1 || t.regs.Arg(s.Paths[0].Arg) == 0 {
+	if !t.page.on || t.page.off || len(s.Paths) != 1 || t.regs.Arg(s.Paths[0].Arg) == 0 {
 		return syscalls.PathArg{}, false
 	}
 	pa := s.Paths[0]
@@ -159,74 +158,15 @@ func uncopyable(c *call, r pathres.Result) bool {
 	return r.ViaProc || (c.spec.Kind == syscalls.KindDelete && r.Mode&fs.ModeSymlink != 0) || policy.PtySlave(r.Path)
 }
 
-// ownFilter reports whether tid runs under a seccomp filter the tree
-// installed itself (more filters than the root had after its initial exec,
-// /proc/<tid>/status Seccomp_filters, 5.9). The injected mmap would meet it:
-// a filter that traps or kills unusual mmap flags (MAP_FIXED_NOREPLACE), as
-// sandboxes that emulate calls in a SIGSYS handler do, would get a SIGSYS
-// for a call the program never made, or die of it. Such a process keeps
-// the freeze. Unknown (older kernels): no.
-func (t *tracer) ownFilter(tid int) bool {
-	return t.seccompBase >= 0 && seccompFilters(tid) > t.seccompBase
-}
-
-// seccompFilters is the Seccomp_filters count of /proc/<tid>/status, -1
-// when it cannot be read (gone, or a kernel before 5.9).
-func seccompFilters(tid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
-	if err != nil {
-		return -1
-	}
-	return parseStatusInt(b, "Seccomp_filters:", -1)
-}
-
-// takeSlot returns a free slot, or -1 when every slot holds a call in
-// flight (the call then freezes).
-func (t *tracer) takeSlot() int {
-	n := len(t.freeSlots)
-	if n == 0 {
-		return -1
-	}
-	i := t.freeSlots[n-1]
-	t.freeSlots = t.freeSlots[:n-1]
-	return i
-}
-
-func (t *tracer) putSlot(i int) { t.freeSlots = append(t.freeSlots, i) }
-
-// memFile is the /proc/<tid>/mem of tk's process, opened on first use and
-// kept until the process execs or ends: it refers to the address space it
-// was opened on.
-func (t *tracer) memFile(tk *task, p *proc) (*os.File, error) {
-	if p.mem != nil {
-		return p.mem, nil
-	}
-	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tk.tid), os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	p.mem = f
-	return f, nil
-}
-
-// dropPage forgets p's page and closes its memory file.
-func (p *proc) dropPage() {
-	p.page = pageUnknown
-	if p.mem != nil {
-		p.mem.Close()
-		p.mem = nil
-	}
-}
-
 // copyPath writes the path bytes c is decided on, NUL-terminated, into c's
 // slot. It returns false when the page cannot be written (the process is
 // then marked pageNone, and the call must be decided again frozen).
 func (t *tracer) copyPath(c *call, given []byte) bool {
-	p := t.procs[c.tk.tgid]
+	p := t.tree.procs[c.tk.tgid]
 	if p == nil {
 		return false
 	}
-	f, err := t.memFile(c.tk, p)
+	f, err := p.memFile(c.tk.tid)
 	if err == nil {
 		buf := make([]byte, len(given)+1)
 		copy(buf, given)
@@ -255,14 +195,14 @@ func (t *tracer) runCopied(c *call) error {
 	orig := t.regs.Arg(c.copyArg)
 	t.regs.SetArg(c.copyArg, slotAddr(c.slot))
 	if err := t.setArg(tk.tid, c.copyArg, slotAddr(c.slot), true); err != nil {
-		t.putSlot(c.slot)
+		t.page.put(c.slot)
 		if err == unix.ESRCH {
 			return nil
 		}
 		return err
 	}
 	tk.slot, tk.slotArg, tk.slotOrig = c.slot+1, c.copyArg, orig
-	t.copies++
+	t.page.copies++
 	// The call runs, and stops at its syscall exit.
 	if err := unix.PtraceSyscall(tk.tid, 0); err != nil {
 		if err == unix.ESRCH {
@@ -278,7 +218,7 @@ func (t *tracer) runCopied(c *call) error {
 func (t *tracer) endCopied(tk *task) error {
 	slot, arg, orig := tk.slot-1, tk.slotArg, tk.slotOrig
 	tk.slot = 0
-	t.putSlot(slot)
+	t.page.put(slot)
 	if t.layout.ArgIsRet(arg) {
 		return nil // x0 now holds the result; the caller expects nothing else there
 	}
@@ -389,7 +329,7 @@ func (t *tracer) mapPage(tk *task, p *proc) error {
 		break
 	}
 	if !ws.Stopped() {
-		t.queue(tid, ws) // killed
+		t.fz.queue(tid, ws) // killed
 		return nil
 	}
 	if ws.StopSignal() != unix.SIGTRAP|0x80 {
@@ -407,12 +347,12 @@ func (t *tracer) mapPage(tk *task, p *proc) error {
 		// vfork) has the page, or the program mapped such memory there
 		// itself; either way nobody can write it.
 		p.page = pageMapped
-		t.pageEver = true
+		t.page.ever = true
 	} else {
 		p.page = pageNone
 		t.cfg.Log.Debug().Int("pid", tk.tgid).Int64("ret", int64(ret)).Msg("cannot map the path page; the process's calls freeze the tree")
 	}
-	t.pageMaps++
+	t.page.maps++
 	for _, w := range orig.Restart() {
 		if _, err := ptraceRegset(unix.PTRACE_SETREGSET, tid, w.Note, w.Data); err != nil {
 			if err == unix.ESRCH {
@@ -496,15 +436,15 @@ func (t *tracer) decodeMem(c *call) *policy.Op {
 	case reason == "":
 		c.pass = true
 		return nil
-	case !t.pageEver:
+	case !t.page.ever:
 		// No process has had the page yet (the tracer maps it only once
 		// the tree has two tasks): a program that reserves a range
 		// covering it first, as AddressSanitizer does for its shadow
 		// gap at start-up, keeps it, and the page is off for the rest of
 		// the run (its calls freeze, as without the page). Off before the
 		// call runs, so no mapping can come between.
-		if !t.pageOff {
-			t.pageOff = true
+		if !t.page.off {
+			t.page.off = true
 			t.cfg.Log.Debug().Str("syscall", c.name).Int("pid", c.tk.tgid).Msg("the program maps over the path page's range before tracecell used it; path page off for this run")
 		}
 		c.pass = true
@@ -512,358 +452,4 @@ func (t *tracer) decodeMem(c *call) *policy.Op {
 	}
 	c.limit = &policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM, Reason: reason}
 	return &policy.Op{Kind: syscalls.KindMemory, Syscall: c.name}
-}
-
-// Copy and freeze: the checked memory of frozen calls.
-//
-// A freeze keeps every other task of the tree from running, but it cannot
-// keep one from dying: SIGKILL ends a ptrace-stopped task at once (a POSIX
-// timer of its own, SIGIO with F_SETSIG=SIGKILL, another process's kill),
-// and its exit makes the kernel write user memory after the tracer's check
-// and before the kernel reads the checked call's arguments:
-//
-//   - clear_child_tid (CLONE_CHILD_CLEARTID, set_tid_address): mm_release
-//     (kernel/fork.c) writes 4 zero bytes there when the mm is shared
-//     (mm_users > 1: a thread, a clone(CLONE_VM) process);
-//   - the robust futex list (set_robust_list): exit_robust_list /
-//     handle_futex_death (kernel/futex) sets FUTEX_OWNER_DIED in any word
-//     whose TID bits are the dying task's tid, in the dying task's memory,
-//     which may be a MAP_SHARED mapping another process shares.
-//
-// Both are put_user/cmpxchg writes, which respect page protection. So the
-// memory a frozen call is decided on is copied into path page slots too (the
-// freeze still protects the names on the way: dirfd, cwd, symlinks; the copy
-// protects the bytes): every path argument (copyPathArg), the sockaddr of
-// connect, bind and sendto, and sendmsg's msghdr with its name and control
-// data, pointers redirected (msgCopy). The arguments are set at release,
-// just before the call runs, and set back at its syscall-exit stop
-// (runFrozen, or syscallStop for a call left to finish unfrozen).
-//
-// When no copy can be had (no page: pageNone, pageOff, a process under its
-// own seccomp filter; every slot busy; a msghdr too big for a slot) the
-// call runs on its own memory as before if no exit can write it
-// (exitWritable: no task of another process shared the mm when the tree
-// was frozen, judged before the memory is read, and the memory is the
-// process's own: no shared mapping, no file page not yet copied on write);
-// otherwise, if the policy would allow it, it is denied
-// (RuleKernelRewritten).
-// sendmmsg writes msg_len back into its mmsghdr, which cannot live in the
-// read-only page: an entry with an address is denied when an exit could
-// write it (netmsg.go, exitRewritten).
-
-// argCopy is one argument of a frozen call pointed at path page slot slot,
-// orig its own value, set back at the call's syscall-exit stop.
-type argCopy struct {
-	arg, slot int
-	orig      uint64
-}
-
-// frozenCopies reports whether a frozen call c reads memory that is copied
-// into the path page (copyFrozen): paths (and setxattr's attribute name) of
-// file calls, socket addresses. Not chdir's path: chdir is never denied.
-func frozenCopies(c *call) bool {
-	switch c.spec.Handler {
-	case syscalls.HOpen, syscalls.HPath:
-		return len(c.spec.Paths) > 0
-	case syscalls.HSocket:
-		switch c.name {
-		case "connect", "bind", "sendto", "sendmsg":
-			return true
-		}
-	}
-	return false
-}
-
-// pageUsable reports whether the run uses the path page at all.
-func (t *tracer) pageUsable() bool { return t.pathPage && !t.pageOff }
-
-// copyFrozen copies the memory frozen call c is decided on for argument
-// arg into a free slot and records it: mk lays the bytes out for the
-// slot's address (a path and its NUL; msgCopy), from are the tracee
-// ranges they were read from. With no page, no free slot, bytes that do
-// not fit (mk returns nil) or a failed write the call is marked uncopied:
-// it then runs on its own memory only if no exit can write that
-// (exitWritable).
-func (t *tracer) copyFrozen(c *call, arg int, mk func(addr uint64) []byte, from ...span) {
-	if !c.frozen || !frozenCopies(c) {
-		return // not frozen (copied or single-task), or not a call whose memory is copied
-	}
-	c.spans = append(c.spans, from...)
-	if c.uncopied {
-		return
-	}
-	if !c.fcopy {
-		c.uncopied, c.noCopy = true, t.noPageWhy(c.tk)
-		return
-	}
-	p := t.procs[c.tk.tgid]
-	i := t.takeSlot()
-	var b []byte
-	if i >= 0 {
-		b = mk(slotAddr(i))
-	}
-	if p == nil || b == nil || len(b) > syscalls.PathSlotSize {
-		c.uncopied, c.noCopy = true, "every slot of its path page is in use by calls in flight"
-		if i >= 0 {
-			t.putSlot(i)
-			c.noCopy = fmt.Sprintf("what it reads (%d bytes) is larger than a path page slot (%d bytes)", len(b), syscalls.PathSlotSize)
-		}
-		return
-	}
-	f, err := t.memFile(c.tk, p)
-	if err == nil {
-		var n int
-		n, err = f.WriteAt(b, int64(slotAddr(i)))
-		if err == nil && n != len(b) {
-			err = syscall.EIO
-		}
-	}
-	if err != nil {
-		t.putSlot(i)
-		t.cfg.Log.Debug().Int("pid", c.tk.tgid).Err(err).Msg("cannot write the path page; the process's calls freeze the tree from now on")
-		p.page = pageNone
-		c.uncopied, c.noCopy = true, "its path page could not be written"
-		return
-	}
-	c.copies = append(c.copies, argCopy{arg: arg, slot: i, orig: t.regs.Arg(arg)})
-}
-
-// noPageWhy says why tk's process has no path page, for a denial.
-func (t *tracer) noPageWhy(tk *task) string {
-	switch {
-	case t.pageOff:
-		return fmt.Sprintf("the program mapped memory over %#x-%#x, where tracecell keeps its path page, before it was used", syscalls.PathPageAddr, syscalls.PathPageAddr+syscalls.PathPageSize)
-	case t.ownFilter(tk.tid):
-		return "the process runs under a seccomp filter of its own, so tracecell does not map its path page into it"
-	}
-	return fmt.Sprintf("its path page could not be mapped (the range %#x-%#x is taken)", syscalls.PathPageAddr, syscalls.PathPageAddr+syscalls.PathPageSize)
-}
-
-// copyPathArg copies path s (no NUL), read from addr for argument arg of a
-// frozen call.
-func (t *tracer) copyPathArg(c *call, arg int, addr uint64, s []byte) {
-	t.copyFrozen(c, arg, func(uint64) []byte {
-		buf := make([]byte, len(s)+1)
-		copy(buf, s)
-		return buf
-	}, mkSpan(addr, uint64(len(s)+1)))
-}
-
-// dropCopies frees the slots of a call that will not run on them.
-func (t *tracer) dropCopies(c *call) {
-	for _, a := range c.copies {
-		t.putSlot(a.slot)
-	}
-	c.copies = nil
-}
-
-// setCopies points c's copied arguments at their slots, just before the
-// call runs frozen, and hands them to its task for the syscall-exit stop.
-// A vanished task is returned as unix.ESRCH (the slots are freed).
-//
-// Precondition: c.tk is in its seccomp stop and t.regs holds its registers.
-func (t *tracer) setCopies(c *call) error {
-	tk := c.tk
-	for _, a := range c.copies {
-		t.regs.SetArg(a.arg, slotAddr(a.slot))
-	}
-	for j, a := range c.copies {
-		// With PTRACE_POKEUSER one argument at a time; without, the
-		// whole register set (t.regs, all set above) on the first.
-		if _, ok := t.layout.ArgUserOffset(a.arg); !ok && j > 0 {
-			break
-		}
-		if err := t.setArg(tk.tid, a.arg, slotAddr(a.slot), true); err != nil {
-			t.dropCopies(c)
-			return err
-		}
-	}
-	tk.copies, c.copies = c.copies, nil
-	t.frozenCopies += len(tk.copies)
-	return nil
-}
-
-// endCopies is the syscall-exit stop of tk's frozen call that ran on
-// copies: the arguments are set back and the slots freed.
-func (t *tracer) endCopies(tk *task) error {
-	cs := tk.copies
-	tk.copies = nil
-	for _, a := range cs {
-		t.putSlot(a.slot)
-	}
-	for _, a := range cs {
-		if t.layout.ArgIsRet(a.arg) {
-			continue // x0 now holds the result
-		}
-		if err := t.setArg(tk.tid, a.arg, a.orig, false); err != nil {
-			if err == unix.ESRCH {
-				return nil
-			}
-			return err
-		}
-	}
-	return nil
-}
-
-// freeCopies frees the slots of a task that died or exec'd in a call that
-// ran on copies.
-func (t *tracer) freeCopies(tk *task) {
-	for _, a := range tk.copies {
-		t.putSlot(a.slot)
-	}
-	tk.copies = nil
-}
-
-// mmSharedWhy says why a task of another process may share tk's mm (a
-// clone(CLONE_VM) process, a vfork child or parent), "" when none can. It
-// runs once the tree is frozen and before the call's memory is read: a
-// task sharing the mm then may die and write it at any time after; one
-// found gone (kcmp sees no mm: exit_mm clears it only after mm_release
-// wrote clear_child_tid, kernel/exit.c) wrote before the read. kcmp
-// KCMP_VM (3.5, CONFIG_CHECKPOINT_RESTORE) on every task of the tree, and
-// on the children of fork, vfork and clone events taken by the freeze and
-// not answered yet (not in the task table: born stopped, they can still be
-// killed). A kcmp failure counts as shared.
-//
-// Precondition: the tree is frozen.
-func (t *tracer) mmSharedWhy(tk *task) string {
-	cmp := func(tid int) string {
-		r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(tk.tid), uintptr(tid), kcmpVM, 0, 0, 0)
-		switch {
-		case e == unix.ESRCH:
-			return "" // gone: its exit is over
-		case e != 0:
-			return fmt.Sprintf("tracecell could not tell whether pid %d shares its memory (kcmp: %v)", tid, e)
-		case r == 0:
-			return fmt.Sprintf("pid %d shares its memory (clone with CLONE_VM)", tid)
-		}
-		return ""
-	}
-	for _, o := range t.tasks {
-		if o.tgid == tk.tgid {
-			continue
-		}
-		if why := cmp(o.tid); why != "" {
-			return why
-		}
-	}
-	for _, p := range t.backlog {
-		if t.tasks[p.tid] == nil {
-			if why := cmp(p.tid); why != "" {
-				return why
-			}
-			continue
-		}
-		if !p.ws.Stopped() {
-			continue
-		}
-		switch stopEvent(p.ws) {
-		case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
-			msg, err := unix.PtraceGetEventMsg(p.tid)
-			if err != nil {
-				continue // the parent is gone
-			}
-			if o := t.tasks[int(msg)]; o != nil && o.tgid == tk.tgid {
-				continue // a thread of the caller's own group
-			}
-			if tgidOf(int(msg)) == tk.tgid {
-				continue
-			}
-			if why := cmp(int(msg)); why != "" {
-				return why
-			}
-		}
-	}
-	return ""
-}
-
-// exitWritable says why another task's exit could write the memory spans
-// of c, a frozen call (clear_child_tid, robust futex list: see above), ""
-// when none can: no task of another process shared c's mm when the tree
-// was frozen (c.mmShared, mmSharedWhy), and no span lies in a shared
-// mapping (a robust-list write into a MAP_SHARED mapping of another
-// process shows there) or on a page of a private file mapping not yet
-// copied on write (still the page cache page a shared one writes).
-//
-// Threads of c's own process are not counted: a SIGKILL to one kills the
-// whole group (complete_signal), c's task with it, which dies at once in
-// its seccomp stop; only a kill landing in the microseconds between the
-// tracer's resume and the kernel's copy of the arguments could still let
-// an exit write race the call, and the call's process is dying then. That
-// narrow window is the residue where no copy can be made (README, known
-// gaps).
-//
-// Precondition: the tree is frozen.
-func (t *tracer) exitWritable(c *call, spans []span) string {
-	if len(spans) == 0 {
-		return ""
-	}
-	if c.mmShared != "" {
-		return c.mmShared
-	}
-	vmas, err := readMaps(c.tk.tid)
-	if err != nil {
-		return fmt.Sprintf("its memory map could not be read (%v)", err)
-	}
-	for _, s := range spans {
-		if why := spanExitWritable(c.tk.tid, vmas, s); why != "" {
-			return why
-		}
-	}
-	return ""
-}
-
-// spanExitWritable says why memory span s of tid may be written by another
-// process's exit: it lies in a shared mapping, or in a private file mapping
-// on a page that is still the file's (not yet copied on write: anonPage),
-// which a MAP_SHARED mapping of the same file elsewhere writes. "" when
-// every page of it is the process's own.
-func spanExitWritable(tid int, vmas memMaps, s span) string {
-	pg := uint64(os.Getpagesize())
-	for _, v := range vmas {
-		if !s.overlaps(span{v.start, v.end}) {
-			continue
-		}
-		if v.shared {
-			return fmt.Sprintf("the memory at %#x is a shared mapping", s.lo)
-		}
-		if v.inode == 0 {
-			continue
-		}
-		lo, hi := max(s.lo, v.start), min(s.hi, v.end)
-		for a := lo &^ (pg - 1); a < hi; a += pg {
-			if !anonPage(tid, a) {
-				return fmt.Sprintf("the memory at %#x is a private mapping of %s whose page is still the file's own (not copied on write)", a, v.path)
-			}
-		}
-	}
-	return ""
-}
-
-// msgCopy lays out a sendmsg's struct msghdr hdr (sizeofMsghdr bytes, as
-// read), its name and its control data for a slot at addr: the msghdr
-// first, msg_name pointed at the name after it (at sizeofMsghdr), and
-// msg_control at the control data after the name (8-byte aligned).
-// msg_iov stays: the data sent is not checked. A nil name or control keeps
-// the caller's pointer (not read: NULL, a zero length, control shorter
-// than one cmsghdr, which the kernel parses as no message). It returns nil
-// when the whole does not fit a slot.
-func msgCopy(hdr, name, ctl []byte, addr uint64) []byte {
-	nameOff := uint64(sizeofMsghdr)
-	ctlOff := (nameOff + uint64(len(name)) + 7) &^ 7
-	end := ctlOff + uint64(len(ctl))
-	if end > syscalls.PathSlotSize {
-		return nil
-	}
-	b := make([]byte, end)
-	copy(b, hdr[:sizeofMsghdr])
-	if name != nil {
-		copy(b[nameOff:], name)
-		binary.LittleEndian.PutUint64(b[0:], addr+nameOff)
-	}
-	if ctl != nil {
-		copy(b[ctlOff:], ctl)
-		binary.LittleEndian.PutUint64(b[32:], addr+ctlOff)
-	}
-	return b
 }

@@ -56,14 +56,14 @@ func TestProcessGroupInTree(t *testing.T) {
 	tr := newTracer(&Config{Policy: mustPolicy(t)}, 0)
 
 	// A host process group whose number the tree had once (a recycled
-	// pid): t.ever remembers it, the group is not the tree's.
+	// pid): t.tree.ever remembers it, the group is not the tree's.
 	host := startGroup(t, "sleep", "30")
 	if err := host.Start(); err != nil {
 		t.Fatal(err)
 	}
 	killGroup(t, host.Process.Pid, host)
 	h := host.Process.Pid
-	tr.ever[h] = true
+	tr.tree.ever[h] = true
 	if tr.pidInTree(-h) || tr.pgrpInTree(h) {
 		t.Errorf("host process group %d (a pid the tree once had) counts as the tree's", h)
 	}
@@ -75,7 +75,7 @@ func TestProcessGroupInTree(t *testing.T) {
 	}
 	killGroup(t, lead.Process.Pid, lead)
 	l := lead.Process.Pid
-	tr.addTask(l, l)
+	tr.tree.add(l, l)
 	if !tr.pidInTree(-l) || !tr.pgrpInTree(l) {
 		t.Errorf("process group %d of a live tree process is not the tree's", l)
 	}
@@ -107,7 +107,7 @@ func TestProcessGroupInTree(t *testing.T) {
 	if tr.pgrpInTree(s) {
 		t.Errorf("group %d counts as the tree's before its member is", s)
 	}
-	tr.addTask(m, m)
+	tr.tree.add(m, m)
 	if !tr.pidInTree(-s) {
 		t.Errorf("group %d whose leader is gone and whose member %d is in the tree is not the tree's", s, m)
 	}
@@ -126,12 +126,12 @@ func TestProcessGroupInTree(t *testing.T) {
 	t.Cleanup(func() { z.Wait() })
 	zp := z.Process.Pid
 	waitState(t, zp, 'Z')
-	tr.ever[zp] = true
+	tr.tree.ever[zp] = true
 	if tr.pidInTree(-zp) {
 		t.Errorf("zombie group leader %d whose parent is not in the tree counts as the tree's", zp)
 	}
 	self := os.Getpid()
-	tr.addTask(self, self)
+	tr.tree.add(self, self)
 	if !tr.pidInTree(-zp) {
 		t.Errorf("zombie group leader %d of a tree parent is not the tree's", zp)
 	}

@@ -49,7 +49,7 @@ package tracer
 //     through /dev/ptmx from the devpts mounted at "pts" next to it, of one
 //     opened through a devpts's own ptmx from that mount (devpts_acquire,
 //     devpts_ptmx_path in 4.18). /dev/pts/N names the slave only for the
-//     instance at /dev/pts: ptyDone checks that the master was opened
+//     instance at /dev/pts: ptyLedger.learn checks that the master was opened
 //     through tracecell's own /dev/ptmx or /dev/pts/ptmx (mount id and
 //     inode, ptmxRefs), not a ptmx of another instance (a container's,
 //     through /proc/<pid>/root) whose index would name someone else's pty
@@ -79,6 +79,7 @@ import (
 	"path"
 	"strconv"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/policy"
@@ -107,7 +108,12 @@ type ptmxRef struct {
 	dev, ino uint64
 }
 
-// ptyLedger knows the ptys the tree may open by name.
+// ptyLedger knows the ptys the tree may open by name: tracecell's own
+// terminals among the command's stdio (addStdio, at start) and the ptys
+// the tree made (learn, at a TIOCGPTN's syscall exit). Invariant: own
+// holds at most maxPtys entries, each the identity the slave had when it
+// was learnt; an index that devpts gives to someone else since has
+// another identity and is not the tree's (slave).
 type ptyLedger struct {
 	stdio []devID // tracecell's own terminals, given to the command
 	// ttys are all the character devices among the command's stdio (a
@@ -222,9 +228,19 @@ func (t *tracer) ptyDone(tk *task, unfrozen bool) {
 	if err != nil {
 		return
 	}
-	n := binary.LittleEndian.Uint32(b)
-	fdPath := fmt.Sprintf("/proc/%d/task/%d/fd/%d", tk.tgid, tk.tid, fd)
-	info, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/fdinfo/%d", tk.tgid, tk.tid, fd))
+	t.ptys.learn(tk.tgid, tk.tid, fd, binary.LittleEndian.Uint32(b), unfrozen, t.cfg.Log)
+}
+
+// learn records pty n as the tree's own, n being the index that a TIOCGPTN
+// on fd of task tid (of thread group tgid) wrote to the tree's memory,
+// when the kernel agrees: fd is a master opened through tracecell's own
+// /dev/ptmx or /dev/pts/ptmx (refs), fdinfo's tty-index (where shown)
+// names n — and is shown at all when the call ran unfrozen (its memory
+// then proves nothing) — and /dev/pts/n is a pty slave. A pty past maxPtys
+// is not recorded (and logged to log).
+func (l *ptyLedger) learn(tgid, tid int, fd int32, n uint32, unfrozen bool, log zerolog.Logger) {
+	fdPath := fmt.Sprintf("/proc/%d/task/%d/fd/%d", tgid, tid, fd)
+	info, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/fdinfo/%d", tgid, tid, fd))
 	if err != nil {
 		return
 	}
@@ -238,7 +254,7 @@ func (t *tracer) ptyDone(tk *task, unfrozen bool) {
 		return
 	}
 	ours := false
-	for _, r := range t.ptys.refs {
+	for _, r := range l.refs {
 		ours = ours || (r.mnt == mnt && r.dev == st.Dev && r.ino == st.Ino)
 	}
 	if !ours {
@@ -248,12 +264,12 @@ func (t *tracer) ptyDone(tk *task, unfrozen bool) {
 	if !ok {
 		return
 	}
-	if _, known := t.ptys.own[n]; !known && len(t.ptys.own) >= maxPtys {
-		t.cfg.Log.Warn().Uint32("index", n).Int("max", maxPtys).
+	if _, known := l.own[n]; !known && len(l.own) >= maxPtys {
+		log.Warn().Uint32("index", n).Int("max", maxPtys).
 			Msg("tracecell stopped recording the tree's own ptys: this one cannot be opened by name")
 		return
 	}
-	t.ptys.own[n] = id
+	l.own[n] = id
 }
 
 // ptyStat is the identity of the pty slave at p (a resolved path: lstat),

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/internal/ptytest"
@@ -289,5 +291,71 @@ print("pipe", setfl(r, fcntl.FASYNC))
 		if d.Kind.String() != "signal" || d.Rule != policy.RuleOutsideTree || d.Errno != "EPERM" || d.Flags != flags || len(d.Paths) != 1 {
 			t.Errorf("denial %d: %+v, want signal outside-tree EPERM %s", i, d, flags)
 		}
+	}
+}
+
+// TestPtyLearn: a TIOCGPTN's answer is recorded only when the kernel
+// agrees with it (a master of tracecell's own ptmx, fdinfo's tty-index),
+// and never past maxPtys. The "tree" is this test process.
+func TestPtyLearn(t *testing.T) {
+	master, name := hostPty(t)
+	other, _ := hostPty(t)
+	var idx [2]uint32
+	for i, m := range []*os.File{master, other} {
+		n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx[i] = n
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	mfd, nfd := int32(master.Fd()), int32(null.Fd())
+	info, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", mfd))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, shown := fdinfoField(info, "tty-index:") // 4.19+
+	full := func(l *ptyLedger) {
+		for i := uint32(0); len(l.own) < maxPtys; i++ {
+			if i != idx[0] {
+				l.own[i] = ptyID{}
+			}
+		}
+	}
+	cases := []struct {
+		name     string
+		fd       int32
+		n        uint32
+		unfrozen bool
+		prep     func(l *ptyLedger)
+		want     bool
+	}{
+		{"its own master", mfd, idx[0], false, nil, true},
+		{"its own master, unfrozen", mfd, idx[0], true, nil, shown},
+		{"another pty's index in memory", mfd, idx[1], false, nil, !shown},
+		{"not a master", nfd, idx[0], false, nil, false},
+		{"no such fd", 1 << 20, idx[0], false, nil, false},
+		{"a ptmx that is not tracecell's", mfd, idx[0], false, func(l *ptyLedger) { l.refs = nil }, false},
+		{"the ledger full", mfd, idx[0], false, full, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			l := newPtyLedger()
+			if c.prep != nil {
+				c.prep(l)
+			}
+			before := len(l.own)
+			l.learn(os.Getpid(), unix.Gettid(), c.fd, c.n, c.unfrozen, zerolog.Nop())
+			if got := len(l.own) > before; got != c.want {
+				t.Errorf("recorded %v, want %v (tty-index shown: %v)", got, c.want, shown)
+			}
+			if c.want && c.n == idx[0] && !l.owns(name) {
+				t.Errorf("%s recorded but not owned", name)
+			}
+		})
 	}
 }

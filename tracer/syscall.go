@@ -87,7 +87,7 @@ func (t *tracer) seccompStop(tk *task) error {
 	if t.x32Call(nr) {
 		return t.foreignStop(tk, nr)
 	}
-	if nr == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && tk.tgid == t.rootPid && !t.rootExecDone {
+	if nr == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && tk.tgid == t.tree.rootPid && !t.rootExecDone {
 		return t.probe(tk)
 	}
 	// A call noted for its syscall exit is over by now (ptyDone reads the
@@ -114,10 +114,10 @@ func (t *tracer) seccompStop(tk *task) error {
 		// exit of a task the freeze cannot hold cannot write (copy and
 		// freeze, pathpage.go).
 		pa, ok := t.copyArg(c)
-		if (ok || frozenCopies(c)) && t.pageUsable() {
-			switch p := t.procs[tk.tgid]; {
-			case p == nil || t.dying.Load():
-			case p.page == pageUnknown && t.ownFilter(tk.tid):
+		if (ok || frozenCopies(c)) && t.page.usable() {
+			switch p := t.tree.procs[tk.tgid]; {
+			case p == nil || t.tree.dying.Load():
+			case p.page == pageUnknown && t.page.ownFilter(tk.tid):
 				p.page = pageNone // the injected mmap could meet the program's filter
 			case p.page == pageUnknown:
 				return t.mapPage(tk, p) // the call comes back when it is mapped
@@ -129,7 +129,7 @@ func (t *tracer) seccompStop(tk *task) error {
 				if !ok {
 					break
 				}
-				if i := t.takeSlot(); i >= 0 {
+				if i := t.page.take(); i >= 0 {
 					c.copying, c.slot, c.copyArg = true, i, pa.Arg
 				}
 			}
@@ -151,14 +151,14 @@ func (t *tracer) seccompStop(tk *task) error {
 		// The page could not be written, or the path is one only a
 		// freeze keeps from changing (uncopyable): decide the call
 		// again, frozen.
-		t.putSlot(c.slot)
+		t.page.put(c.slot)
 		c = &call{tk: tk, nr: nr, name: c.name, spec: spec}
 		f, done, err := t.freezeCaller(tk)
 		if done {
 			return err
 		}
 		fr = f
-		if p := t.procs[tk.tgid]; p != nil && p.page == pageMapped {
+		if p := t.tree.procs[tk.tgid]; p != nil && p.page == pageMapped {
 			hasPage = true
 		}
 		c.frozen, c.fcopy = true, hasPage
@@ -190,7 +190,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		// directories were (pathres.DirCache), nor what a cwd is called.
 		t.forgetDirs()
 	}
-	t.counts.Checked++
+	t.rec.counts.Checked++
 	switch {
 	case c.fail != 0 && c.failWhy != "":
 		// Fail closed, and say so: a blocked action is always reported.
@@ -215,7 +215,7 @@ func (t *tracer) seccompStop(tk *task) error {
 	case c.fail != 0:
 		// The kernel would fail this call the same way before touching
 		// anything (a missing directory, a bad fd or pointer): not a denial.
-		t.counts.Failed++
+		t.rec.counts.Failed++
 		if err := t.deny(tid, c.fail); err != nil {
 			return err
 		}
@@ -224,7 +224,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		if t.cfg.TraceAll && op != nil {
 			t.record(t.newEvent(c, op, policy.Decision{Allow: true}), true)
 		}
-		t.counts.Allowed++
+		t.rec.counts.Allowed++
 		return t.release(c, fr, true)
 	}
 	var d policy.Decision
@@ -240,7 +240,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 	}
 	if d.Allow {
-		t.counts.Allowed++
+		t.rec.counts.Allowed++
 		t.scratchStarts(c, op, d)
 		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
 			tk.approvedExec = op.Paths[0].Resolved
@@ -258,7 +258,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		// The kernel fails this call before it can change anything
 		// (EEXIST, ENOENT): its answer, not a denial. Given by the tracer
 		// without running the call, so that no race can make it succeed.
-		t.counts.Failed++
+		t.rec.counts.Failed++
 		if t.audit {
 			return t.release(c, fr, true) // the kernel answers the same
 		}
@@ -315,15 +315,15 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 		if allowed && c.copied {
 			return t.runCopied(c)
 		}
-		t.putSlot(c.slot)
+		t.page.put(c.slot)
 		if allowed {
 			// Every copyable call reads its path before it can be allowed.
 			return fmt.Errorf("%s by pid %d: allowed without its path copied (tracecell bug)", c.name, tid)
 		}
 	}
 	if len(c.copies) > 0 {
-		if !allowed || f == nil || f.gone || t.dying.Load() {
-			t.dropCopies(c)
+		if !allowed || f == nil || f.gone || t.tree.dying.Load() {
+			t.page.dropCopies(c)
 		} else if err := t.setCopies(c); err != nil {
 			if err != unix.ESRCH {
 				t.thaw()
@@ -349,7 +349,7 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 
 // newEvent builds the report entry of a decision.
 func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Event {
-	exe, argv := t.procInfo(c.tk.tgid)
+	exe, argv := t.tree.procInfo(c.tk.tgid)
 	if c.hasOpenFlags {
 		c.flags = syscalls.FormatOpenFlags(c.openFlags)
 	}
@@ -387,26 +387,7 @@ func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Eve
 // record counts an event and hands it to the notice printer, the report and
 // the trace. allowed is true for audits and traced allows.
 func (t *tracer) record(ev *report.Event, allowed bool) {
-	switch ev.Decision {
-	case report.Deny:
-		t.counts.Denied++
-	case report.Audit:
-		t.counts.Audited++
-	}
-	if ev.Decision != report.Allow {
-		max := t.cfg.MaxDenials
-		if max == 0 {
-			max = 10000
-		}
-		if len(t.denials) < max {
-			t.denials = append(t.denials, *ev)
-		} else {
-			t.dropped++
-		}
-	}
-	if t.cfg.OnEvent != nil {
-		t.cfg.OnEvent(ev)
-	}
+	t.rec.add(ev)
 }
 
 func programName(exe string, argv []string) string {
@@ -519,7 +500,7 @@ func (t *tracer) decodeChdir(c *call) *policy.Op {
 		op = &policy.Op{Kind: syscalls.KindChdir, Syscall: c.name, Paths: []policy.Path{p}}
 		c.fail, c.failWhy = 0, ""
 	}
-	t.forgetCwds()
+	t.tree.forgetCwds()
 	c.pass = true
 	return op
 }
@@ -638,7 +619,7 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 	var given []byte
 	if addr == 0 && pa.EmptyPathOK {
 		given = nil
-	} else if c.spec.Handler == syscalls.HExec && c.tk.tid == t.rootPid && !t.rootExecDone {
+	} else if c.spec.Handler == syscalls.HExec && c.tk.tid == t.tree.rootPid && !t.rootExecDone {
 		// The command's start: before its exec the root runs only
 		// tracecell's own start code (fork_unsafe_linux.go), whose one
 		// execve names Config.Path. That process is not dumpable then,
@@ -713,7 +694,7 @@ func (t *tracer) dirCache() *pathres.DirCache {
 	if t.dirs == nil {
 		return nil
 	}
-	if t.inFlightN > 0 {
+	if t.tree.inFlightN > 0 {
 		t.forgetDirs()
 		return nil
 	}
@@ -726,14 +707,7 @@ func (t *tracer) forgetDirs() {
 		return
 	}
 	t.dirs.Reset()
-	t.forgetCwds()
-}
-
-// forgetCwds forgets every task's remembered cwd (base).
-func (t *tracer) forgetCwds() {
-	for _, tk := range t.tasks {
-		tk.cwd = ""
-	}
+	t.tree.forgetCwds()
 }
 
 // movesDirs reports whether op may rename or remove a directory: a rename
@@ -1280,8 +1254,8 @@ func (t *tracer) decodeExec(c *call) *policy.Op {
 		c.fail = syscall.ENOENT
 		return nil
 	}
-	initial := c.tk.tid == t.rootPid && !t.rootExecDone
-	if c.tk.tgid == t.rootPid && t.rootExecDone && t.chainLeft {
+	initial := c.tk.tid == t.tree.rootPid && !t.rootExecDone
+	if c.tk.tgid == t.tree.rootPid && t.rootExecDone && t.chainLeft {
 		// The root's first exec after the initial one is the start chain's
 		// or nothing: one chance, whatever it execs.
 		t.chainLeft = false
@@ -1322,7 +1296,7 @@ func (t *tracer) pidInTree(pid int) bool {
 	case pid < -1:
 		return t.pgrpInTree(-pid)
 	}
-	if t.tasks[pid] != nil || t.procs[pid] != nil {
+	if t.tree.tracked(pid) {
 		return true
 	}
 	// An exited tree process its parent has not reaped yet (a zombie):
@@ -1330,8 +1304,8 @@ func (t *tracer) pidInTree(pid int) bool {
 	// when it terminates a pool. The parent must be in the tree: a child
 	// of a tree process is one (traced from its fork), whatever pid it
 	// has; t.ever only spares a read for pids the tree never had.
-	if t.ever[pid] {
-		if st, ok := readProcStat(pid); ok && st.state == 'Z' && t.procs[st.ppid] != nil {
+	if t.tree.everHad(pid) {
+		if st, ok := readProcStat(pid); ok && st.state == 'Z' && t.tree.hasProc(st.ppid) {
 			return true
 		}
 	}
@@ -1359,12 +1333,12 @@ func (t *tracer) pgrpInTree(g int) bool {
 	if g <= 0 {
 		return false
 	}
-	if t.procs[g] != nil {
+	if t.tree.hasProc(g) {
 		if pg, err := unix.Getpgid(g); err == nil && pg == g {
 			return true // the leader, alive
 		}
 	}
-	for tgid := range t.procs {
+	for tgid := range t.tree.procs {
 		if pg, err := unix.Getpgid(tgid); err == nil && pg == g {
 			return true // a member; the leader may be gone
 		}
@@ -1373,7 +1347,7 @@ func (t *tracer) pgrpInTree(g int) bool {
 	// parent in the tree) keeps the group, in the tree's session: kill(2)
 	// reaches only zombies, as Python's os.killpg of a child it started
 	// with start_new_session and has not waited for yet does.
-	if st, ok := readProcStat(g); ok && st.state == 'Z' && st.pgrp == g && t.procs[st.ppid] != nil {
+	if st, ok := readProcStat(g); ok && st.state == 'Z' && st.pgrp == g && t.tree.hasProc(st.ppid) {
 		return true
 	}
 	return false
@@ -1639,9 +1613,9 @@ func (t *tracer) decodeClone(c *call) *policy.Op {
 			return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 		}
 	}
-	if flags&unix.CLONE_THREAD == 0 && t.cfg.MaxProcs > 0 && len(t.procs) >= t.cfg.MaxProcs {
+	if flags&unix.CLONE_THREAD == 0 && t.cfg.MaxProcs > 0 && len(t.tree.procs) >= t.cfg.MaxProcs {
 		c.limit = &policy.Decision{Rule: "max-procs", Errno: syscall.EAGAIN,
-			Reason: fmt.Sprintf("the tree already has %d processes (--max-procs %d)", len(t.procs), t.cfg.MaxProcs)}
+			Reason: fmt.Sprintf("the tree already has %d processes (--max-procs %d)", len(t.tree.procs), t.cfg.MaxProcs)}
 		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name}
 	}
 	c.pass = true

@@ -16,8 +16,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -248,160 +246,63 @@ func checkPtraceAllowed() error {
 	return nil
 }
 
-// task is one traced thread.
-type task struct {
-	tid, tgid int
-	// attached is set once the task's first stop was seen (a new child's
-	// SIGSTOP can arrive before its parent's fork event).
-	attached bool
-	// waitStop is set between a fork event and the child's first stop
-	// (PTRACE_EVENT_STOP: it is seized). Until then it cannot run any of
-	// its own code (see freeze.go).
-	waitStop bool
-	// vforkParent is the tid that vforked this task, until this task
-	// execs: that thread sleeps in the kernel until then (see freeze.go).
-	vforkParent int
-	// held counts this task's statuses waiting in tracer.backlog: it is
-	// stopped in a ptrace stop that the tracer has not answered yet.
-	held int
-	// cwd is the task's cwd as last read from /proc/<tid>/cwd, "" when
-	// not remembered (base).
-	cwd string
-	// inFlight: this task's checked call was left to finish unfrozen (it
-	// blocked, see freeze.go); its syscall-exit stop is still to come.
-	inFlight bool
-	// slot is 1 + the path page slot of this task's copied call in flight
-	// (pathpage.go), 0 when none; slotArg is the argument pointed at it and
-	// slotOrig its own value, set back at the syscall-exit stop.
-	slot     int
-	slotArg  int
-	slotOrig uint64
-	// copies are the arguments of this task's frozen call pointed at
-	// path page slots (copy and freeze, pathpage.go), set back at its
-	// syscall-exit stop.
-	copies []argCopy
-	// approvedExec is the program allowed at this task's execve stop,
-	// enforced again at the exec event.
-	approvedExec string
-	initialExec  bool
-	chainExec    bool // the approved exec is the start chain's (Config.InitialChain)
-	// futexExit is the word of this task's allowed shared FUTEX_WAIT or
-	// FUTEX_WAIT_BITSET with a timeout in flight, resumed to its syscall
-	// exit (futex.go), 0 when none; futexRestart is the word of such a
-	// wait that ended with -ERESTART_RESTARTBLOCK: the kernel saved it
-	// for restart_syscall, which is checked against it.
-	futexExit, futexRestart uint64
-	// bindIno is the socket of this task's allowed inet bind in flight,
-	// resumed to its syscall exit (listen.go), 0 when none.
-	bindIno uint64
-	// pendingScratch are the scratch entries this task's allowed call in
-	// flight creates: the tree owns them once the call has succeeded
-	// (callDone).
-	pendingScratch []string
-	// ptyPending: this task's call in flight is a TIOCGPTN on fd ptyFd
-	// writing to ptyArg, resumed to its syscall exit, where the pty it
-	// names is recorded (pty.go).
-	ptyPending bool
-	ptyFd      int32
-	ptyArg     uint64
-}
-
-// proc is one traced process (thread group).
-type proc struct {
-	tgid    int
-	threads int
-	exe     string
-	argv    []string
-	execs   int
-	// page: whether the tracer's path page is mapped in this process;
-	// mem is its /proc/<tid>/mem while it is (pathpage.go).
-	page pageState
-	mem  *os.File
-}
-
+// tracer is the loop: it waits for the stops of the tree and answers them,
+// wiring the state it owns through the types that keep it — the tree
+// registry (tree.go), the freeze state (freeze.go), the path page
+// (page.go) and the ledgers (ledger.go, pty.go) — to the configuration,
+// the policy and the registers of the stop at hand.
 type tracer struct {
-	cfg     *Config
-	pol     *policy.Policy
-	layout  *arch.Layout
-	table   *syscalls.Table
+	cfg    *Config        // the run
+	pol    *policy.Policy // cfg.Policy: what is decided
+	layout *arch.Layout   // the native ABI's registers
+	table  *syscalls.Table
+	// probeNr is the syscall number of the start-up probe (mkdirat, probe).
 	probeNr int
 
 	// dirs caches the directories path walks have met (pathres.DirCache),
 	// and each task's cwd is remembered (base), only when every checked
 	// call of a tree of more than one task runs with the tree frozen (nil
 	// otherwise, see newDirCache; dirCache says when it is used).
-	dirs *pathres.DirCache
-	// inFlightN counts the tasks whose inFlight is set (setInFlight), so
-	// that dirCache need not look at every task on every call.
-	inFlightN int
-	audit     bool // policy mode audit: denials are recorded, not enforced
-	trapNet   bool // the network is not open: connect, send and listen are checked
-	loopback  bool // --net loopback: datagram sends are checked for the socket they leave from
+	dirs     *pathres.DirCache
+	audit    bool // policy mode audit: denials are recorded, not enforced
+	trapNet  bool // the network is not open: connect, send and listen are checked
+	loopback bool // --net loopback: datagram sends are checked for the socket they leave from
 	// readsChecked: the policy restricts reads (read roots, deny-read), so
 	// a read-only open is a decision a race could subvert.
 	readsChecked bool
 
-	rootPid int
-	tasks   map[int]*task
-	procs   map[int]*proc
-	ever    map[int]bool // every tgid that was ever in the tree: never proof that a pid is the tree's now (pidInTree)
+	// tree is the registry of tasks and processes (tree.go).
+	tree tree
+	// fz holds the statuses reaped and the tasks stopped by freezes
+	// (freeze.go).
+	fz freezeState
+	// page is the path page's slots and counters (page.go).
+	page pathPage
 
-	// live is the set of tids, shared with the killer goroutine.
-	liveMu sync.Mutex
-	live   map[int]bool
-	// dying is set once the tree is being killed: every task that still
-	// stops is killed on sight and its call denied.
-	dying atomic.Bool
-
+	// mem reads the tracees' memory; regs holds the registers of the stop
+	// being answered, read into regBuf (readRegs).
 	mem    memReader
 	regs   *arch.Regs
 	regBuf []byte
+	// ledger records the scratch entries the tree owns (ledger.go).
 	ledger ledger
 	// bound holds the inet sockets (by inode) that a bind of the tree's
 	// bound to an allowed address: listen may use them (listen.go).
-	bound map[uint64]bool
+	bound boundSockets
 	// ptys are the pseudo-terminals the tree may open by name (pty.go).
-	ptys    *ptyLedger
-	counts  report.Counts
-	denials []report.Event
-	dropped int
+	ptys *ptyLedger
+	// rec keeps the counts and the recorded denials (ledger.go).
+	rec recorder
 
 	// Probe state: 0 nothing seen, 1 first probe denied, 2 order verified.
 	probeState   int
 	probeEntry   bool // syscall-entry stop of the second probe seen
-	rootExecDone bool
+	rootExecDone bool // the root process's initial exec has happened (execEvent)
 	// chainLeft: the root process may still make its one InitialChain exec.
 	chainLeft bool
 
-	// backlog holds the wait statuses reaped while the tree was frozen, in
-	// the order the kernel reported them; the loop answers them first.
-	backlog []pending
-	// freezes counts frozen checked calls (tests and debugging).
-	freezes int
-	// frozen are the tasks that freezes stopped and that are not let go
-	// yet (freeze.go).
-	frozen *frozenSet
-
-	// pathPage: copyable calls run with their path copied into the path
-	// page instead of a freeze (pathpage.go); the filter traps the memory
-	// calls that could reach the page. Only where calls would freeze.
-	pathPage  bool
-	freeSlots []int
-	// frozenCopies counts arguments of frozen calls run on copies (tests).
-	frozenCopies int
-	// seccompBase is the root's Seccomp_filters right after its initial
-	// exec (ours and any it inherited), -1 when unknown (ownFilter).
-	seccompBase int
-	// pageEver: some process has had the page; pageOff: a memory call
-	// reached its range before that, so no process gets it (decodeMem).
-	pageEver, pageOff bool
-	// copies and pageMaps count copied calls and page mappings (tests).
-	copies, pageMaps int
-
-	mainStatus  *unix.WaitStatus
-	timedOut    bool
-	interrupted bool
-	startErr    *startError
+	// mainStatus is the root process's end, nil until it has ended.
+	mainStatus *unix.WaitStatus
 }
 
 // newDirCache is the walk cache of a run, nil in audit and --no-freeze
@@ -422,22 +323,18 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 	l := arch.Native
 	t := &tracer{
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
-		dirs:  newDirCache(cfg),
-		tasks: map[int]*task{}, procs: map[int]*proc{}, ever: map[int]bool{}, live: map[int]bool{},
-		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{}, bound: map[uint64]bool{}, ptys: newPtyLedger(),
+		dirs: newDirCache(cfg),
+		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{}, bound: boundSockets{}, ptys: newPtyLedger(),
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		trapNet:      cfg.Policy.Config().Net != policy.NetAllow,
 		loopback:     cfg.Policy.Config().Net == policy.NetLoopback,
 		readsChecked: cfg.Policy.Config().ChecksReads(),
 		chainLeft:    len(cfg.InitialChain) > 0,
-		pathPage:     usePathPage(cfg),
-		seccompBase:  -1,
+		rec:          recorder{maxDenials: cfg.MaxDenials, onEvent: cfg.OnEvent},
 	}
-	if t.pathPage {
-		for i := syscalls.PathSlots - 1; i >= 0; i-- {
-			t.freeSlots = append(t.freeSlots, i)
-		}
-	}
+	t.tree.init()
+	t.fz.tree = &t.tree
+	t.page.init(usePathPage(cfg))
 	return t
 }
 
@@ -529,12 +426,12 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	startErrs := make(chan *startError, 1)
 	go func() { startErrs <- readStartError(errR, sc) }()
 
-	t.rootPid = pid
-	t.addTask(t.rootPid, t.rootPid)
-	t.tasks[t.rootPid].initialExec = true
-	t.tasks[t.rootPid].attached = true
-	t.counts.Processes = 1
-	t.counts.Threads = 1
+	t.tree.rootPid = pid
+	root := t.tree.add(pid, pid)
+	root.initialExec = true
+	root.attached = true
+	t.rec.counts.Processes = 1
+	t.rec.counts.Threads = 1
 	if t.cfg.OnStart != nil {
 		t.cfg.OnStart(pid)
 	}
@@ -553,20 +450,16 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 		select {
 		case <-done:
 		case <-timeout:
-			t.liveMu.Lock()
-			t.timedOut = true
-			t.liveMu.Unlock()
-			t.killAll()
+			t.tree.stopBy(true)
+			t.tree.killAll()
 		case <-ctx.Done():
-			t.liveMu.Lock()
-			t.interrupted = true
-			t.liveMu.Unlock()
-			t.killAll()
+			t.tree.stopBy(false)
+			t.tree.killAll()
 		}
 	}()
 
 	if err := t.loop(); err != nil {
-		t.killAll()
+		t.tree.killAll()
 		t.drain()
 		stdio.wait()
 		return nil, err
@@ -583,17 +476,15 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	var children unix.Rusage
 	unix.Getrusage(unix.RUSAGE_CHILDREN, &children)
 	r := &Result{
-		Counts: t.counts, Denials: t.denials, Dropped: t.dropped, Wall: wall,
+		Counts: t.rec.counts, Denials: t.rec.denials, Dropped: t.rec.dropped, Wall: wall,
 		CPUUser:   time.Duration(children.Utime.Nano()),
 		CPUSystem: time.Duration(children.Stime.Nano()),
 		PeakRSSKB: children.Maxrss,
-		Freezes:   t.freezes, Copies: t.copies, PageMaps: t.pageMaps, FrozenCopies: t.frozenCopies,
+		Freezes:   t.fz.freezes, Copies: t.page.copies, PageMaps: t.page.maps, FrozenCopies: t.page.frozenCopies,
 		CapsDropped: sc.Caps.Dropped, CapsKept: sc.Caps.Kept,
 	}
-	r.Counts.Freezes, r.Counts.Copied = t.freezes, t.copies
-	t.liveMu.Lock()
-	r.TimedOut, r.Interrupted = t.timedOut, t.interrupted
-	t.liveMu.Unlock()
+	r.Counts.Freezes, r.Counts.Copied = t.fz.freezes, t.page.copies
+	r.TimedOut, r.Interrupted = t.tree.stopReason()
 	if ws := t.mainStatus; ws != nil {
 		switch {
 		case ws.Exited():
@@ -679,76 +570,15 @@ func startFailure(se *startError, path string) error {
 	return &StartError{125, se}
 }
 
-func (t *tracer) addTask(tid, tgid int) *task {
-	if old := t.tasks[tid]; old != nil {
-		t.setInFlight(old, false)
-	}
-	tk := &task{tid: tid, tgid: tgid}
-	t.tasks[tid] = tk
-	p := t.procs[tgid]
-	if p == nil {
-		p = &proc{tgid: tgid}
-		t.procs[tgid] = p
-		t.ever[tgid] = true
-	}
-	p.threads++
-	t.liveMu.Lock()
-	t.live[tid] = true
-	t.liveMu.Unlock()
-	return tk
-}
-
-// setInFlight sets tk.inFlight and keeps t.inFlightN in step.
-func (t *tracer) setInFlight(tk *task, v bool) {
-	switch {
-	case v && !tk.inFlight:
-		t.inFlightN++
-	case !v && tk.inFlight:
-		t.inFlightN--
-	}
-	tk.inFlight = v
-}
-
+// removeTask forgets task tid (tree.remove) and frees what it held: the
+// path page slots of its calls in flight, its place in the frozen set.
 func (t *tracer) removeTask(tid int) {
-	tk := t.tasks[tid]
+	tk := t.tree.remove(tid)
 	if tk == nil {
 		return
 	}
-	delete(t.tasks, tid)
-	t.setInFlight(tk, false)
-	if tk.slot != 0 {
-		t.putSlot(tk.slot - 1) // its copied call died with it
-		tk.slot = 0
-	}
-	t.freeCopies(tk)
-	if t.frozen != nil {
-		delete(t.frozen.in, tid) // gone: nothing to resume (its tid may be reused)
-	}
-	if p := t.procs[tk.tgid]; p != nil {
-		p.threads--
-		if p.threads <= 0 {
-			p.dropPage()
-			delete(t.procs, tk.tgid)
-		}
-	}
-	t.liveMu.Lock()
-	delete(t.live, tid)
-	t.liveMu.Unlock()
-}
-
-// killAll sends SIGKILL to every task the tracer knows (a setsid escapee
-// has left the process group, so kill by pid, not by group).
-func (t *tracer) killAll() int {
-	t.liveMu.Lock()
-	defer t.liveMu.Unlock()
-	t.dying.Store(true)
-	n := 0
-	for tid := range t.live {
-		if unix.Kill(tid, unix.SIGKILL) == nil {
-			n++
-		}
-	}
-	return n
+	t.page.release(tk) // its copied call died with it
+	t.fz.forget(tid)   // gone: nothing to resume (its tid may be reused)
 }
 
 // drain reaps whatever is left after a fatal tracer error.
@@ -769,8 +599,8 @@ func (t *tracer) drain() {
 func (t *tracer) loop() error {
 	var ws unix.WaitStatus
 	for {
-		if len(t.backlog) > 0 {
-			p := t.unqueue()
+		if t.fz.queued() {
+			p := t.fz.unqueue()
 			if err := t.handle(p.tid, p.ws); err != nil {
 				return err
 			}
@@ -818,15 +648,15 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 	if !ws.Stopped() {
 		return nil
 	}
-	tk := t.tasks[tid]
+	tk := t.tree.tasks[tid]
 	if tk == nil {
 		// A new child can report its first stop before its parent's fork
 		// event; its thread group is settled when the event arrives.
-		tk = t.addTask(tid, tgidOf(tid))
+		tk = t.tree.add(tid, tgidOf(tid))
 		tk.waitStop = true
-		t.countNew(tk)
+		t.rec.taskBorn(tk)
 	}
-	if t.dying.Load() {
+	if t.tree.dying.Load() {
 		// Born or stopped while the tree is being killed (a fork racing
 		// with killAll): kill it too, and never run its call.
 		unix.Kill(tid, unix.SIGKILL)
@@ -881,18 +711,11 @@ func stopEvent(ws unix.WaitStatus) int {
 	return int(ws>>16) & 0xff
 }
 
-func (t *tracer) countNew(tk *task) {
-	if tk.tid == tk.tgid {
-		t.counts.Processes++
-	}
-	t.counts.Threads++
-}
-
 // resume continues tid. During the probe the root thread is resumed with
 // PTRACE_SYSCALL so that the order of its stops can be observed.
 func (t *tracer) resume(tid int, sig int) error {
 	var err error
-	if t.probeState == 1 && tid == t.rootPid {
+	if t.probeState == 1 && tid == t.tree.rootPid {
 		err = unix.PtraceSyscall(tid, sig)
 	} else {
 		err = unix.PtraceCont(tid, sig)
@@ -908,7 +731,7 @@ func (t *tracer) resume(tid int, sig int) error {
 }
 
 func (t *tracer) exited(tid int, ws unix.WaitStatus) {
-	tk := t.tasks[tid]
+	tk := t.tree.tasks[tid]
 	if tk != nil && tk.tid == tk.tgid {
 		// With __WALL a group leader is reported once its whole thread
 		// group has exited (the kernel delays the leader's reaping).
@@ -921,22 +744,14 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) {
 			}
 		})
 	}
-	if tid == t.rootPid && t.mainStatus == nil {
+	if tid == t.tree.rootPid && t.mainStatus == nil {
 		st := ws
 		t.mainStatus = &st
 		// The main program is gone: the rest of the tree goes with it.
 		t.removeTask(tid)
-		t.liveMu.Lock()
-		others := map[int]bool{}
-		for x := range t.live {
-			if tt := t.tasks[x]; tt != nil {
-				others[tt.tgid] = true
-			}
-		}
-		t.liveMu.Unlock()
-		if n := len(others); n > 0 {
-			t.counts.KilledAtExit = n
-			t.killAll()
+		if n := t.tree.liveGroups(); n > 0 {
+			t.rec.counts.KilledAtExit = n
+			t.tree.killAll()
 		}
 		return
 	}

@@ -1,0 +1,276 @@
+package tracer
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// task is one traced thread.
+type task struct {
+	tid, tgid int
+	// attached is set once the task's first stop was seen (a new child's
+	// SIGSTOP can arrive before its parent's fork event).
+	attached bool
+	// waitStop is set between a fork event and the child's first stop
+	// (PTRACE_EVENT_STOP: it is seized). Until then it cannot run any of
+	// its own code (see freeze.go).
+	waitStop bool
+	// vforkParent is the tid that vforked this task, until this task
+	// execs: that thread sleeps in the kernel until then (see freeze.go).
+	vforkParent int
+	// held counts this task's statuses waiting in freezeState.backlog: it
+	// is stopped in a ptrace stop that the tracer has not answered yet.
+	held int
+	// cwd is the task's cwd as last read from /proc/<tid>/cwd, "" when
+	// not remembered (base).
+	cwd string
+	// inFlight: this task's checked call was left to finish unfrozen (it
+	// blocked, see freeze.go); its syscall-exit stop is still to come.
+	// Set only through tree.setInFlight, which counts it.
+	inFlight bool
+	// slot is 1 + the path page slot of this task's copied call in flight
+	// (pathpage.go), 0 when none; slotArg is the argument pointed at it and
+	// slotOrig its own value, set back at the syscall-exit stop.
+	slot     int
+	slotArg  int
+	slotOrig uint64
+	// copies are the arguments of this task's frozen call pointed at
+	// path page slots (copy and freeze, copyfreeze.go), set back at its
+	// syscall-exit stop.
+	copies []argCopy
+	// approvedExec is the program allowed at this task's execve stop,
+	// enforced again at the exec event.
+	approvedExec string
+	// initialExec: the approved exec is the command's own first one.
+	initialExec bool
+	chainExec   bool // the approved exec is the start chain's (Config.InitialChain)
+	// futexExit is the word of this task's allowed shared FUTEX_WAIT or
+	// FUTEX_WAIT_BITSET with a timeout in flight, resumed to its syscall
+	// exit (futex.go), 0 when none; futexRestart is the word of such a
+	// wait that ended with -ERESTART_RESTARTBLOCK: the kernel saved it
+	// for restart_syscall, which is checked against it.
+	futexExit, futexRestart uint64
+	// bindIno is the socket of this task's allowed inet bind in flight,
+	// resumed to its syscall exit (listen.go), 0 when none.
+	bindIno uint64
+	// pendingScratch are the scratch entries this task's allowed call in
+	// flight creates: the tree owns them once the call has succeeded
+	// (callDone).
+	pendingScratch []string
+	// ptyPending: this task's call in flight is a TIOCGPTN on fd ptyFd
+	// writing to ptyArg, resumed to its syscall exit, where the pty it
+	// names is recorded (pty.go).
+	ptyPending bool
+	ptyFd      int32
+	ptyArg     uint64
+}
+
+// proc is one traced process (thread group).
+type proc struct {
+	tgid int
+	// threads counts the group's tasks in tree.tasks; the proc is dropped
+	// when it reaches 0.
+	threads int
+	// exe and argv are /proc/<tgid>/exe and cmdline, read once per exec
+	// (procInfo); execs counts the group's execs.
+	exe   string
+	argv  []string
+	execs int
+	// page: whether the tracer's path page is mapped in this process;
+	// mem is its /proc/<tid>/mem while it is (pathpage.go).
+	page pageState
+	mem  *os.File
+}
+
+// tree is the registry of the traced tree: its tasks and processes, and
+// the set of live tids the killer goroutine signals.
+//
+// Invariants: every task in tasks has its proc in procs, whose threads
+// counts the tasks of that group; every tgid that add made a proc for is
+// in ever (execEvent's fallback for a missing proc does not add it); live
+// holds exactly the tids of tasks (the killer reads it, so it is written
+// under liveMu); inFlightN is the number of tasks with inFlight set.
+// Everything but live, timedOut, interrupted and dying belongs to the
+// tracer thread.
+type tree struct {
+	// rootPid is the command's process, forked by the tracer.
+	rootPid int
+	tasks   map[int]*task
+	procs   map[int]*proc
+	// ever holds every tgid that was ever in the tree: never proof that a
+	// pid is the tree's now (pidInTree).
+	ever map[int]bool
+	// inFlightN counts the tasks whose inFlight is set (setInFlight), so
+	// that dirCache need not look at every task on every call.
+	inFlightN int
+
+	// liveMu guards live, timedOut and interrupted, which the killer
+	// goroutine reads and writes.
+	liveMu sync.Mutex
+	// live is the set of tids, shared with the killer goroutine.
+	live map[int]bool
+	// timedOut and interrupted say why the killer stopped the tree
+	// (Config.Timeout, the run's context).
+	timedOut, interrupted bool
+	// dying is set once the tree is being killed: every task that still
+	// stops is killed on sight and its call denied.
+	dying atomic.Bool
+}
+
+// init makes tr an empty registry.
+func (tr *tree) init() {
+	tr.tasks = map[int]*task{}
+	tr.procs = map[int]*proc{}
+	tr.ever = map[int]bool{}
+	tr.live = map[int]bool{}
+}
+
+// add registers task tid of thread group tgid, and the group if it is
+// new. The tracer adds only tids it does not know (a new child); should
+// tid be registered still, the old task is replaced and its flight ends
+// (setInFlight), and its group counts one thread more than it has.
+func (tr *tree) add(tid, tgid int) *task {
+	if old := tr.tasks[tid]; old != nil {
+		tr.setInFlight(old, false)
+	}
+	tk := &task{tid: tid, tgid: tgid}
+	tr.tasks[tid] = tk
+	p := tr.procs[tgid]
+	if p == nil {
+		p = &proc{tgid: tgid}
+		tr.procs[tgid] = p
+		tr.ever[tgid] = true
+	}
+	p.threads++
+	tr.liveMu.Lock()
+	tr.live[tid] = true
+	tr.liveMu.Unlock()
+	return tk
+}
+
+// remove forgets task tid, and its process with its last thread (its path
+// page state and memory file with it). It returns the task, nil when tid
+// was not known; what the task still holds elsewhere (path page slots,
+// its place in the frozen set) is the caller's to free.
+func (tr *tree) remove(tid int) *task {
+	tk := tr.tasks[tid]
+	if tk == nil {
+		return nil
+	}
+	delete(tr.tasks, tid)
+	tr.setInFlight(tk, false)
+	if p := tr.procs[tk.tgid]; p != nil {
+		p.threads--
+		if p.threads <= 0 {
+			p.dropPage()
+			delete(tr.procs, tk.tgid)
+		}
+	}
+	tr.liveMu.Lock()
+	delete(tr.live, tid)
+	tr.liveMu.Unlock()
+	return tk
+}
+
+// setInFlight sets tk.inFlight and keeps tr.inFlightN in step.
+func (tr *tree) setInFlight(tk *task, v bool) {
+	switch {
+	case v && !tk.inFlight:
+		tr.inFlightN++
+	case !v && tk.inFlight:
+		tr.inFlightN--
+	}
+	tk.inFlight = v
+}
+
+// forgetCwds forgets every task's remembered cwd (base).
+func (tr *tree) forgetCwds() {
+	for _, tk := range tr.tasks {
+		tk.cwd = ""
+	}
+}
+
+// tracked reports whether pid is a task or a process of the tree now.
+func (tr *tree) tracked(pid int) bool { return tr.tasks[pid] != nil || tr.procs[pid] != nil }
+
+// everHad reports whether pid was ever a process of the tree (a hint that
+// spares a /proc read, never proof).
+func (tr *tree) everHad(pid int) bool { return tr.ever[pid] }
+
+// hasProc reports whether tgid is a process of the tree now.
+func (tr *tree) hasProc(tgid int) bool { return tr.procs[tgid] != nil }
+
+// killAll sends SIGKILL to every task of the tree and marks it dying (a
+// setsid escapee has left the process group, so kill by pid, not by
+// group). It returns how many signals were sent. Safe on any goroutine.
+func (tr *tree) killAll() int {
+	tr.liveMu.Lock()
+	defer tr.liveMu.Unlock()
+	tr.dying.Store(true)
+	n := 0
+	for tid := range tr.live {
+		if unix.Kill(tid, unix.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// liveGroups counts the thread groups that still have a live task.
+func (tr *tree) liveGroups() int {
+	tr.liveMu.Lock()
+	defer tr.liveMu.Unlock()
+	groups := map[int]bool{}
+	for x := range tr.live {
+		if tt := tr.tasks[x]; tt != nil {
+			groups[tt.tgid] = true
+		}
+	}
+	return len(groups)
+}
+
+// stopBy records why the killer stops the tree: the timeout (timedOut) or
+// the run's context. Safe on any goroutine.
+func (tr *tree) stopBy(timedOut bool) {
+	tr.liveMu.Lock()
+	if timedOut {
+		tr.timedOut = true
+	} else {
+		tr.interrupted = true
+	}
+	tr.liveMu.Unlock()
+}
+
+// stopReason says whether the killer stopped the tree on the timeout or
+// the run's context (stopBy).
+func (tr *tree) stopReason() (timedOut, interrupted bool) {
+	tr.liveMu.Lock()
+	defer tr.liveMu.Unlock()
+	return tr.timedOut, tr.interrupted
+}
+
+// procInfo returns the exe and argv of a traced process, read once per exec
+// (a process the tree no longer has is read every time).
+func (tr *tree) procInfo(tgid int) (string, []string) {
+	p := tr.procs[tgid]
+	if p == nil {
+		p = &proc{tgid: tgid}
+	}
+	if p.exe == "" {
+		p.exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", tgid))
+	}
+	if p.argv == nil {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", tgid)); err == nil {
+			b = bytes.TrimSuffix(b, []byte{0})
+			for _, a := range bytes.Split(b, []byte{0}) {
+				p.argv = append(p.argv, string(a))
+			}
+		}
+	}
+	return p.exe, p.argv
+}
