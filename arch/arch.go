@@ -12,12 +12,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ELF note types for PTRACE_GETREGSET / PTRACE_SETREGSET (include/uapi/linux/elf.h).
 const (
-	NTPrstatus      = 1     // NT_PRSTATUS: struct user_regs_struct / user_pt_regs
-	NTArmSystemCall = 0x404 // NT_ARM_SYSTEM_CALL: the syscall number as an int32 (arm64, since 3.18)
+	NTPrstatus      = unix.NT_PRSTATUS        // struct user_regs_struct / user_pt_regs
+	NTArmSystemCall = unix.NT_ARM_SYSTEM_CALL // the syscall number as an int32 (arm64, since 3.18)
 )
 
 // Layout describes one architecture's NT_PRSTATUS register set.
