@@ -3,9 +3,11 @@
 // PTRACE_GETREGSET with NT_PRSTATUS returns it) and plans the register writes
 // that make the kernel skip a system call and return an error.
 //
-// Both layouts are plain Go that compiles on every GOARCH, so the arm64
-// denial path (which cannot be exercised on an x86_64 host) is unit-tested
-// everywhere; native.go files pick the layout of the running binary.
+// Both layouts are plain Go that compiles on either supported GOARCH, so the
+// arm64 denial path (which cannot be exercised on an x86_64 host) is
+// unit-tested on both; native_*.go files pick the layout of the running
+// binary, and unsupported.go stops the build on any other GOOS/GOARCH with
+// a message naming the supported ones.
 package arch
 
 import (
