@@ -37,7 +37,8 @@ type Layout struct {
 	ArgWords [6]int
 	// RetWord is the word the kernel returns to user space.
 	RetWord int
-	// PCWord is the instruction pointer, for diagnostics.
+	// PCWord is the instruction pointer (Restart moves it back onto the
+	// syscall instruction).
 	PCWord int
 	// skipNote, when non-zero, is a regset that must be written with int32(-1)
 	// to skip the call (arm64); zero means writing NrWord = -1 skips it (x86_64).
@@ -115,9 +116,6 @@ func (r *Regs) Arg(i int) uint64 { return r.W[r.L.ArgWords[i]] }
 // Int32Arg returns argument i as the kernel sees an int argument (dirfd,
 // flags): only the low 32 bits count.
 func (r *Regs) Int32Arg(i int) int32 { return int32(uint32(r.Arg(i))) }
-
-// PC is the instruction pointer.
-func (r *Regs) PC() uint64 { return r.W[r.L.PCWord] }
 
 // Write is one PTRACE_SETREGSET call: a note type and its bytes.
 type Write struct {

@@ -341,16 +341,12 @@ func Raw(o Options) ([]bpf.RawInstruction, error) {
 // leafSize is the largest group of calls tested one after the other.
 const leafSize = 4
 
-// search emits the decision code for rs (sorted by number, the accumulator
-// holding the number). Every path through the code ends in a return.
-func search(rs []rule) ([]bpf.Instruction, error) {
-	return appendSearch(nil, rs)
-}
-
-// appendSearch appends search's code for rs to out. The whole program is
-// written into one slice: each half is appended in place and the jump in
-// front of it filled in once its length is known, rather than every level
-// of the recursion allocating and copying its own list.
+// appendSearch appends the decision code for rs (sorted by number, the
+// accumulator holding the number) to out. Every path through the code ends
+// in a return. The whole program is written into one slice: each half is
+// appended in place and the jump in front of it filled in once its length
+// is known, rather than every level of the recursion allocating and
+// copying its own list.
 func appendSearch(out []bpf.Instruction, rs []rule) ([]bpf.Instruction, error) {
 	if len(rs) <= leafSize {
 		return appendLeaf(out, rs)

@@ -84,8 +84,6 @@ type tcase struct {
 	want    Result
 	mode    fs.FileMode // when non-zero: want.Mode&fs.ModeType must equal mode&fs.ModeType
 	errno   syscall.Errno
-	noPid   bool // compare ProcPid only when want.Special is set (default) unless noPid
-	skipWhy string
 }
 
 func gettid() int { return unix.Gettid() }
