@@ -50,9 +50,18 @@ demo: build
 # decodes every document strictly, as deploy's test does the plain manifests.
 # cmd/tracecell's TestREADMECommands runs the sh blocks of README.md and README.ko.md
 # against a `make install` into a temporary PREFIX.
+# staticcheck (default checks, U1000 unused code among them) fails on any
+# finding, for both architectures; deadcode -test lists functions that no
+# program or test reaches, and any line it prints fails the target
+# (`deps.sh lint` builds both tools into bin/).
 unit: deps
+	@scripts/deps.sh lint
 	$(GO) vet ./...
 	GOARCH=arm64 $(GO) vet ./...
+	bin/staticcheck ./...
+	GOARCH=arm64 bin/staticcheck ./...
+	@dead=$$(bin/deadcode -test ./...) || exit 1; \
+	if [ -n "$$dead" ]; then echo "$$dead"; echo "deadcode: the functions above are unreachable: remove them" >&2; exit 1; fi
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 	GOARCH=arm64 $(GO) test -count=1 -exec /bin/true ./... >/dev/null
 	@scripts/deps.sh helmtest

@@ -3,21 +3,25 @@
 // PTRACE_GETREGSET with NT_PRSTATUS returns it) and plans the register writes
 // that make the kernel skip a system call and return an error.
 //
-// Both layouts are plain Go that compiles on every GOARCH, so the arm64
-// denial path (which cannot be exercised on an x86_64 host) is unit-tested
-// everywhere; native.go files pick the layout of the running binary.
+// Both layouts are plain Go that compiles on either supported GOARCH, so the
+// arm64 denial path (which cannot be exercised on an x86_64 host) is
+// unit-tested on both; native_*.go files pick the layout of the running
+// binary, and unsupported.go stops the build on any other GOOS/GOARCH with
+// a message naming the supported ones.
 package arch
 
 import (
 	"encoding/binary"
 	"fmt"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // ELF note types for PTRACE_GETREGSET / PTRACE_SETREGSET (include/uapi/linux/elf.h).
 const (
-	NTPrstatus      = 1     // NT_PRSTATUS: struct user_regs_struct / user_pt_regs
-	NTArmSystemCall = 0x404 // NT_ARM_SYSTEM_CALL: the syscall number as an int32 (arm64, since 3.18)
+	NTPrstatus      = unix.NT_PRSTATUS        // struct user_regs_struct / user_pt_regs
+	NTArmSystemCall = unix.NT_ARM_SYSTEM_CALL // the syscall number as an int32 (arm64, since 3.18)
 )
 
 // Layout describes one architecture's NT_PRSTATUS register set.
@@ -33,7 +37,8 @@ type Layout struct {
 	ArgWords [6]int
 	// RetWord is the word the kernel returns to user space.
 	RetWord int
-	// PCWord is the instruction pointer, for diagnostics.
+	// PCWord is the instruction pointer (Restart moves it back onto the
+	// syscall instruction).
 	PCWord int
 	// skipNote, when non-zero, is a regset that must be written with int32(-1)
 	// to skip the call (arm64); zero means writing NrWord = -1 skips it (x86_64).
@@ -111,9 +116,6 @@ func (r *Regs) Arg(i int) uint64 { return r.W[r.L.ArgWords[i]] }
 // Int32Arg returns argument i as the kernel sees an int argument (dirfd,
 // flags): only the low 32 bits count.
 func (r *Regs) Int32Arg(i int) int32 { return int32(uint32(r.Arg(i))) }
-
-// PC is the instruction pointer.
-func (r *Regs) PC() uint64 { return r.W[r.L.PCWord] }
 
 // Write is one PTRACE_SETREGSET call: a note type and its bytes.
 type Write struct {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tracecell/tracecell/policy"
 )
@@ -287,17 +286,6 @@ func procOpObject(o *ProcOp) string {
 
 func fileObject(f *FileOp) string {
 	return strings.Join(f.Paths, " → ")
-}
-
-// firstTime is the earliest start of the sources.
-func firstTime(s *Summary) *time.Time {
-	var t *time.Time
-	for i := range s.Sources {
-		if st := s.Sources[i].Started; st != nil && (t == nil || st.Before(*t)) {
-			t = st
-		}
-	}
-	return t
 }
 
 // sparkline draws counts as block characters.

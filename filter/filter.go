@@ -36,19 +36,23 @@ import (
 	"sort"
 
 	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/syscalls"
 )
 
-// seccomp(2) return values (include/uapi/linux/seccomp.h).
+// seccomp(2) return values (include/uapi/linux/seccomp.h), as x/sys/unix
+// names them.
 const (
-	RetKillProcess = 0x80000000 // SECCOMP_RET_KILL_PROCESS (4.14)
-	RetTrap        = 0x00030000 // SECCOMP_RET_TRAP (3.5)
-	RetErrno       = 0x00050000 // SECCOMP_RET_ERRNO | errno
-	RetTrace       = 0x7ff00000 // SECCOMP_RET_TRACE
-	RetAllow       = 0x7fff0000 // SECCOMP_RET_ALLOW
+	RetKillProcess = unix.SECCOMP_RET_KILL_PROCESS // 4.14
+	RetTrap        = unix.SECCOMP_RET_TRAP         // 3.5
+	RetErrno       = unix.SECCOMP_RET_ERRNO        // | errno
+	RetTrace       = unix.SECCOMP_RET_TRACE
+	RetAllow       = unix.SECCOMP_RET_ALLOW
 
-	enosys = 38 // ENOSYS, the same on x86_64 and aarch64
+	// enosys is ENOSYS (38): asm-generic/errno-base.h, the same on x86_64
+	// and aarch64, so the host's value serves the program of either ABI.
+	enosys = uint32(unix.ENOSYS)
 
 	// RetENOSYS fails a call with ENOSYS inside the filter, without a stop.
 	RetENOSYS = RetErrno | enosys
@@ -337,16 +341,12 @@ func Raw(o Options) ([]bpf.RawInstruction, error) {
 // leafSize is the largest group of calls tested one after the other.
 const leafSize = 4
 
-// search emits the decision code for rs (sorted by number, the accumulator
-// holding the number). Every path through the code ends in a return.
-func search(rs []rule) ([]bpf.Instruction, error) {
-	return appendSearch(nil, rs)
-}
-
-// appendSearch appends search's code for rs to out. The whole program is
-// written into one slice: each half is appended in place and the jump in
-// front of it filled in once its length is known, rather than every level
-// of the recursion allocating and copying its own list.
+// appendSearch appends the decision code for rs (sorted by number, the
+// accumulator holding the number) to out. Every path through the code ends
+// in a return. The whole program is written into one slice: each half is
+// appended in place and the jump in front of it filled in once its length
+// is known, rather than every level of the recursion allocating and
+// copying its own list.
 func appendSearch(out []bpf.Instruction, rs []rule) ([]bpf.Instruction, error) {
 	if len(rs) <= leafSize {
 		return appendLeaf(out, rs)

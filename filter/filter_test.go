@@ -87,6 +87,10 @@ func retName(r uint32) string {
 	return fmt.Sprintf("%#x", r)
 }
 
+// search emits the decision code for rs alone (appendSearch into a fresh
+// slice), for the tests of the search layout.
+func search(rs []rule) ([]bpf.Instruction, error) { return appendSearch(nil, rs) }
+
 // arg puts v in argument i.
 func arg(i int, v uint64) [6]uint64 {
 	var a [6]uint64

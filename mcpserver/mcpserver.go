@@ -114,9 +114,6 @@ func New(opts Options) (*MCP, error) {
 	}, nil
 }
 
-// Instructions returns the text sent to clients at initialization.
-func (m *MCP) Instructions() string { return m.instructions }
-
 // Handler serves MCP over SSE at /sse and Streamable HTTP at /mcp, and the
 // session HTTP API on every other path, behind the server's bearer token
 // when one is configured.

@@ -76,16 +76,14 @@ func mustOK(t *testing.T, err error) {
 }
 
 type tcase struct {
-	name    string
-	task    *Task // nil: the test process
-	base    string
-	p       string
-	follow  bool
-	want    Result
-	mode    fs.FileMode // when non-zero: want.Mode&fs.ModeType must equal mode&fs.ModeType
-	errno   syscall.Errno
-	noPid   bool // compare ProcPid only when want.Special is set (default) unless noPid
-	skipWhy string
+	name   string
+	task   *Task // nil: the test process
+	base   string
+	p      string
+	follow bool
+	want   Result
+	mode   fs.FileMode // when non-zero: want.Mode&fs.ModeType must equal mode&fs.ModeType
+	errno  syscall.Errno
 }
 
 func gettid() int { return unix.Gettid() }

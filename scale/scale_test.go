@@ -54,11 +54,10 @@ func run(t *testing.T, name string, args ...string) {
 	}
 }
 
-func ns(i int) string        { return fmt.Sprintf("tc-scale-%d", i) }
-func hostVeth(i int) string  { return fmt.Sprintf("tcs%dh", i) }
-func cellAddr(i int) string  { return fmt.Sprintf("10.77.%d.2:8080", i+1) }
-func cellName(i int) string  { return fmt.Sprintf("cell-%d", i) }
-func cellIndex(c string) int { n, _ := strconv.Atoi(strings.TrimPrefix(c, "cell-")); return n }
+func ns(i int) string       { return fmt.Sprintf("tc-scale-%d", i) }
+func hostVeth(i int) string { return fmt.Sprintf("tcs%dh", i) }
+func cellAddr(i int) string { return fmt.Sprintf("10.77.%d.2:8080", i+1) }
+func cellName(i int) string { return fmt.Sprintf("cell-%d", i) }
 
 func setup(t *testing.T) *cluster {
 	if os.Getenv("TRACECELL_SCALE") == "" {

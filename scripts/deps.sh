@@ -55,6 +55,26 @@ if [ "${1:-}" = "helmtest" ]; then
   (cd deploy/helmtest && go mod download)
 fi
 
+# `deps.sh lint`: the static checkers make unit runs beside go vet, built
+# from the Go module proxy into bin/ (not ~/go/bin: a clean clone needs
+# nothing installed by hand), at pinned versions: staticcheck 2026.2.2
+# (honnef.co/go/tools v0.8.2, which knows Go 1.26) and deadcode from
+# golang.org/x/tools. Rebuilt only when missing or of another version.
+if [ "${1:-}" = "lint" ]; then
+  staticcheck_version=v0.8.2
+  xtools_version=v0.52.0
+  stamp=bin/.lint-versions
+  want_stamp="staticcheck@$staticcheck_version deadcode@$xtools_version $(go env GOVERSION)"
+  if [ ! -x bin/staticcheck ] || [ ! -x bin/deadcode ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want_stamp" ]; then
+    echo "deps: building staticcheck $staticcheck_version and deadcode $xtools_version into bin/ (Go module proxy)"
+    mkdir -p bin
+    # GOFLAGS is cleared: the tools are not built with tracecell's build tags.
+    GOBIN="$PWD/bin" GOFLAGS= go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
+    GOBIN="$PWD/bin" GOFLAGS= go install "golang.org/x/tools/cmd/deadcode@$xtools_version"
+    echo "$want_stamp" > "$stamp"
+  fi
+fi
+
 if [ "${1:-}" = "venv" ]; then
   venv=bin/venv
   req=python/requirements-test.txt

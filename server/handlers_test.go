@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,24 +63,35 @@ func newEnv(t *testing.T, mut func(*Options)) *testEnv {
 // do sends a request and returns the status and the body.
 func (e *testEnv) do(method, path, body string) (int, []byte) {
 	e.t.Helper()
+	st, b, err := e.tryDo(method, path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st, b
+}
+
+// tryDo is do for any goroutine: it returns a request that could not be
+// made or sent as an error instead of failing the test, since t.Fatal
+// must be called on the test's own goroutine.
+func (e *testEnv) tryDo(method, path, body string) (int, []byte, error) {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, e.hs.URL+path, rd)
 	if err != nil {
-		e.t.Fatal(err)
+		return 0, nil, err
 	}
 	if e.token != "" {
 		req.Header.Set("Authorization", "Bearer "+e.token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		return 0, nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return resp.StatusCode, b, nil
 }
 
 func (e *testEnv) create(id string) SessionInfo {
@@ -99,15 +109,39 @@ func (e *testEnv) create(id string) SessionInfo {
 
 func (e *testEnv) exec(id, code string) map[string]any {
 	e.t.Helper()
-	st, b := e.do("POST", "/v1/sessions/"+id+"/execute", fmt.Sprintf(`{"code":%q}`, code))
-	if st != 200 {
-		e.t.Fatalf("execute %q in %s: %d %s", code, id, st, b)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
+	m, err := e.tryExec(id, code)
+	if err != nil {
 		e.t.Fatal(err)
 	}
 	return m
+}
+
+// tryExec is exec for any goroutine: a failed execution is returned as an
+// error for the test goroutine to report.
+func (e *testEnv) tryExec(id, code string) (map[string]any, error) {
+	st, b, err := e.tryDo("POST", "/v1/sessions/"+id+"/execute", fmt.Sprintf(`{"code":%q}`, code))
+	if err != nil {
+		return nil, err
+	}
+	if st != 200 {
+		return nil, fmt.Errorf("execute %q in %s: %d %s", code, id, st, b)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("execute %q in %s: %w", code, id, err)
+	}
+	return m, nil
+}
+
+// goExec runs exec on a goroutine of its own; the channel receives its
+// failure (nil when it succeeded), which the test goroutine must report.
+func (e *testEnv) goExec(id, code string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.tryExec(id, code)
+		done <- err
+	}()
+	return done
 }
 
 func errCode(t *testing.T, b []byte) (string, string) {
@@ -303,12 +337,7 @@ func TestSessionLifecycle(t *testing.T) {
 func TestBusyRefused(t *testing.T) {
 	e := newEnv(t, nil)
 	e.create("b")
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		e.exec("b", "sleep:400")
-	}()
+	busy := e.goExec("b", "sleep:400")
 	deadline := time.Now().Add(2 * time.Second)
 	for !e.sess("b").describe().Busy && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
@@ -325,19 +354,24 @@ func TestBusyRefused(t *testing.T) {
 	if st, _ := e.do("GET", "/v1/sessions/b/files", ""); st != 200 {
 		t.Fatalf("files while busy: %d", st)
 	}
-	wg.Wait()
+	if err := <-busy; err != nil {
+		t.Fatal(err)
+	}
 	if r := e.exec("b", "1"); r["result"] != "1" {
 		t.Fatalf("after busy: %v", r)
 	}
 	// Other sessions run in parallel with a busy one.
 	e.create("c")
 	start := time.Now()
-	var wg2 sync.WaitGroup
+	var parallel []<-chan error
 	for _, id := range []string{"b", "c"} {
-		wg2.Add(1)
-		go func() { defer wg2.Done(); e.exec(id, "sleep:300") }()
+		parallel = append(parallel, e.goExec(id, "sleep:300"))
 	}
-	wg2.Wait()
+	for _, done := range parallel {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
 	if el := time.Since(start); el > 550*time.Millisecond {
 		t.Fatalf("two sessions did not run in parallel: %v", el)
 	}
@@ -465,7 +499,7 @@ func TestIdleReaping(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.IdleTimeout = 80 * time.Millisecond })
 	in := e.create("idle")
 	e.create("busy")
-	go e.exec("busy", "sleep:400")
+	busy := e.goExec("busy", "sleep:400")
 	waitFor(t, "the idle session to be reaped", func() bool {
 		st, _ := e.do("GET", "/v1/sessions/idle", "")
 		return st == 410 // session_expired (cell.go)
@@ -475,6 +509,9 @@ func TestIdleReaping(t *testing.T) {
 	}
 	if st, _ := e.do("GET", "/v1/sessions/busy", ""); st != 200 {
 		t.Fatal("a busy session was reaped")
+	}
+	if err := <-busy; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -503,13 +503,6 @@ func (s *Server) Close() {
 	s.metrics.sessionsActive.Store(0)
 }
 
-// isClosed reports whether Close has begun.
-func (s *Server) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
-
 func (s *Server) reaper() {
 	defer s.bg.Done()
 	every := s.opts.IdleTimeout / 4

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
-	"gopkg.in/yaml.v3"
 
 	"github.com/tracecell/tracecell/audit"
 	"github.com/tracecell/tracecell/config"

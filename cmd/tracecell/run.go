@@ -150,8 +150,7 @@ func runFlags() []cli.Flag {
 
 // settingsFrom merges the policy file (if any) and the flags that were set.
 func settingsFrom(c *cli.Context) (*config.Settings, error) {
-	isSet := setFlags(c)
-	if err := checkEmptyFlags(c, isSet); err != nil {
+	if err := checkEmptyFlags(c); err != nil {
 		return nil, err
 	}
 	s := &config.Settings{}
@@ -163,12 +162,12 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 		s = fs
 	}
 	list := func(name string, dst *[]string) {
-		if isSet[name] {
+		if c.IsSet(name) {
 			*dst = c.StringSlice(name)
 		}
 	}
 	str := func(name string, dst *string) {
-		if isSet[name] {
+		if c.IsSet(name) {
 			*dst = c.String(name)
 		}
 	}
@@ -187,23 +186,23 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 	str("trace", &s.Trace)
 	str("log-level", &s.LogLevel)
 	str("log-format", &s.LogFormat)
-	if isSet["no-freeze"] {
+	if c.IsSet("no-freeze") {
 		s.NoFreeze = c.Bool("no-freeze")
 	}
-	if isSet["quiet"] {
+	if c.IsSet("quiet") {
 		s.Quiet = c.Bool("quiet")
 	}
-	if isSet["max-procs"] {
+	if c.IsSet("max-procs") {
 		s.MaxProcs = c.Int("max-procs")
 	}
-	if isSet["max-open-files"] {
+	if c.IsSet("max-open-files") {
 		s.MaxOpenFiles = c.Int("max-open-files")
 	}
 	for _, d := range []struct {
 		name string
 		dst  *config.Duration
 	}{{"timeout", &s.Timeout}, {"cpu-time", &s.CPUTime}} {
-		if isSet[d.name] {
+		if c.IsSet(d.name) {
 			if err := d.dst.UnmarshalText([]byte(c.String(d.name))); err != nil {
 				return nil, fmt.Errorf("--%s: %w", d.name, err)
 			}
@@ -213,13 +212,13 @@ func settingsFrom(c *cli.Context) (*config.Settings, error) {
 		name string
 		dst  *config.Size
 	}{{"memory", &s.Memory}, {"max-file-size", &s.MaxFileSize}} {
-		if isSet[d.name] {
+		if c.IsSet(d.name) {
 			if err := d.dst.UnmarshalText([]byte(c.String(d.name))); err != nil {
 				return nil, fmt.Errorf("--%s: %w", d.name, err)
 			}
 		}
 	}
-	if isSet["env"] {
+	if c.IsSet("env") {
 		if s.Env == nil {
 			s.Env = map[string]string{}
 		}
@@ -241,9 +240,9 @@ var pathFlags = []string{"write", "cwd", "read", "deny-read", "allow-exec", "all
 	"report", "trace", "policy", "state-dir", "token-file", "python", "listen"}
 
 // checkEmptyFlags fails on the first path flag given with an empty value.
-func checkEmptyFlags(c *cli.Context, isSet map[string]bool) error {
+func checkEmptyFlags(c *cli.Context) error {
 	for _, name := range pathFlags {
-		if !isSet[name] {
+		if !c.IsSet(name) {
 			continue
 		}
 		vals := c.StringSlice(name)
