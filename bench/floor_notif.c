@@ -22,6 +22,10 @@
  *     or stat + lstat as floor.c;
  *   - answer SECCOMP_IOCTL_NOTIF_SEND with SECCOMP_USER_NOTIF_FLAG_CONTINUE
  *     (5.5+): the kernel runs the call as if allowed. It decides nothing.
+ * FLOOR_NOTIF_SYNC=1 asks for synchronous wake-ups
+ * (SECCOMP_IOCTL_NOTIF_SET_FLAGS with SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+ * 6.6+: the kernel wakes the other side on the waker's CPU, as gVisor
+ * uses it); the bench runs without it unless asked.
  * Forks and threads inherit the filter and so report to the same listener;
  * there is nothing to follow. The run ends when the listener reports POLLHUP
  * (no task uses the filter any more, 5.8+) and COMMAND has been reaped.
@@ -76,6 +80,12 @@
  * kernel still accepts the old number. */
 #define NOTIF_ID_VALID_OLD _IOR('!', 2, __u64)
 #define NOTIF_ID_VALID_NEW _IOW('!', 2, __u64)
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS _IOW('!', 4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
 
 /* Exit status when the kernel lacks what this floor needs. */
 #define STATUS_UNSUPPORTED 124
@@ -228,6 +238,13 @@ int main(int argc, char **argv) {
 		/* The child failed before it could send the fd and said why. */
 		waitpid(pid, &st, 0);
 		return WIFEXITED(st) ? WEXITSTATUS(st) : 125;
+	}
+	const char *sync = getenv("FLOOR_NOTIF_SYNC");
+	if (sync && atoi(sync) && ioctl(lfd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP) != 0) {
+		fprintf(stderr, "floor_notif: SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: %s (kernel 6.6+)\n", strerror(errno));
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		return STATUS_UNSUPPORTED;
 	}
 	struct seccomp_notif_sizes sz;
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sz) != 0) {
