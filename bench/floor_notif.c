@@ -16,9 +16,10 @@
  *   - SECCOMP_IOCTL_NOTIF_RECV: the call's number and arguments come with
  *     the notification, so there is no register read;
  *   - for a path call: read the path (process_vm_readv to the end of its
- *     page), then SECCOMP_IOCTL_NOTIF_ID_VALID (5.0+; 5.17 renamed the
- *     ioctl number, both are tried) — without it the pid may have been
- *     reused and the read come from another process — then the same lstat
+ *     page), then SECCOMP_IOCTL_NOTIF_ID_VALID (5.0+; its number was later
+ *     corrected from _IOR to _IOW, and both are tried) — without it the
+ *     pid may have been reused and the read come from another process —
+ *     then the same lstat
  *     or stat + lstat as floor.c;
  *   - answer SECCOMP_IOCTL_NOTIF_SEND with SECCOMP_USER_NOTIF_FLAG_CONTINUE
  *     (5.5+): the kernel runs the call as if allowed. It decides nothing.
@@ -76,8 +77,8 @@
 #ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE
 #define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
 #endif
-/* Before 5.17 the ID_VALID ioctl had the wrong direction bit (_IOR); the
- * kernel still accepts the old number. */
+/* The ID_VALID ioctl was first defined with the wrong direction bit
+ * (_IOR); newer headers have _IOW and the kernel accepts both. */
 #define NOTIF_ID_VALID_OLD _IOR('!', 2, __u64)
 #define NOTIF_ID_VALID_NEW _IOW('!', 2, __u64)
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
