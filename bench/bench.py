@@ -221,7 +221,8 @@ class Bench:
         self.percall_n = 0
         self.floor = None  # the compiled bench/floor.c
         self.notif = None  # the compiled bench/floor_notif.c, if the kernel runs it
-        self.notif_note = ""  # why the notif column is missing
+        self.notif_note = ""  # why floor_notif.c could not be built or run
+        self.notif_skipped = ""  # set when the notif mode was asked for and dropped
         self.percall_exe = None  # the compiled bench/percall.c
 
     # -- running ---------------------------------------------------------
@@ -377,9 +378,10 @@ class Bench:
             self.percall_results.append(row)
 
     def compile_c(self):
-        """Build bench/percall.c, bench/floor.c and bench/floor_notif.c into
-        the reports dir.  Sets cc_error (and leaves the paths None) when that
-        fails; the user-notification floor is optional (see probe_notif)."""
+        """Build bench/percall.c, bench/floor.c and (with the notif mode)
+        bench/floor_notif.c into the reports dir.  Sets cc_error (and leaves
+        the paths None) when that fails; the user-notification floor is
+        optional (see probe_notif)."""
         self.cc_error = ""
         cc = shutil.which("gcc") or shutil.which("cc")
         if not cc:
@@ -395,6 +397,8 @@ class Bench:
                 return
             built[name] = out
         self.percall_exe, self.floor = built["percall"], built["floor"]
+        if "notif" not in self.modes:
+            return
         out = os.path.join(self.reports, "floor_notif")
         r = subprocess.run([cc, "-O2", "-o", out, os.path.join(HERE, "floor_notif.c")],
                            capture_output=True, text=True)
@@ -434,8 +438,8 @@ class Bench:
             if "notif" in self.modes and not self.notif:
                 # self.modes is the list main() also passes on: the column
                 # goes from every table, and the results say why.
-                progress("bench: skipping the user-notif floor column: "
-                         + (self.notif_note or self.cc_error))
+                self.notif_skipped = self.notif_note or self.cc_error
+                progress("bench: skipping the user-notif floor column: " + self.notif_skipped)
                 self.modes.remove("notif")
             for wl in self.selected():
                 wl.scaled(self.a.scale)
@@ -829,8 +833,8 @@ def main(argv):
     progress(f"bench: modes {','.join(a.modes)}, {a.runs} run(s), scale {a.scale:g}")
     results, elapsed = bench.run()
     info["loadavg_end"] = loadavg()
-    if "notif" in a.modes and not bench.notif:
-        info["notif_note"] = bench.notif_note or bench.cc_error
+    if bench.notif_skipped:
+        info["notif_note"] = bench.notif_skipped
     targets = evaluate(results, a.modes, bench.percall_results)
     md = markdown(results, info, targets, a.modes, elapsed, bench.rss_source,
                   bench.percall_results, bench.percall_note, bench.percall_n)
