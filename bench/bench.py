@@ -4,10 +4,12 @@
     python3 bench/bench.py --tracecell bin/tracecell [--runs 7] [--quick]
 
 For every workload (bench/workloads/*.py, plus `python3 -c pass`) the same
-command runs bare, under `tracecell run`, and under
+command runs bare, under the C floor tracer (bench/floor.c), under its
+user-notification variant (bench/floor_notif.c, skipped on kernels without
+it), under `tracecell run` (and --no-freeze), and under
 `strace -f --seccomp-bpf -e trace=%file,%process,%network -o /dev/null`,
-interleaved (bare, tracecell, strace, bare, ...) so that drift on the machine
-hits all three alike.  Times are medians of wall time; speed is reported as a
+interleaved (bare, floor, notif, tracecell, ..., bare, ...) so that drift on
+the machine hits all of them alike.  Times are medians of wall time; speed is reported as a
 ratio to the bare run measured in the same invocation, never as an absolute
 target.  Every run's stdout must hash the same as the bare run's, so a run
 that a tracer broke is an error, never a timing.
