@@ -614,10 +614,12 @@ def evaluate(results, modes, percall=()):
                         "files-tmpfs not measured"))
     g = geomean([r["tracecell"]["ratio"] for r in ok])
     gf = geomean([r["floor"]["ratio"] for r in ok]) if "floor" in modes else None
+    gn = geomean([r["notif"]["ratio"] for r in ok]) if "notif" in modes else None
     targets.append((f"geomean < {GEOMEAN_RATIO:.2f}x",
                     "n/a" if g is None else ("PASS" if g < GEOMEAN_RATIO else "MISS"),
                     "" if g is None else f"{g:.3f}x over {len(ok)} workloads"
-                    + (f" (the C floor tracer: {gf:.3f}x; tracecell / floor: {g / gf:.3f}x)"
+                    + (f" (the C floor tracer: {gf:.3f}x; tracecell / floor: {g / gf:.3f}x"
+                       + (f"; the user-notif floor: {gn:.3f}x" if gn else "") + ")"
                        if gf else "")))
     for mode, name in (("tracecell", "faster than strace on every workload"),
                        ("nofreeze", "(for comparison) tracecell --no-freeze faster than strace on every workload")):
