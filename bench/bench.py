@@ -4,10 +4,12 @@
     python3 bench/bench.py --tracecell bin/tracecell [--runs 7] [--quick]
 
 For every workload (bench/workloads/*.py, plus `python3 -c pass`) the same
-command runs bare, under `tracecell run`, and under
+command runs bare, under the C floor tracer (bench/floor.c), under its
+user-notification variant (bench/floor_notif.c, skipped on kernels without
+it), under `tracecell run` (and --no-freeze), and under
 `strace -f --seccomp-bpf -e trace=%file,%process,%network -o /dev/null`,
-interleaved (bare, tracecell, strace, bare, ...) so that drift on the machine
-hits all three alike.  Times are medians of wall time; speed is reported as a
+interleaved (bare, floor, notif, tracecell, ..., bare, ...) so that drift on
+the machine hits all of them alike.  Times are medians of wall time; speed is reported as a
 ratio to the bare run measured in the same invocation, never as an absolute
 target.  Every run's stdout must hash the same as the bare run's, so a run
 that a tracer broke is an error, never a timing.
@@ -40,13 +42,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKLOADS = os.path.join(HERE, "workloads")
 STRACE = ["strace", "-f", "--seccomp-bpf", "-e", "trace=%file,%process,%network",
           "-o", "/dev/null"]
-MODES = ("bare", "floor", "tracecell", "nofreeze", "strace")
+MODES = ("bare", "floor", "notif", "tracecell", "nofreeze", "strace")
 # floor is bench/floor.c: a C ptrace + seccomp tracer that traps the same
 # kinds of call and makes only the system calls every stop needs, deciding
 # nothing; what any such supervisor costs on this machine.  nofreeze is
 # tracecell with --no-freeze: what the race hardening (stopping the rest of
-# the tree during a checked call) costs threaded programs.
-MODE_LABELS = {"floor": "C floor tracer", "nofreeze": "tracecell --no-freeze"}
+# the tree during a checked call) costs threaded programs.  notif is
+# bench/floor_notif.c: the same floor with SECCOMP_RET_USER_NOTIF (kernel
+# 5.0+, answered with SECCOMP_USER_NOTIF_FLAG_CONTINUE, 5.5+) instead of
+# ptrace stops; dropped with a line in the results when the kernel lacks it.
+# See docs/USER_NOTIF.md.
+MODE_LABELS = {"floor": "C floor tracer", "notif": "C user-notif floor",
+               "nofreeze": "tracecell --no-freeze"}
 
 # Variables tracecell passes through from its own environment (config.KeptEnv
 # plus LC_*); the bare and strace runs get exactly the same environment.
@@ -215,6 +222,9 @@ class Bench:
         self.percall_note = ""
         self.percall_n = 0
         self.floor = None  # the compiled bench/floor.c
+        self.notif = None  # the compiled bench/floor_notif.c, if the kernel runs it
+        self.notif_note = ""  # why floor_notif.c could not be built or run
+        self.notif_skipped = ""  # set when the notif mode was asked for and dropped
         self.percall_exe = None  # the compiled bench/percall.c
 
     # -- running ---------------------------------------------------------
@@ -227,6 +237,8 @@ class Bench:
             return STRACE + argv
         if mode == "floor":
             return [self.floor] + argv
+        if mode == "notif":
+            return [self.notif] + argv
         cmd = [self.tc, "run", "--quiet", "--write", wd, "--report", report,
                "--env", "PYTHONDONTWRITEBYTECODE=1"]
         if mode == "nofreeze":
@@ -345,6 +357,8 @@ class Bench:
             times = {"bare": [], "floor": [], "tracecell": []}
             prefix = {"bare": [], "floor": [floor],
                       "tracecell": [self.tc, "run", "--quiet", "--write", wd, "--"]}
+            if self.notif:
+                times["notif"], prefix["notif"] = [], [self.notif]
             for _ in range(self.a.runs):
                 for mode in times:
                     cmd = prefix[mode] + argv
@@ -355,15 +369,21 @@ class Bench:
                         return
                     times[mode].append(float(p.stdout.decode().strip()))
             bare, fl, traced = (statistics.median(times[m]) for m in ("bare", "floor", "tracecell"))
-            self.percall_results.append({"case": case, "what": what, "bare_ns": round(bare, 1),
-                                         "floor_ns": round(fl, 1),
-                                         "floor_added_us": round((fl - bare) / 1000, 2),
-                                         "tracecell_ns": round(traced, 1),
-                                         "added_us": round((traced - bare) / 1000, 2)})
+            row = {"case": case, "what": what, "bare_ns": round(bare, 1),
+                   "floor_ns": round(fl, 1),
+                   "floor_added_us": round((fl - bare) / 1000, 2),
+                   "tracecell_ns": round(traced, 1),
+                   "added_us": round((traced - bare) / 1000, 2)}
+            if self.notif:
+                nt = statistics.median(times["notif"])
+                row.update(notif_ns=round(nt, 1), notif_added_us=round((nt - bare) / 1000, 2))
+            self.percall_results.append(row)
 
     def compile_c(self):
-        """Build bench/percall.c and bench/floor.c into the reports dir.
-        Sets cc_error (and leaves the paths None) when that fails."""
+        """Build bench/percall.c, bench/floor.c and (with the notif mode)
+        bench/floor_notif.c into the reports dir.  Sets cc_error (and leaves
+        the paths None) when that fails; the user-notification floor is
+        optional (see probe_notif)."""
         self.cc_error = ""
         cc = shutil.which("gcc") or shutil.which("cc")
         if not cc:
@@ -379,7 +399,33 @@ class Bench:
                 return
             built[name] = out
         self.percall_exe, self.floor = built["percall"], built["floor"]
+        if "notif" not in self.modes:
+            return
+        out = os.path.join(self.reports, "floor_notif")
+        r = subprocess.run([cc, "-O2", "-o", out, os.path.join(HERE, "floor_notif.c")],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            self.notif_note = f"{cc} bench/floor_notif.c failed: {tail(r.stderr.encode(), 300)}"
+            return
+        self.probe_notif(out)
 
+    def probe_notif(self, exe):
+        """Keep the user-notification floor only if this kernel runs it: it
+        exits 124 without SECCOMP_RET_USER_NOTIF (5.0) or
+        SECCOMP_USER_NOTIF_FLAG_CONTINUE (5.5).  The probe makes one trapped
+        call (kill), so the CONTINUE answer is tried too."""
+        try:
+            r = subprocess.run([exe, "/bin/sh", "-c", "kill -0 $$"], capture_output=True,
+                               stdin=subprocess.DEVNULL, timeout=20)
+        except (OSError, subprocess.SubprocessError) as e:
+            self.notif_note = f"bench/floor_notif.c did not run: {e}"
+            return
+        if r.returncode != 0:
+            why = tail(r.stderr, 300).strip() or f"exit status {r.returncode}"
+            self.notif_note = (f"this kernel ({platform.release()}) cannot run the "
+                               f"user-notification floor: {why}")
+            return
+        self.notif = exe
     def run(self):
         self.base["tmpfs"] = tempfile.mkdtemp(prefix="tracecell-bench-", dir=self.a.tmpfs_dir)
         self.base["disk"] = tempfile.mkdtemp(prefix="tracecell-bench-", dir=self.a.disk_dir)
@@ -391,6 +437,12 @@ class Bench:
             if "floor" in self.modes and not self.floor:
                 raise SystemExit(f"bench: cannot build the floor tracer: {self.cc_error} "
                                  "(install gcc, or leave floor out of --modes)")
+            if "notif" in self.modes and not self.notif:
+                # self.modes is the list main() also passes on: the column
+                # goes from every table, and the results say why.
+                self.notif_skipped = self.notif_note or self.cc_error
+                progress("bench: skipping the user-notif floor column: " + self.notif_skipped)
+                self.modes.remove("notif")
             for wl in self.selected():
                 wl.scaled(self.a.scale)
                 progress(f"{wl.name}: {wl.label}")
@@ -460,9 +512,10 @@ def summarize(wl, runs, modes):
         t["tracer_peak_rss_kb"] = max(rss) if rss else None
         if wl.per_call and bare and t["checked"]:
             t["per_call_us"] = (t["median_ms"] - bare) * 1000 / t["checked"]
-            if "floor" in modes:
-                # The floor traps the same calls on this workload (files.py).
-                s["floor"]["per_call_us"] = (s["floor"]["median_ms"] - bare) * 1000 / t["checked"]
+            for m in ("floor", "notif"):
+                if m in modes:
+                    # The floors trap the same calls on this workload (files.py).
+                    s[m]["per_call_us"] = (s[m]["median_ms"] - bare) * 1000 / t["checked"]
     return s
 
 
@@ -561,10 +614,12 @@ def evaluate(results, modes, percall=()):
                         "files-tmpfs not measured"))
     g = geomean([r["tracecell"]["ratio"] for r in ok])
     gf = geomean([r["floor"]["ratio"] for r in ok]) if "floor" in modes else None
+    gn = geomean([r["notif"]["ratio"] for r in ok]) if "notif" in modes else None
     targets.append((f"geomean < {GEOMEAN_RATIO:.2f}x",
                     "n/a" if g is None else ("PASS" if g < GEOMEAN_RATIO else "MISS"),
                     "" if g is None else f"{g:.3f}x over {len(ok)} workloads"
-                    + (f" (the C floor tracer: {gf:.3f}x; tracecell / floor: {g / gf:.3f}x)"
+                    + (f" (the C floor tracer: {gf:.3f}x; tracecell / floor: {g / gf:.3f}x"
+                       + (f"; the user-notif floor: {gn:.3f}x" if gn else "") + ")"
                        if gf else "")))
     for mode, name in (("tracecell", "faster than strace on every workload"),
                        ("nofreeze", "(for comparison) tracecell --no-freeze faster than strace on every workload")):
@@ -604,15 +659,33 @@ def percall_markdown(rows, note, runs, n):
         L.append(note)
         L.append("")
         return L
+    notif = all("notif_ns" in r for r in rows)
     L.append("| case | what the tracer does | bare ns/call | C floor ns/call | tracecell ns/call "
-             "| floor added µs | tracecell added µs | tracecell over the floor µs |")
-    L.append("|---|---|---:|---:|---:|---:|---:|---:|")
+             "| floor added µs | tracecell added µs | tracecell over the floor µs |"
+             + (" user-notif floor added µs | ptrace floor / user-notif floor |" if notif else ""))
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if notif else ""))
     for r in rows:
         L.append(f"| {r['case']} | {r['what']} | {r['bare_ns']:.0f} | {r['floor_ns']:.0f} | "
                  f"{r['tracecell_ns']:.0f} | {r['floor_added_us']:.2f} | **{r['added_us']:.2f}** | "
-                 f"{r['added_us'] - r['floor_added_us']:+.2f} |")
+                 f"{r['added_us'] - r['floor_added_us']:+.2f} |"
+                 + (f" {r['notif_added_us']:.2f} | {notif_ratio(r)} |" if notif else ""))
     L.append("")
+    if notif:
+        L.append("The user-notif floor is `bench/floor_notif.c`: the same filter and the same "
+                 "per-call work with SECCOMP_RET_USER_NOTIF, answered with "
+                 "SECCOMP_USER_NOTIF_FLAG_CONTINUE; no register read (the arguments come with "
+                 "the notification), one SECCOMP_IOCTL_NOTIF_ID_VALID after a path read. "
+                 "See docs/USER_NOTIF.md.")
+        L.append("")
     return L
+
+
+def notif_ratio(r):
+    """How many times cheaper the user-notif floor's added cost is than the
+    ptrace floor's on percall row r ("-" when either is not positive)."""
+    if r["notif_added_us"] <= 0 or r["floor_added_us"] <= 0:
+        return "-"
+    return f"{r['floor_added_us'] / r['notif_added_us']:.2f}x"
 
 
 def markdown(results, info, targets, modes, elapsed, rss_source, percall=(), percall_note="", percall_n=0):
@@ -637,6 +710,9 @@ def markdown(results, info, targets, modes, elapsed, rss_source, percall=(), per
         L.append(f"**Warning:** 1-minute load average {info.get('loadavg_start')} at the start, "
                  f"{info.get('loadavg_end')} at the end, on {info['nproc']} CPUs: other work "
                  f"was running and the ratios below are noisy.")
+    if info.get("notif_note"):
+        L.append("")
+        L.append(f"No user-notif floor column: {info['notif_note']}.")
     L.append("")
     head = ["workload"]
     if "tracecell" in modes:
@@ -709,9 +785,11 @@ def parse_args(argv):
                    help="smoke test: 1 run, no warm-up, scale 0.2, results to quick.md")
     p.add_argument("--scale", type=float, default=None,
                    help="workload size factor (default 1; 0.2 with --quick)")
-    p.add_argument("--modes", default="bare,floor,tracecell,nofreeze,strace",
-                   help="comma-separated subset of bare,floor,tracecell,nofreeze,strace (bare"
-                        " first; floor is the C floor tracer bench/floor.c, nofreeze is"
+    p.add_argument("--modes", default="bare,floor,notif,tracecell,nofreeze,strace",
+                   help="comma-separated subset of bare,floor,notif,tracecell,nofreeze,strace"
+                        " (bare first; floor is the C floor tracer bench/floor.c, notif its"
+                        " SECCOMP_RET_USER_NOTIF variant bench/floor_notif.c, skipped on"
+                        " kernels without it, nofreeze is"
                         " tracecell --no-freeze)")
     p.add_argument("--only", default="", help="comma-separated workload names")
     p.add_argument("--python", default="/usr/bin/python3")
@@ -759,6 +837,8 @@ def main(argv):
     progress(f"bench: modes {','.join(a.modes)}, {a.runs} run(s), scale {a.scale:g}")
     results, elapsed = bench.run()
     info["loadavg_end"] = loadavg()
+    if bench.notif_skipped:
+        info["notif_note"] = bench.notif_skipped
     targets = evaluate(results, a.modes, bench.percall_results)
     md = markdown(results, info, targets, a.modes, elapsed, bench.rss_source,
                   bench.percall_results, bench.percall_note, bench.percall_n)
