@@ -11,77 +11,6 @@ import (
 	"github.com/tracecell/tracecell/syscalls"
 )
 
-// Rule ids. They are part of the report format: do not rename them.
-const (
-	// Denials (Decision.Allow false).
-	RuleOutsideRoots    = "outside-writable-roots"
-	RuleRootItself      = "writable-root-itself"
-	RuleScratchNotOwned = "scratch-not-owned"
-	RuleForeignPty      = "foreign-pty"
-	RuleProcWrite       = "proc-write"
-	RuleProcRead        = "proc-read"
-	// RulePathPage denies memory calls on tracecell's path page (decided
-	// by the tracer, never by Decide).
-	RulePathPage         = "path-page"
-	RuleDenyRead         = "deny-read"
-	RuleReadNotAllowed   = "read-not-allowed"
-	RuleExecNotAllowed   = "exec-not-allowed"
-	RuleUnixAbstract     = "unix-abstract"
-	RuleUnixOutsideRoots = "unix-socket-outside-roots"
-	RuleNetDeny          = "net-deny"
-	RuleNetLoopback      = "net-loopback"
-	RuleNetFamily        = "net-family"
-	// RuleKernelRewritten denies a call whose checked memory the kernel
-	// itself overwrites, in the same call, before it reads it (sendmmsg).
-	RuleKernelRewritten = "kernel-rewritten-input"
-	// RuleForeignABI: a system call of another ABI (int 0x80, x32) killed
-	// its process (decided by the filter and the tracer, never by Decide).
-	RuleForeignABI       = "foreign-abi"
-	RuleUnreachable      = "never-reachable"
-	RuleOutsideTree      = "outside-tree"
-	RuleForbiddenSyscall = "forbidden-syscall"
-	RuleUnresolvedPath   = "unresolved-path"
-	RuleUnknownKind      = "unknown-kind"
-	RuleNoPath           = "no-path"
-	// RuleIoctlNotAllowed denies an ioctl command that is not known to
-	// only read or to act on its own fd alone, made on an fd the tree may
-	// not write (issue 16).
-	RuleIoctlNotAllowed = "ioctl-not-allowed"
-	// RuleFutexMemory denies a shared futex operation on a word in memory
-	// the tree may not write (a read-only mapping of a host file).
-	RuleFutexMemory = "futex-memory"
-	// RuleSetID denies setting S_ISUID or S_ISGID (chmod, O_CREAT, mknod).
-	RuleSetID = "set-id-bits"
-	// RuleDeletedFile denies changing a file that has no name any more
-	// (reached through /proc/<pid>/fd/N or an fd) where its last directory
-	// does not make it the tree's: outside the writable roots, or in a
-	// scratch dir in a directory the tree did not create.
-	RuleDeletedFile = "deleted-file"
-	// RuleFileCaps denies setting file capabilities (security.capability).
-	RuleFileCaps = "file-capabilities"
-
-	// Allows (Decision.Allow true), for --trace.
-	RuleInsideRoot    = "inside-writable-root"
-	RuleDevice        = "device"
-	RuleScratchCreate = "scratch-create"
-	RuleScratchOwned  = "scratch-owned"
-	RuleOwnPty        = "own-pty"
-	RuleSpecialObject = "special-object"
-	// RuleNetAdminKept allows a socket ioctl off the allow-list where the
-	// operator kept CAP_NET_ADMIN for the tree (Config.NetAdmin).
-	RuleNetAdminKept = "net-admin-kept"
-	RuleRead         = "read"
-	RuleInitialExec  = "initial-exec"
-	RuleAllowExec    = "allow-exec"
-	RuleNetAllow     = "net-allow"
-	RuleLoopback     = "loopback"
-	RuleNetlink      = "netlink"
-	RuleUnspec       = "unspec"
-	RuleUnixInRoots  = "unix-socket-in-roots"
-	RuleUnixAutobind = "unix-autobind"
-	RuleInTree       = "in-tree"
-)
-
 // DefaultDevices are the device files every program may open for writing:
 // the sinks and sources any runtime expects, the controlling terminal, and
 // the pty multiplexers (/dev/pts/ptmx is devpts's own twin of /dev/ptmx),
@@ -297,9 +226,9 @@ func clean(p string) bool {
 	return strings.HasPrefix(p, "/") && path.Clean(p) == p
 }
 
-func allow(rule string) Decision { return Decision{Allow: true, Rule: rule} }
+func allow(rule Rule) Decision { return Decision{Allow: true, Rule: rule} }
 
-func deny(errno syscall.Errno, rule, reason string) Decision {
+func deny(errno syscall.Errno, rule Rule, reason string) Decision {
 	return Decision{Rule: rule, Reason: reason, Errno: errno}
 }
 
@@ -1013,7 +942,7 @@ func isSend(syscall string) bool {
 	return syscall == "sendto" || syscall == "sendmsg" || syscall == "sendmmsg"
 }
 
-func (p *Policy) netDenied(what, loopRule string) Decision {
+func (p *Policy) netDenied(what string, loopRule Rule) Decision {
 	if p.cfg.Net == NetDeny {
 		return deny(syscall.EACCES, RuleNetDeny, "network access is not allowed (--net deny): "+what)
 	}

@@ -32,7 +32,8 @@ const (
 // RuleLifecycle marks the trace's process events, which are no checked
 // call: "fork", "vfork" and "clone" (a new process, ChildPid) and "exit"
 // (ExitCode or Signal). Their decision is allow and they are not counted.
-const RuleLifecycle = "lifecycle"
+// It is policy.RuleLifecycle, named here where the events are.
+const RuleLifecycle = policy.RuleLifecycle
 
 // Event is one checked decision. Its JSON form is the report's and the
 // trace's format.
@@ -55,12 +56,12 @@ type Event struct {
 	Port     int           `json:"port,omitempty"`
 	Abstract bool          `json:"abstract,omitempty"`
 	// TargetPid is set for signal and process calls.
-	TargetPid    *int   `json:"target_pid,omitempty"`
-	TargetInTree bool   `json:"target_in_tree,omitempty"`
-	Signal       string `json:"signal,omitempty"`
-	Rule         string `json:"rule,omitempty"`
-	Reason       string `json:"reason,omitempty"`
-	Errno        string `json:"errno,omitempty"`
+	TargetPid    *int        `json:"target_pid,omitempty"`
+	TargetInTree bool        `json:"target_in_tree,omitempty"`
+	Signal       string      `json:"signal,omitempty"`
+	Rule         policy.Rule `json:"rule,omitempty"`
+	Reason       string      `json:"reason,omitempty"`
+	Errno        string      `json:"errno,omitempty"`
 	// Tried is set on an exec denial that stands for a PATH search
 	// (execvp, posix_spawnp, subprocess, os.system's shell): every program
 	// path the search tried and was refused, in order, the first being

@@ -325,7 +325,7 @@ type copyItem struct {
 // (other sessions' sandboxes, the socket) is never a copy source.
 func (s *Server) decideRead(resolved, sandbox string) policy.Decision {
 	if policy.Under(resolved, s.opts.StateDir) && !policy.Under(resolved, sandbox) {
-		return policy.Decision{Rule: "server-state", Reason: "inside the server's state directory " + s.opts.StateDir + " (other sessions' sandboxes)"}
+		return policy.Decision{Rule: policy.RuleServerState, Reason: "inside the server's state directory " + s.opts.StateDir + " (other sessions' sandboxes)"}
 	}
 	// The server is outside every worker's tree: /proc/<pid> of any process
 	// (the server's own, vLLM's, another session's worker) is "outside" for

@@ -127,7 +127,7 @@ func (t *tracer) execEvent(tk *task) error {
 	if unverified == "" && (d.Allow || (approved != "" && (approved == exe || interpreterOf(approved) == exe))) {
 		return t.resume(tid, 0)
 	}
-	d = policy.Decision{Rule: "exec-mismatch", Errno: syscall.EACCES,
+	d = policy.Decision{Rule: policy.RuleExecMismatch, Errno: syscall.EACCES,
 		Reason: fmt.Sprintf("the kernel loaded %s, not the approved program %q: process killed", exe, approved)}
 	if unverified != "" {
 		d.Reason = fmt.Sprintf("the kernel loaded a program tracecell cannot name (%s): process killed", unverified)

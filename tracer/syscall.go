@@ -194,7 +194,7 @@ func (t *tracer) seccompStop(tk *task) error {
 	switch {
 	case c.fail != 0 && c.failWhy != "":
 		// Fail closed, and say so: a blocked action is always reported.
-		ev := t.newEvent(c, op, policy.Decision{Rule: "unresolvable-path", Reason: c.failWhy, Errno: c.fail})
+		ev := t.newEvent(c, op, policy.Decision{Rule: policy.RuleUnresolvablePath, Reason: c.failWhy, Errno: c.fail})
 		if len(ev.Paths) == 0 {
 			ev.Paths = []policy.Path{c.failPath}
 		}
@@ -1640,7 +1640,7 @@ func (t *tracer) decodeClone(c *call) *policy.Op {
 		}
 	}
 	if flags&unix.CLONE_THREAD == 0 && t.cfg.MaxProcs > 0 && len(t.procs) >= t.cfg.MaxProcs {
-		c.limit = &policy.Decision{Rule: "max-procs", Errno: syscall.EAGAIN,
+		c.limit = &policy.Decision{Rule: policy.RuleMaxProcs, Errno: syscall.EAGAIN,
 			Reason: fmt.Sprintf("the tree already has %d processes (--max-procs %d)", len(t.procs), t.cfg.MaxProcs)}
 		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name}
 	}

@@ -381,7 +381,7 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		if s.LogFormat == "json" {
 			log.Warn().Str("decision", ev.Decision).Str("syscall", ev.Syscall).Str("kind", ev.Kind.String()).
 				Int("pid", ev.Pid).Int("tid", ev.Tid).Str("program", ev.Program).Interface("paths", ev.Paths).
-				Str("address", ev.Address).Str("rule", ev.Rule).Str("errno", ev.Errno).Msg(ev.Reason)
+				Str("address", ev.Address).Str("rule", string(ev.Rule)).Str("errno", ev.Errno).Msg(ev.Reason)
 			return
 		}
 		fmt.Fprintln(stderr, ev.Notice())
