@@ -33,19 +33,6 @@ import (
 // under a temporary name and renamed into place, so an existing entry (even
 // a symlink or a hard link) is replaced, never written through.
 
-// apiError is an error with its HTTP status and stable code.
-type apiError struct {
-	status int
-	code   string
-	msg    string
-}
-
-func (e *apiError) Error() string { return e.msg }
-
-func errf(status int, code, format string, a ...any) *apiError {
-	return &apiError{status, code, fmt.Sprintf(format, a...)}
-}
-
 const maxCopyEntries = 100000
 
 // copyTestHook, when set by a test, runs between the policy check of a
