@@ -163,3 +163,41 @@ func compareSets(t *testing.T, an string, a map[Rule]bool, bn string, b map[Rule
 		t.Errorf("only in %s: %v; only in %s: %v", an, onlyA, bn, onlyB)
 	}
 }
+
+// TestNoBareRuleIDs: Go code outside this package names rules by their
+// constants, never by a literal id (a typo there would be a new, unknown
+// rule in every report). Tests may spell ids out: they pin the wire format.
+func TestNoBareRuleIDs(t *testing.T) {
+	bare := regexp.MustCompile(`\bRule\s*(?::|==|!=)\s*"([a-z-]+)"`)
+	checked := 0
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "bin", "testdata", "node_modules", "python":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, m := range bare.FindAllStringSubmatch(string(b), -1) {
+			t.Errorf("%s: %s: name the rule by its policy constant", path, m[0])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Fatalf("checked only %d Go files; the walk is stale", checked)
+	}
+}
