@@ -121,7 +121,7 @@ func TestFormatResult(t *testing.T) {
 		{name: "kind without advice shows the summary", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Pid: 9, Program: "python3", Kind: syscalls.KindIoctl,
 			Rule: policy.RuleIoctlNotAllowed, Syscall: "ioctl", Flags: "0x7a7b", Reason: "ioctl 0x7a7b on a file the tree may not write",
 			Paths: []policy.Path{{Given: "fd 3", Resolved: "/home/u/data.csv"}}}}},
-			has: []string{`- blocked ioctl: ioctl("fd 3", 0x7a7b) by python3[9]: ioctl 0x7a7b on a file the tree may not write`}},
+			has: []string{`- blocked ioctl: ioctl("fd 3", 0x7a7b) by python3[9]: ioctl 0x7a7b on a file the tree may not write [fd 3 -> /home/u/data.csv]`}},
 		{name: "audit", res: worker.Result{Denials: []report.Event{{Decision: report.Audit, Kind: syscalls.KindWrite, Rule: policy.RuleOutsideRoots, Paths: []policy.Path{{Given: "/etc/x", Resolved: "/etc/x"}}}}},
 			has: []string{"audit mode"}},
 		{name: "artifacts", res: worker.Result{Artifacts: []worker.Artifact{{Path: "outputs/figure-1-1.png", Size: 20480, Change: "created", Kind: "figure", MIME: "image/png"}}},

@@ -99,9 +99,10 @@ func (e Event) MarshalJSON() ([]byte, error) {
 //
 //	blocked write: openat("/etc/hosts", O_WRONLY|O_CREAT) by python3[4242]
 //
-// It is written once here and shown by every surface: Notice adds the
-// reason and the resolved paths, the MCP result (mcpserver) and the
-// Python client's formatter add what to do instead.
+// It is written once here and shown by every surface: Notice and
+// Detailed add the reason and the resolved paths; the MCP result
+// (mcpserver) and the Python client's formatter say what to do instead
+// where they know, and show it (the MCP result Detailed) where not.
 func (e *Event) Summarize() string {
 	var b strings.Builder
 	if e.Decision == Audit {
@@ -150,9 +151,13 @@ func (e *Event) Summarize() string {
 // and the paths a PATH search tried, e.g.
 //
 //	tracecell: blocked write: openat("/etc/hosts", O_WRONLY|O_CREAT) by python3[4242]: outside writable roots (/srv/sbx)
-func (e *Event) Notice() string {
+func (e *Event) Notice() string { return "tracecell: " + e.Detailed() }
+
+// Detailed is Summarize with the reason, the paths given that resolved
+// elsewhere and the paths a PATH search tried: the notice without its
+// "tracecell: ", for readers who may see the policy's words.
+func (e *Event) Detailed() string {
 	var b strings.Builder
-	b.WriteString("tracecell: ")
 	b.WriteString(e.Summarize())
 	b.WriteString(": ")
 	b.WriteString(e.Reason)

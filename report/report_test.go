@@ -208,8 +208,8 @@ func TestSummarize(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
 			}
-			if n := tc.ev.Notice(); !strings.HasPrefix(n, "tracecell: "+got+": "+tc.ev.Reason) {
-				t.Errorf("notice %q does not start with the summary and the reason", n)
+			if n := tc.ev.Notice(); !strings.HasPrefix(n, "tracecell: "+got+": "+tc.ev.Reason) || n != "tracecell: "+tc.ev.Detailed() {
+				t.Errorf("notice %q is not \"tracecell: \" and Detailed %q, the summary and the reason first", n, tc.ev.Detailed())
 			}
 		})
 	}
