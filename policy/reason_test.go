@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -39,5 +42,34 @@ func TestFailClosed(t *testing.T) {
 				t.Errorf("Decision = %+v", d)
 			}
 		})
+	}
+}
+
+// TestFailClosedCausesInTracer: the tracer's fail-closed causes (its
+// failWhy, and the pidfd causes that become one) state no consequence:
+// FailClosed.Text adds it in the mode's words. A cause that still ends in
+// the enforce wording would read "denied to be safe" twice in enforce mode
+// and claim a denial in audit mode (a tracer merged from before FailClosed).
+func TestFailClosedCausesInTracer(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "tracer", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no tracer sources: %v", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, failClosedEnforce[2:]) {
+				continue
+			}
+			if strings.Contains(line, "failWhy") || strings.Contains(line, "pid namespace") || strings.Contains(line, "which process the fd") {
+				t.Errorf("%s:%d: a fail-closed cause states its consequence; leave it to policy.FailClosed.Text: %s", f, i+1, strings.TrimSpace(line))
+			}
+		}
 	}
 }
