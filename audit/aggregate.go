@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -23,7 +24,7 @@ type Aggregator struct {
 	procOrder []*Process // stored processes, in order of appearance
 	dropped   []uint64   // bitset of the pids past MaxProcesses
 	denials   map[string]*Denial
-	rules     map[string]*RuleGroup
+	rules     map[policy.Rule]*RuleGroup
 	files     map[string]*FileOp
 	net       map[string]*NetOp
 	procOps   map[string]*ProcOp
@@ -49,7 +50,7 @@ func NewAggregator() *Aggregator {
 		s:       Summary{Version: 1, Totals: Totals{ByKind: map[string]int64{}}},
 		procs:   map[int]*Process{},
 		denials: map[string]*Denial{},
-		rules:   map[string]*RuleGroup{},
+		rules:   map[policy.Rule]*RuleGroup{},
 		files:   map[string]*FileOp{},
 		net:     map[string]*NetOp{},
 		procOps: map[string]*ProcOp{},
@@ -244,7 +245,7 @@ func (a *Aggregator) denial(ev *report.Event) {
 		g.Denied++
 	}
 	var k strings.Builder
-	for _, s := range []string{rule, ev.Decision, ev.Syscall, ev.Kind.String(), ev.Program, ev.Family, ev.Address, strconv.Itoa(ev.Port), ev.Signal, ev.Flags} {
+	for _, s := range []string{string(rule), ev.Decision, ev.Syscall, ev.Kind.String(), ev.Program, ev.Family, ev.Address, strconv.Itoa(ev.Port), ev.Signal, ev.Flags} {
 		k.WriteString(s)
 		k.WriteByte(0)
 	}
@@ -295,7 +296,7 @@ func (a *Aggregator) file(ev *report.Event) {
 	var k strings.Builder
 	k.WriteString(ev.Kind.String())
 	k.WriteByte(0)
-	k.WriteString(ev.Rule)
+	k.WriteString(string(ev.Rule))
 	var paths, given []string
 	for _, p := range ev.Paths {
 		k.WriteByte(0)
@@ -340,7 +341,7 @@ func (a *Aggregator) network(ev *report.Event) {
 			n.Path = ev.Paths[0].Given
 		}
 	}
-	key := strings.Join([]string{n.Syscall, n.Kind, n.Family, n.Address, strconv.Itoa(n.Port), n.Path, strconv.FormatBool(n.Abstract), n.Decision, n.Rule, n.Program}, "\x00")
+	key := strings.Join([]string{n.Syscall, n.Kind, n.Family, n.Address, strconv.Itoa(n.Port), n.Path, strconv.FormatBool(n.Abstract), n.Decision, string(n.Rule), n.Program}, "\x00")
 	o := a.net[key]
 	if o == nil {
 		if len(a.net) >= MaxNetKeys {
@@ -547,8 +548,8 @@ func (a *Aggregator) Summary() *Summary {
 		if x.Count != y.Count {
 			return x.Count > y.Count
 		}
-		return strings.Join([]string{x.Address, x.Path, strconv.Itoa(x.Port), x.Decision, x.Syscall, x.Family, x.Program, x.Rule}, "\x00") <
-			strings.Join([]string{y.Address, y.Path, strconv.Itoa(y.Port), y.Decision, y.Syscall, y.Family, y.Program, y.Rule}, "\x00")
+		return strings.Join([]string{x.Address, x.Path, strconv.Itoa(x.Port), x.Decision, x.Syscall, x.Family, x.Program, string(x.Rule)}, "\x00") <
+			strings.Join([]string{y.Address, y.Path, strconv.Itoa(y.Port), y.Decision, y.Syscall, y.Family, y.Program, string(y.Rule)}, "\x00")
 	})
 	for _, o := range a.procOps {
 		s.ProcOps = append(s.ProcOps, o)

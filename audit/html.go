@@ -106,7 +106,7 @@ func renderHTML(w io.Writer, s *Summary) error {
 			for i, d := range g.Ops {
 				rule := ""
 				if i == 0 {
-					rule = fmt.Sprintf("<td rowspan=\"%d\"><code>%s</code><br><span class=\"muted\">%d</span></td>", len(g.Ops), esc(g.Rule), g.Count)
+					rule = fmt.Sprintf("<td rowspan=\"%d\"><code>%s</code><br><span class=\"muted\">%d</span></td>", len(g.Ops), esc(g.Rule.String()), g.Count)
 				}
 				p("<tr>%s<td class=\"n\">%d</td><td class=\"%s\">%s</td><td><code>%s %s</code></td><td><code>%s</code></td><td><code>%s [%s]</code></td><td>%s</td></tr>\n",
 					rule, d.Count, decisionClass(d.Decision), decisionWord(d.Decision), esc(d.Kind), esc(d.Syscall),

@@ -118,12 +118,12 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 		fmt.Fprintln(out, "|---|---:|---|---|---|---|---|")
 		for _, g := range s.Denials {
 			for _, d := range g.Ops {
-				fmt.Fprintf(out, "| %s | %d | %s | %s | %s | %s | %s |\n", mdCode(g.Rule), d.Count, decisionWord(d.Decision),
+				fmt.Fprintf(out, "| %s | %d | %s | %s | %s | %s | %s |\n", mdCode(g.Rule.String()), d.Count, decisionWord(d.Decision),
 					mdCode(d.Kind+" "+d.Syscall), mdCode(cut(denialObject(d), 160)), mdCode(cut(d.Program, 40)+" ["+pidsText(d)+"]"),
 					mdCell(cut(d.Reason, 200)))
 			}
 			if g.OpsDropped > 0 {
-				fmt.Fprintf(out, "| %s | %d | | more operations past the cap | | | |\n", mdCode(g.Rule), g.OpsDropped)
+				fmt.Fprintf(out, "| %s | %d | | more operations past the cap | | | |\n", mdCode(g.Rule.String()), g.OpsDropped)
 			}
 		}
 	}

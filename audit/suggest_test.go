@@ -18,10 +18,10 @@ func TestSuggestRules(t *testing.T) {
 	p := func(given, resolved string, exists, dir bool) policy.Path {
 		return policy.Path{Role: "path", Given: given, Resolved: resolved, Exists: exists, IsDir: dir}
 	}
-	ev := func(kind syscalls.Kind, rule string, paths ...policy.Path) report.Event {
+	ev := func(kind syscalls.Kind, rule policy.Rule, paths ...policy.Path) report.Event {
 		return report.Event{Time: time.Unix(1, 0), Decision: report.Audit, Pid: 10, Program: "python3", Syscall: "openat", Kind: kind, Rule: rule, Paths: paths}
 	}
-	netEv := func(kind syscalls.Kind, rule, addr string) report.Event {
+	netEv := func(kind syscalls.Kind, rule policy.Rule, addr string) report.Event {
 		e := ev(kind, rule)
 		e.Syscall, e.Family, e.Address, e.Port = "connect", "inet", addr, 80
 		return e

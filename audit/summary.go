@@ -122,11 +122,11 @@ type Process struct {
 
 // Exec is one exec a process made (or tried).
 type Exec struct {
-	Time     time.Time `json:"time"`
-	Given    string    `json:"given"`
-	Program  string    `json:"program"` // resolved
-	Decision string    `json:"decision"`
-	Rule     string    `json:"rule,omitempty"` // the rule that decided ("allow-exec", "initial-exec", ...)
+	Time     time.Time   `json:"time"`
+	Given    string      `json:"given"`
+	Program  string      `json:"program"` // resolved
+	Decision string      `json:"decision"`
+	Rule     policy.Rule `json:"rule,omitempty"` // the rule that decided ("allow-exec", "initial-exec", ...)
 }
 
 // ProcExit is how a process ended.
@@ -137,11 +137,11 @@ type ProcExit struct {
 
 // RuleGroup is every denied or audited operation of one rule.
 type RuleGroup struct {
-	Rule    string    `json:"rule"`
-	Count   int64     `json:"count"`
-	Denied  int64     `json:"denied"`
-	Audited int64     `json:"audited"`
-	Ops     []*Denial `json:"operations"`
+	Rule    policy.Rule `json:"rule"`
+	Count   int64       `json:"count"`
+	Denied  int64       `json:"denied"`
+	Audited int64       `json:"audited"`
+	Ops     []*Denial   `json:"operations"`
 	// OpsDropped counts operations past MaxDenialKeys.
 	OpsDropped int64 `json:"operations_dropped,omitempty"`
 }
@@ -172,28 +172,28 @@ type Denial struct {
 // FileOp is one allowed change of a file (kind and resolved paths) and how
 // often it was made.
 type FileOp struct {
-	Kind     string    `json:"kind"`
-	Rule     string    `json:"rule,omitempty"` // the rule that allowed it ("inside-writable-root", "device", ...)
-	Paths    []string  `json:"paths"`          // resolved; two for rename and link
-	Given    []string  `json:"given"`
-	Programs []string  `json:"programs"`
-	Count    int64     `json:"count"`
-	First    time.Time `json:"first"`
+	Kind     string      `json:"kind"`
+	Rule     policy.Rule `json:"rule,omitempty"` // the rule that allowed it ("inside-writable-root", "device", ...)
+	Paths    []string    `json:"paths"`          // resolved; two for rename and link
+	Given    []string    `json:"given"`
+	Programs []string    `json:"programs"`
+	Count    int64       `json:"count"`
+	First    time.Time   `json:"first"`
 }
 
 // NetOp is one network operation (connect, bind, sendto) and its decision.
 type NetOp struct {
-	Syscall  string `json:"syscall"`
-	Kind     string `json:"kind"`
-	Family   string `json:"family"`
-	Address  string `json:"address,omitempty"`
-	Port     int    `json:"port,omitempty"`
-	Path     string `json:"path,omitempty"` // AF_UNIX socket
-	Abstract bool   `json:"abstract,omitempty"`
-	Decision string `json:"decision"`
-	Rule     string `json:"rule,omitempty"`
-	Program  string `json:"program"`
-	Count    int64  `json:"count"`
+	Syscall  string      `json:"syscall"`
+	Kind     string      `json:"kind"`
+	Family   string      `json:"family"`
+	Address  string      `json:"address,omitempty"`
+	Port     int         `json:"port,omitempty"`
+	Path     string      `json:"path,omitempty"` // AF_UNIX socket
+	Abstract bool        `json:"abstract,omitempty"`
+	Decision string      `json:"decision"`
+	Rule     policy.Rule `json:"rule,omitempty"`
+	Program  string      `json:"program"`
+	Count    int64       `json:"count"`
 }
 
 // ProcOp is a signal or another call aimed at a process.

@@ -154,7 +154,7 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 		if g.Audited > 0 {
 			what = append(what, t.style(ansiYellow, strconv.FormatInt(g.Audited, 10)+" would be denied"))
 		}
-		fmt.Fprintf(out, "  %s  (%s)\n", t.style(ansiBold, g.Rule), strings.Join(what, ", "))
+		fmt.Fprintf(out, "  %s  (%s)\n", t.style(ansiBold, g.Rule.String()), strings.Join(what, ", "))
 		for _, d := range g.Ops {
 			fmt.Fprintf(out, "    %5d× %s %s %s(%s) by %s[%s]\n", d.Count, t.decision(d.Decision), d.Kind, d.Syscall,
 				cut(denialObject(d), 160), cut(d.Program, 40), pidsText(d))

@@ -369,11 +369,8 @@ func blockedLine(e *report.Event, c Context) string {
 	case e.Kind == syscalls.KindForbidden:
 		return prefix + "system call " + e.Syscall + " blocked: it is never allowed in the sandbox" + suffix
 	}
-	p := paths()
-	if p == "?" {
-		p = ""
-	} else {
-		p = " " + p
-	}
-	return prefix + e.Syscall + p + " blocked: " + e.Reason + suffix
+	// A kind without advice of its own: the event's summary (the line
+	// the notice and the Python client show too) with the reason and the
+	// paths resolved.
+	return prefix + e.Detailed() + suffix
 }

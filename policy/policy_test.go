@@ -63,11 +63,11 @@ var modes = []Mode{Enforce, Audit}
 type form struct {
 	name string
 	p    Path
-	def  string
-	by   map[string]string
+	def  Rule
+	by   map[string]Rule
 }
 
-func (f form) want(k syscalls.Kind, role string) string {
+func (f form) want(k syscalls.Kind, role string) Rule {
 	if r, ok := f.by[k.String()+"/"+role]; ok {
 		return r
 	}
@@ -87,9 +87,9 @@ func special(pid int, obj string, inTree bool) Path {
 	return Path{Resolved: fmt.Sprintf("/proc/%d/fd/1", pid), Exists: true, Special: obj, SpecialInTree: inTree}
 }
 
-var rootItself = map[string]string{"write": RuleInsideRoot, "create": RuleInsideRoot, "link": RuleInsideRoot, "lease": RuleInsideRoot}
-var writeOnly = func(rule string) map[string]string { return map[string]string{"write": rule} }
-var scratchNew = map[string]string{"create": RuleScratchCreate, "rename/target": RuleScratchCreate, "link/target": RuleScratchCreate}
+var rootItself = map[string]Rule{"write": RuleInsideRoot, "create": RuleInsideRoot, "link": RuleInsideRoot, "lease": RuleInsideRoot}
+var writeOnly = func(rule Rule) map[string]Rule { return map[string]Rule{"write": rule} }
+var scratchNew = map[string]Rule{"create": RuleScratchCreate, "rename/target": RuleScratchCreate, "link/target": RuleScratchCreate}
 
 var forms = []form{
 	{name: "inside existing", p: ex("/srv/sbx/a.txt"), def: RuleInsideRoot},
@@ -171,7 +171,7 @@ var forms = []form{
 	{name: "invalid utf8 outside", p: ex("/srv/\xff"), def: RuleOutsideRoots},
 }
 
-var allowRules = map[string]bool{
+var allowRules = map[Rule]bool{
 	RuleInsideRoot: true, RuleDevice: true, RuleOwnPty: true, RuleScratchCreate: true, RuleScratchOwned: true,
 	RuleSpecialObject: true, RuleRead: true, RuleInitialExec: true, RuleAllowExec: true,
 	RuleNetAllow: true, RuleLoopback: true, RuleNetlink: true, RuleUnspec: true,
@@ -180,7 +180,7 @@ var allowRules = map[string]bool{
 
 // check compares a decision with the expected rule, the errno that goes
 // with it and the scratch paths.
-func check(t *testing.T, d Decision, rule string, errno syscall.Errno, scratch []string) {
+func check(t *testing.T, d Decision, rule Rule, errno syscall.Errno, scratch []string) {
 	t.Helper()
 	if d.Rule != rule {
 		t.Fatalf("rule = %q (allow %v, reason %q), want %q", d.Rule, d.Allow, d.Reason, rule)
@@ -293,7 +293,7 @@ func TestDecideTwoPaths(t *testing.T) {
 		p       *Policy
 		kind    syscalls.Kind
 		paths   []Path
-		rule    string
+		rule    Rule
 		scratch []string
 	}{
 		{"rename inside", p, R, []Path{ex("/srv/sbx/a"), newp("/srv/sbx/b")}, RuleInsideRoot, nil},
@@ -344,7 +344,7 @@ func TestDecideRead(t *testing.T) {
 	empty.ReadRoots = []string{} // non-nil: only the implicit roots
 	cases := []struct {
 		path                  Path
-		open, restricted, emp string
+		open, restricted, emp Rule
 	}{
 		{ex("/etc/hosts"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
 		{ex("/etc/shadow"), RuleDenyRead, RuleDenyRead, RuleDenyRead},
@@ -374,11 +374,11 @@ func TestDecideRead(t *testing.T) {
 	pols := []struct {
 		name string
 		c    Config
-		pick func(i int) string
+		pick func(i int) Rule
 	}{
-		{"open", open, func(i int) string { return cases[i].open }},
-		{"restricted", restricted, func(i int) string { return cases[i].restricted }},
-		{"empty", empty, func(i int) string { return cases[i].emp }},
+		{"open", open, func(i int) Rule { return cases[i].open }},
+		{"restricted", restricted, func(i int) Rule { return cases[i].restricted }},
+		{"empty", empty, func(i int) Rule { return cases[i].emp }},
 	}
 	for _, pc := range pols {
 		for _, mode := range modes {
@@ -399,7 +399,7 @@ func TestDecideRead(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		path Path
-		rule string
+		rule Rule
 	}{
 		{"environ outside", outside("/proc/77/environ"), RuleProcRead},
 		{"cmdline outside", outside("/proc/77/cmdline"), RuleProcRead},
@@ -439,7 +439,7 @@ func TestDecideRead(t *testing.T) {
 		name string
 		kind syscalls.Kind
 		path Path
-		rule string
+		rule Rule
 	}{
 		{"own sandbox read", syscalls.KindRead, ex("/state/sbx-1/data.csv"), RuleRead},
 		{"own sandbox dir", syscalls.KindRead, dir("/state/sbx-1"), RuleRead},
@@ -496,7 +496,7 @@ func TestDecideExec(t *testing.T) {
 		name   string
 		p      *Policy
 		op     Op
-		rule   string
+		rule   Rule
 		reason string
 	}{
 		{"initial", without, Op{Initial: true, Paths: []Path{ex("/usr/bin/python3.11")}}, RuleInitialExec, ""},
@@ -582,7 +582,7 @@ func TestDecideInet(t *testing.T) {
 			for _, a := range addrs {
 				for _, k := range kinds {
 					t.Run(fmt.Sprintf("%v/%v/%v/%s/%q", net, mode, k, a.family, a.ip), func(t *testing.T) {
-						var want string
+						var want Rule
 						switch {
 						case net == NetAllow:
 							want = RuleNetAllow
@@ -635,8 +635,8 @@ func TestDecideNetReasons(t *testing.T) {
 // every net mode.
 func TestDecideOtherFamilies(t *testing.T) {
 	C, B := syscalls.KindConnect, syscalls.KindBind
-	type want [3]string // deny, loopback, allow
-	same := func(r string) want { return want{r, r, r} }
+	type want [3]Rule // deny, loopback, allow
+	same := func(r Rule) want { return want{r, r, r} }
 	cases := []struct {
 		name    string
 		op      Op
@@ -784,7 +784,7 @@ func TestDecideAsyncTTY(t *testing.T) {
 	for _, c := range []struct {
 		in     bool
 		path   string
-		rule   string
+		rule   Rule
 		reason string
 	}{
 		{true, "/dev/pts/7", RuleInTree, ""},
@@ -810,7 +810,7 @@ func TestDecideForbiddenAndUnknown(t *testing.T) {
 	cases := []struct {
 		name   string
 		op     *Op
-		rule   string
+		rule   Rule
 		reason string
 	}{
 		{"ptrace", &Op{Kind: syscalls.KindForbidden, Syscall: "ptrace"}, RuleForbiddenSyscall, "ptrace is never allowed"},
@@ -953,7 +953,7 @@ func TestPtys(t *testing.T) {
 		name    string
 		devices []string
 		p       Path
-		rule    string
+		rule    Rule
 	}{
 		{"own pty", nil, own("/dev/pts/0"), RuleOwnPty},
 		{"own pty high index", nil, own("/dev/pts/1048575"), RuleOwnPty},
@@ -1158,7 +1158,7 @@ func TestDecideIoctl(t *testing.T) {
 		name string
 		cmd  string
 		path Path
-		rule string
+		rule Rule
 	}{
 		{"unknown_in_root", "0x12345678", ex("/srv/sbx/f"), RuleInsideRoot},
 		{"unknown_root_dir_itself", "0x12345678", ex("/srv/sbx"), RuleInsideRoot},
@@ -1234,7 +1234,7 @@ func TestDecideSubvolCreate(t *testing.T) {
 		name   string
 		paths  []Path
 		allow  bool
-		rule   string
+		rule   Rule
 		reason string
 	}{
 		{"subvol_in_root", []Path{tgt("/srv/sbx/sub")}, true, RuleInsideRoot, ""},
@@ -1397,7 +1397,7 @@ func TestDecidePrivilege(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		op   Op
-		rule string
+		rule Rule
 	}{
 		{"chmod_setuid_in_root", Op{Kind: syscalls.KindChmod, Syscall: "chmod", Paths: []Path{ex("/srv/sbx/python3")}, SetID: SetUID}, RuleSetID},
 		{"chmod_setgid_file", Op{Kind: syscalls.KindChmod, Syscall: "fchmodat", Paths: []Path{ex("/srv/sbx/a")}, SetID: SetGID}, RuleSetID},
@@ -1473,7 +1473,7 @@ func TestDeletedRead(t *testing.T) {
 	p := mustNew(t, c)
 	for _, tc := range []struct {
 		old  string
-		rule string // "" when allowed
+		rule Rule // "" when allowed
 	}{
 		{"/dev/shm/spoof", RuleDeletedFile},
 		{"/dev/shm/mine", RuleDeletedFile},

@@ -238,7 +238,7 @@ type Op struct {
 // example "inside-writable-root"), so --trace can say why a call passed.
 type Decision struct {
 	Allow  bool          `json:"allow"`
-	Rule   string        `json:"rule,omitempty"`   // short stable id, e.g. "outside-writable-roots"
+	Rule   Rule          `json:"rule,omitempty"`   // short stable id (the catalogue, Rules)
 	Reason string        `json:"reason,omitempty"` // human text, e.g. "outside writable roots (/srv/sbx)"
 	Errno  syscall.Errno `json:"-"`                // EACCES or EPERM when denied
 	// Scratch is set when an allowed create lands in a scratch directory: the

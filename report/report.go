@@ -32,7 +32,8 @@ const (
 // RuleLifecycle marks the trace's process events, which are no checked
 // call: "fork", "vfork" and "clone" (a new process, ChildPid) and "exit"
 // (ExitCode or Signal). Their decision is allow and they are not counted.
-const RuleLifecycle = "lifecycle"
+// It is policy.RuleLifecycle, named here where the events are.
+const RuleLifecycle = policy.RuleLifecycle
 
 // Event is one checked decision. Its JSON form is the report's and the
 // trace's format.
@@ -55,12 +56,12 @@ type Event struct {
 	Port     int           `json:"port,omitempty"`
 	Abstract bool          `json:"abstract,omitempty"`
 	// TargetPid is set for signal and process calls.
-	TargetPid    *int   `json:"target_pid,omitempty"`
-	TargetInTree bool   `json:"target_in_tree,omitempty"`
-	Signal       string `json:"signal,omitempty"`
-	Rule         string `json:"rule,omitempty"`
-	Reason       string `json:"reason,omitempty"`
-	Errno        string `json:"errno,omitempty"`
+	TargetPid    *int        `json:"target_pid,omitempty"`
+	TargetInTree bool        `json:"target_in_tree,omitempty"`
+	Signal       string      `json:"signal,omitempty"`
+	Rule         policy.Rule `json:"rule,omitempty"`
+	Reason       string      `json:"reason,omitempty"`
+	Errno        string      `json:"errno,omitempty"`
 	// Tried is set on an exec denial that stands for a PATH search
 	// (execvp, posix_spawnp, subprocess, os.system's shell): every program
 	// path the search tried and was refused, in order, the first being
@@ -72,14 +73,38 @@ type Event struct {
 	// ExitCode is the status of a lifecycle exit event (nil when the
 	// process was killed by Signal).
 	ExitCode *int `json:"exit_code,omitempty"`
+	// Summary is Summarize() of a denial or an audit event. It is an
+	// output: MarshalJSON renders it from the other fields every time
+	// (so it never goes stale when ExecWalks adds to Tried), and decoding
+	// keeps what the encoder wrote for readers of the JSON.
+	Summary string `json:"summary,omitempty"`
 }
 
-// Notice is the one line printed on tracecell's stderr for a denial, e.g.
+// MarshalJSON is the event's JSON with Summary rendered for a denial or
+// an audit event (allowed and lifecycle events have none).
+func (e Event) MarshalJSON() ([]byte, error) {
+	type fields Event // the fields without this method
+	f := fields(e)
+	f.Summary = ""
+	if e.Decision != Allow {
+		f.Summary = e.Summarize()
+	}
+	return json.Marshal(f)
+}
+
+// Summarize is the event in one line, in words that carry no detail of
+// the operator's policy: whether the call was blocked (or, in audit mode,
+// would be), its kind, the call with its arguments as the program gave
+// them, and the program and pid, e.g.
 //
-//	tracecell: blocked write: openat("/etc/hosts", O_WRONLY|O_CREAT) by python3[4242]: outside writable roots (/srv/sbx)
-func (e *Event) Notice() string {
+//	blocked write: openat("/etc/hosts", O_WRONLY|O_CREAT) by python3[4242]
+//
+// It is written once here and shown by every surface: Notice and
+// Detailed add the reason and the resolved paths; the MCP result
+// (mcpserver) and the Python client's formatter say what to do instead
+// where they know, and show it (the MCP result Detailed) where not.
+func (e *Event) Summarize() string {
 	var b strings.Builder
-	b.WriteString("tracecell: ")
 	if e.Decision == Audit {
 		b.WriteString("would block ")
 	} else {
@@ -118,6 +143,22 @@ func (e *Event) Notice() string {
 	b.WriteString(") by ")
 	b.WriteString(e.Program)
 	b.WriteString("[" + strconv.Itoa(e.Pid) + "]")
+	return strings.ReplaceAll(b.String(), "\n", `\n`)
+}
+
+// Notice is the one line printed on tracecell's stderr for a denial: the
+// event's Summarize, its reason, the paths given that resolved elsewhere
+// and the paths a PATH search tried, e.g.
+//
+//	tracecell: blocked write: openat("/etc/hosts", O_WRONLY|O_CREAT) by python3[4242]: outside writable roots (/srv/sbx)
+func (e *Event) Notice() string { return "tracecell: " + e.Detailed() }
+
+// Detailed is Summarize with the reason, the paths given that resolved
+// elsewhere and the paths a PATH search tried: the notice without its
+// "tracecell: ", for readers who may see the policy's words.
+func (e *Event) Detailed() string {
+	var b strings.Builder
+	b.WriteString(e.Summarize())
 	b.WriteString(": ")
 	b.WriteString(e.Reason)
 	for _, p := range e.Paths {

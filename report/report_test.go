@@ -12,34 +12,51 @@ import (
 	"github.com/tracecell/tracecell/syscalls"
 )
 
+// TestNotice also checks the summary (Summarize): the notice's head,
+// what, the call and by whom, without the reason or the resolved paths;
+// the notice is "tracecell: " and Detailed, which starts with the summary
+// and the reason.
 func TestNotice(t *testing.T) {
 	pid := 77
 	for _, tc := range []struct {
-		name string
-		ev   Event
-		want string
+		name    string
+		ev      Event
+		want    string
+		summary string
 	}{
 		{"write", Event{Decision: Deny, Pid: 4242, Program: "python3", Syscall: "openat", Kind: syscalls.KindWrite,
 			Flags: "O_WRONLY|O_CREAT|O_TRUNC", Reason: "outside writable roots (/srv/sbx)",
 			Paths: []policy.Path{{Given: "/etc/hosts", Resolved: "/etc/hosts"}}},
-			`tracecell: blocked write: openat("/etc/hosts", O_WRONLY|O_CREAT|O_TRUNC) by python3[4242]: outside writable roots (/srv/sbx)`},
+			`tracecell: blocked write: openat("/etc/hosts", O_WRONLY|O_CREAT|O_TRUNC) by python3[4242]: outside writable roots (/srv/sbx)`,
+			`blocked write: openat("/etc/hosts", O_WRONLY|O_CREAT|O_TRUNC) by python3[4242]`},
 		{"relative", Event{Decision: Deny, Pid: 1, Program: "p", Syscall: "unlinkat", Kind: syscalls.KindDelete, Reason: "r",
 			Paths: []policy.Path{{Given: "../x", Resolved: "/a/x"}}},
-			`tracecell: blocked delete: unlinkat("../x") by p[1]: r [../x -> /a/x]`},
+			`tracecell: blocked delete: unlinkat("../x") by p[1]: r [../x -> /a/x]`,
+			`blocked delete: unlinkat("../x") by p[1]`},
 		{"audit", Event{Decision: Audit, Pid: 1, Program: "p", Syscall: "mkdir", Kind: syscalls.KindCreate, Reason: "r",
 			Paths: []policy.Path{{Given: "/x", Resolved: "/x"}}},
-			`tracecell: would block create: mkdir("/x") by p[1]: r`},
+			`tracecell: would block create: mkdir("/x") by p[1]: r`,
+			`would block create: mkdir("/x") by p[1]`},
 		{"connect", Event{Decision: Deny, Pid: 1, Program: "p", Syscall: "connect", Kind: syscalls.KindConnect, Family: "inet", Address: "10.0.0.1", Port: 80, Reason: "r"},
-			`tracecell: blocked connect: connect(inet 10.0.0.1 port 80) by p[1]: r`},
+			`tracecell: blocked connect: connect(inet 10.0.0.1 port 80) by p[1]: r`,
+			`blocked connect: connect(inet 10.0.0.1 port 80) by p[1]`},
 		{"signal", Event{Decision: Deny, Pid: 1, Program: "p", Syscall: "kill", Kind: syscalls.KindSignal, TargetPid: &pid, Signal: "SIGTERM", Reason: "r"},
-			`tracecell: blocked signal: kill(pid 77, SIGTERM) by p[1]: r`},
+			`tracecell: blocked signal: kill(pid 77, SIGTERM) by p[1]: r`,
+			`blocked signal: kill(pid 77, SIGTERM) by p[1]`},
 		{"newline", Event{Decision: Deny, Pid: 1, Program: "p", Syscall: "mkdir", Kind: syscalls.KindCreate, Reason: "r",
 			Paths: []policy.Path{{Given: "/a\nb", Resolved: "/a\nb"}}},
-			`tracecell: blocked create: mkdir("/a\nb") by p[1]: r`},
+			`tracecell: blocked create: mkdir("/a\nb") by p[1]: r`,
+			`blocked create: mkdir("/a\nb") by p[1]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.ev.Notice(); got != tc.want {
 				t.Fatalf("got  %s\nwant %s", got, tc.want)
+			}
+			if got := tc.ev.Summarize(); got != tc.summary {
+				t.Errorf("summary %s, want %s", got, tc.summary)
+			}
+			if d := tc.ev.Detailed(); tc.want != "tracecell: "+d || !strings.HasPrefix(d, tc.summary+": "+tc.ev.Reason) {
+				t.Errorf("Detailed %q: not the notice without its prefix, or not the summary and the reason first", d)
 			}
 		})
 	}
@@ -174,4 +191,51 @@ func TestGroupExecWalks(t *testing.T) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	})
+}
+
+// TestEventJSONSummary: a denial's or audit's JSON carries its summary,
+// rendered when encoded (a stale one is replaced); an allowed or lifecycle
+// event's carries none; decoding keeps it; the rest is the plain fields.
+func TestEventJSONSummary(t *testing.T) {
+	deny := Event{Decision: Deny, Pid: 1, Program: "p", Syscall: "mkdir", Kind: syscalls.KindCreate, Rule: policy.RuleOutsideRoots, Reason: "r",
+		Paths: []policy.Path{{Given: "/x", Resolved: "/x"}}, Summary: "stale"}
+	for _, tc := range []struct {
+		name string
+		ev   Event
+		want string // "" for no summary key
+	}{
+		{"deny", deny, `blocked create: mkdir("/x") by p[1]`},
+		{"audit", func() Event { e := deny; e.Decision = Audit; return e }(), `would block create: mkdir("/x") by p[1]`},
+		{"allow", Event{Decision: Allow, Pid: 1, Syscall: "mkdir", Kind: syscalls.KindCreate, Rule: policy.RuleInsideRoot}, ""},
+		{"lifecycle", Event{Decision: Allow, Pid: 1, Syscall: "fork", Kind: syscalls.KindProcess, Rule: RuleLifecycle, ChildPid: 2}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(tc.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			s, ok := m["summary"]
+			if tc.want == "" {
+				if ok {
+					t.Fatalf("summary %v in %s, want none", s, b)
+				}
+			} else if s != tc.want {
+				t.Fatalf("summary %v in %s, want %q", s, b, tc.want)
+			}
+			if m["rule"] != string(tc.ev.Rule) || m["decision"] != tc.ev.Decision || m["syscall"] != tc.ev.Syscall {
+				t.Errorf("fields lost: %s", b)
+			}
+			var back Event
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			if back.Summary != tc.want || back.Rule != tc.ev.Rule {
+				t.Errorf("decoded summary %q rule %q, want %q %q", back.Summary, back.Rule, tc.want, tc.ev.Rule)
+			}
+		})
+	}
 }

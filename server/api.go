@@ -38,23 +38,23 @@ var (
 func (e *apiError) Is(target error) bool {
 	switch target {
 	case ErrBusy:
-		return e.code == "session_busy"
+		return e.code == CodeSessionBusy
 	case ErrNotFound:
 		switch e.code {
-		case "session_not_found", "session_deleted", "session_expired", "session_lost":
+		case CodeSessionNotFound, CodeSessionDeleted, CodeSessionExpired, CodeSessionLost:
 			return true
 		}
 		return false
 	case ErrWrongCell:
-		return e.code == "wrong_cell"
+		return e.code == CodeWrongCell
 	case ErrDraining:
-		return e.code == "draining"
+		return e.code == CodeDraining
 	case ErrTooManySessions:
-		return e.code == "too_many_sessions"
+		return e.code == CodeTooManySessions
 	case ErrShuttingDown:
-		return e.code == "shutting_down"
+		return e.code == CodeShuttingDown
 	case ErrInvalidID:
-		return e.code == "invalid_id"
+		return e.code == CodeInvalidID
 	}
 	return false
 }

@@ -460,7 +460,7 @@ type Miss struct {
 }
 
 // missKinds maps the codes of missError onto Miss kinds.
-var missKinds = map[string]string{"session_not_found": "never", "session_deleted": "deleted", "session_expired": "expired",
+var missKinds = map[ErrorCode]string{"session_not_found": "never", "session_deleted": "deleted", "session_expired": "expired",
 	"session_lost": "lost", "wrong_cell": "other_cell", "draining": "draining"}
 
 // asMiss is the Miss an error of lookupID describes, if it is one.

@@ -33,19 +33,6 @@ import (
 // under a temporary name and renamed into place, so an existing entry (even
 // a symlink or a hard link) is replaced, never written through.
 
-// apiError is an error with its HTTP status and stable code.
-type apiError struct {
-	status int
-	code   string
-	msg    string
-}
-
-func (e *apiError) Error() string { return e.msg }
-
-func errf(status int, code, format string, a ...any) *apiError {
-	return &apiError{status, code, fmt.Sprintf(format, a...)}
-}
-
 const maxCopyEntries = 100000
 
 // copyTestHook, when set by a test, runs between the policy check of a
@@ -325,7 +312,7 @@ type copyItem struct {
 // (other sessions' sandboxes, the socket) is never a copy source.
 func (s *Server) decideRead(resolved, sandbox string) policy.Decision {
 	if policy.Under(resolved, s.opts.StateDir) && !policy.Under(resolved, sandbox) {
-		return policy.Decision{Rule: "server-state", Reason: "inside the server's state directory " + s.opts.StateDir + " (other sessions' sandboxes)"}
+		return policy.Decision{Rule: policy.RuleServerState, Reason: "inside the server's state directory " + s.opts.StateDir + " (other sessions' sandboxes)"}
 	}
 	// The server is outside every worker's tree: /proc/<pid> of any process
 	// (the server's own, vLLM's, another session's worker) is "outside" for

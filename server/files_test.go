@@ -115,7 +115,7 @@ func TestCopyDestination(t *testing.T) {
 		abs, dst  string
 		wantDst   string
 		wantComps string // joined with "/"
-		wantCode  string // the API error code, "" for none
+		wantCode  ErrorCode // the API error code, "" for none
 	}{
 		{"default-base-name", "/data/in.csv", "", "in.csv", "in.csv", ""},
 		{"relative", "/data/in.csv", "sub/x.csv", "sub/x.csv", "sub/x.csv", ""},

@@ -162,7 +162,7 @@ func writeError(w http.ResponseWriter, err error) {
 		ae = errf(500, "internal", "%v", err)
 	}
 	var b errorBody
-	b.Error.Code, b.Error.Message = ae.code, ae.msg
+	b.Error.Code, b.Error.Message = string(ae.code), ae.msg
 	if ae.status == 429 || ae.status == 503 {
 		w.Header().Set("Retry-After", "1")
 	}

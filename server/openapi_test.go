@@ -24,6 +24,7 @@ type schemaY struct {
 	Required   []string           `yaml:"required"`
 	Properties map[string]schemaY `yaml:"properties"`
 	Items      *schemaY           `yaml:"items"`
+	Enum       []string           `yaml:"enum"`
 }
 
 func loadOpenAPI(t *testing.T) (*openAPIDoc, string) {
@@ -151,6 +152,83 @@ func TestOpenAPIErrorCodes(t *testing.T) {
 	}
 	if seen < 20 {
 		t.Fatalf("found only %d error codes in the sources; the pattern is stale", seen)
+	}
+}
+
+// TestOpenAPIErrorCodeEnum: the Error schema's code enum is exactly the
+// server's ErrorCodes, each once; every code an errf call of the sources
+// names is one of them; and each of them is sent somewhere (by name or by
+// its constant), so the enum is exactly what the server can return.
+func TestOpenAPIErrorCodeEnum(t *testing.T) {
+	d, _ := loadOpenAPI(t)
+	enum := d.Components.Schemas["Error"].Properties["error"].Properties["code"].Enum
+	if len(enum) == 0 {
+		t.Fatal("components.schemas.Error.error.code has no enum")
+	}
+	known := map[ErrorCode]bool{}
+	for _, c := range ErrorCodes() {
+		if known[c] {
+			t.Errorf("ErrorCodes names %q twice", c)
+		}
+		known[c] = true
+	}
+	inEnum := map[ErrorCode]bool{}
+	for _, c := range enum {
+		if inEnum[ErrorCode(c)] {
+			t.Errorf("the enum names %q twice", c)
+		}
+		inEnum[ErrorCode(c)] = true
+	}
+	for c := range known {
+		if !inEnum[c] {
+			t.Errorf("error code %q is not in api/openapi.yaml's enum", c)
+		}
+	}
+	for c := range inEnum {
+		if !known[c] {
+			t.Errorf("api/openapi.yaml's enum names %q, which is not in ErrorCodes", c)
+		}
+	}
+
+	// The codes the sources send: errf(status, "code", ...) or
+	// errf(status, CodeX, ...), and the constants compared with a code.
+	consts := map[string]ErrorCode{}
+	src, err := os.ReadFile("errcodes.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^\t(Code\w+) ErrorCode = "([a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
+		consts[m[1]] = ErrorCode(m[2])
+	}
+	if len(consts) != len(known) {
+		t.Errorf("errcodes.go declares %d codes, ErrorCodes has %d", len(consts), len(known))
+	}
+	used := map[ErrorCode]bool{}
+	files, _ := os.ReadDir(".")
+	re := regexp.MustCompile(`errf\([^,]+, (?:"([a-z_]+)"|(Code\w+))`)
+	for _, f := range files {
+		if !strings.HasSuffix(f.Name(), ".go") || strings.HasSuffix(f.Name(), "_test.go") || f.Name() == "errcodes.go" {
+			continue
+		}
+		b, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+			c := ErrorCode(m[1])
+			if m[2] != "" {
+				c = consts[m[2]]
+			}
+			if !known[c] {
+				t.Errorf("%s sends error code %q, which is not in ErrorCodes", f.Name(), m[0])
+			}
+			used[c] = true
+		}
+	}
+	for c := range known {
+		if !used[c] {
+			t.Errorf("error code %q is in ErrorCodes but no errf call sends it", c)
+		}
 	}
 }
 

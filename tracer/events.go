@@ -3,7 +3,6 @@ package tracer
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,7 +121,7 @@ func (t *tracer) execEvent(tk *task) error {
 	if unverified == "" && (d.Allow || (approved != "" && (approved == exe || interpreterOf(approved) == exe))) {
 		return t.resume(tid, 0)
 	}
-	d = policy.Decision{Rule: "exec-mismatch", Errno: syscall.EACCES,
+	d = policy.Decision{Rule: policy.RuleExecMismatch, Errno: syscall.EACCES,
 		Reason: fmt.Sprintf("the kernel loaded %s, not the approved program %q: process killed", exe, approved)}
 	if unverified != "" {
 		d.Reason = fmt.Sprintf("the kernel loaded a program tracecell cannot name (%s): process killed", unverified)
@@ -238,8 +237,6 @@ func parseStatusInt(b []byte, key string, def int) int {
 	}
 	return def
 }
-
-var errNoTask = errors.New("task is gone")
 
 // scratchStarts updates the ledger for an allowed call. The entries it
 // creates in a scratch directory are the tree's only once the call has made

@@ -160,7 +160,7 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 	maps, err := readMaps(c.tk.tid)
 	if err != nil {
 		c.fail = syscall.ESRCH
-		c.failWhy = fmt.Sprintf("tracecell could not read the memory map of pid %d (%v), so the call is denied to be safe", c.tk.tid, err)
+		c.failWhy = fmt.Sprintf("tracecell could not read the memory map of pid %d (%v)", c.tk.tid, err)
 		return nil
 	}
 	for _, w := range words {

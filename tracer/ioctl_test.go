@@ -65,8 +65,10 @@ stop.set()
 		t.Fatalf("stdout %q, want %q; stderr %q", o.stdout, want, o.stderr)
 	}
 	type den struct {
-		flags, rule, path string
-		kind              syscalls.Kind
+		flags string
+		rule  policy.Rule
+		path  string
+		kind  syscalls.Kind
 	}
 	wantDen := []den{
 		{"0x7a7b", policy.RuleIoctlNotAllowed, hostFile, syscalls.KindIoctl},

@@ -38,7 +38,8 @@ type call struct {
 	// decision (bad pointer, bad fd): the kernel would fail it the same way.
 	fail syscall.Errno
 	// failWhy is set when fail is tracecell's own fail-closed denial (a path
-	// it could not resolve), not the kernel's: that one is reported.
+	// it could not resolve), not the kernel's: that one is reported, with
+	// failWhy as its policy.FailClosed Cause.
 	failWhy  string
 	failPath policy.Path
 	// allow without asking the policy (a harmless form of a trapped call).
@@ -194,7 +195,8 @@ func (t *tracer) seccompStop(tk *task) error {
 	switch {
 	case c.fail != 0 && c.failWhy != "":
 		// Fail closed, and say so: a blocked action is always reported.
-		ev := t.newEvent(c, op, policy.Decision{Rule: "unresolvable-path", Reason: c.failWhy, Errno: c.fail})
+		why := policy.FailClosed{Cause: c.failWhy}
+		ev := t.newEvent(c, op, why.Decision(c.fail))
 		if len(ev.Paths) == 0 {
 			ev.Paths = []policy.Path{c.failPath}
 		}
@@ -203,7 +205,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 		if t.audit {
 			ev.Decision, ev.Errno = report.Audit, ""
-			ev.Reason = strings.Replace(ev.Reason, "so the call is denied to be safe", "which enforce mode denies to be safe", 1)
+			ev.Reason = why.Text(policy.Audit)
 			t.record(ev, true)
 			return t.release(c, fr, true)
 		}
@@ -601,7 +603,7 @@ func baseFail(c *call, p policy.Path, err error) {
 	var be *errBase
 	if errors.As(err, &be) {
 		c.fail = syscall.EACCES
-		c.failWhy = "tracecell could not verify the directory the path is relative to (" + be.Error() + "), so the call is denied to be safe"
+		c.failWhy = "tracecell could not verify the directory the path is relative to (" + be.Error() + ")"
 		c.failPath = p
 		return
 	}
@@ -739,7 +741,7 @@ func (t *tracer) fill(c *call, p policy.Path, r pathres.Result, err error) (poli
 		}
 		// Unresolvable for another reason: fail closed (reported).
 		c.fail = syscall.EACCES
-		c.failWhy = fmt.Sprintf("tracecell could not resolve the path (%v), so the call is denied to be safe", err)
+		c.failWhy = fmt.Sprintf("tracecell could not resolve the path (%v)", err)
 		c.failPath = p
 		return p, false
 	}
@@ -1489,7 +1491,7 @@ func pidfdPid(tid int, fd int32) (pid int, errno syscall.Errno, why string) {
 	case v == -1:
 		return 0, syscall.ESRCH, "" // the process has exited and been reaped (5.19+)
 	case v == 0:
-		return 0, syscall.EACCES, "the pidfd names a process outside tracecell's pid namespace, so the call is denied to be safe"
+		return 0, syscall.EACCES, "the pidfd names a process outside tracecell's pid namespace"
 	}
 	return procDirPid(tid, fd, info)
 }
@@ -1528,7 +1530,7 @@ func procDirPid(tid int, fd int32, info []byte) (int, syscall.Errno, string) {
 	if !ok {
 		return 0, syscall.EBADF, "" // another directory of /proc
 	}
-	why := fmt.Sprintf("tracecell could not tell which process the fd of %s names, so the call is denied to be safe", name)
+	why := fmt.Sprintf("tracecell could not tell which process the fd of %s names", name)
 	if err := unix.Stat("/proc", &proc); err != nil || proc.Dev != st.Dev {
 		// Another proc file system: its pids may be another namespace's.
 		return 0, syscall.EACCES, why
@@ -1614,7 +1616,7 @@ func (t *tracer) decodeClone(c *call) *policy.Op {
 		}
 	}
 	if flags&unix.CLONE_THREAD == 0 && t.cfg.MaxProcs > 0 && len(t.tree.procs) >= t.cfg.MaxProcs {
-		c.limit = &policy.Decision{Rule: "max-procs", Errno: syscall.EAGAIN,
+		c.limit = &policy.Decision{Rule: policy.RuleMaxProcs, Errno: syscall.EAGAIN,
 			Reason: fmt.Sprintf("the tree already has %d processes (--max-procs %d)", len(t.tree.procs), t.cfg.MaxProcs)}
 		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name}
 	}

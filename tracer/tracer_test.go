@@ -560,7 +560,7 @@ for p in ["/proc/%s/environ" % pid, "/proc/%s/cmdline" % pid, "/proc/%s/fd/0" % 
 	if o.stdout != want {
 		t.Fatalf("stdout:\n%s\nwant:\n%s\nstderr %s", o.stdout, want, o.stderr)
 	}
-	rules := map[string]int{}
+	rules := map[policy.Rule]int{}
 	for _, d := range o.res.Denials {
 		rules[d.Rule]++
 	}

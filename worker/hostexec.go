@@ -59,7 +59,7 @@ func (h *host) onEvent(ev *report.Event) {
 	if ev.Address != "" {
 		e = e.Str("address", ev.Address)
 	}
-	e.Str("rule", ev.Rule).Str("errno", ev.Errno).Msg(ev.Reason)
+	e.Str("rule", string(ev.Rule)).Str("errno", ev.Errno).Msg(ev.Reason)
 }
 
 func (h *host) takeEvents() ([]report.Event, int) {

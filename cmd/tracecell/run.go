@@ -470,7 +470,7 @@ func (n *notifier) event(ev *report.Event) {
 	if n.json {
 		n.log.Warn().Str("decision", ev.Decision).Str("syscall", ev.Syscall).Str("kind", ev.Kind.String()).
 			Int("pid", ev.Pid).Int("tid", ev.Tid).Str("program", ev.Program).Interface("paths", ev.Paths).
-			Str("address", ev.Address).Str("rule", ev.Rule).Str("errno", ev.Errno).Msg(ev.Reason)
+			Str("address", ev.Address).Str("rule", string(ev.Rule)).Str("errno", ev.Errno).Msg(ev.Reason)
 		return
 	}
 	fmt.Fprintln(n.stderr, ev.Notice())

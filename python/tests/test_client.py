@@ -113,6 +113,23 @@ class ErrorCodesTest(unittest.TestCase):
         self.assertEqual(sorted(codes - set(errors.ERROR_CODES)), [])
         self.assertEqual(sorted(set(errors.ERROR_CODES) - codes), [])
 
+    def test_codes_are_the_api_enum(self) -> None:
+        # components.schemas.Error's code enum, which a Go test keeps equal to server.ErrorCodes.
+        spec = os.path.join(os.path.dirname(__file__), "..", "..", "api", "openapi.yaml")
+        with open(spec) as f:
+            text = f.read()
+        error = text[text.index("\n    Error:\n"):]
+        lines = error[error.index("              enum:\n"):].splitlines()[1:]
+        enum: List[str] = []
+        for line in lines:
+            m = re.fullmatch(r" {16}- ([a-z_]+)", line)
+            if m is None:
+                break
+            enum.append(m.group(1))
+        self.assertGreater(len(enum), 40)
+        self.assertEqual(len(enum), len(set(enum)))
+        self.assertEqual(sorted(enum), sorted(errors.ERROR_CODES))
+
     def test_mapping(self) -> None:
         cases = [
             (404, "session_not_found", errors.SessionNotFound),

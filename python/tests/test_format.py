@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import unittest
@@ -20,7 +21,7 @@ from tracecell.format import (
     strip_code_fences,
     truncate,
 )
-from tracecell.types import CopyResult, Denial, ExecutionResult, FileList
+from tracecell.types import ALLOW_RULES, DENY_RULES, RULES, CopyResult, Denial, ExecutionResult, FileList
 
 from ._server import Server
 
@@ -167,6 +168,58 @@ class DenialTableTest(unittest.TestCase):
 
     def test_allow_events_are_not_blocked_operations(self) -> None:
         self.assertEqual(describe_denials([Denial.from_dict(dict(CASES[0][1], decision="allow"))]), [])
+
+    def test_server_summary(self) -> None:
+        # A kind without a sentence of its own shows the server's summary (report.Event.Summarize),
+        # which names no policy detail; kinds with a sentence keep it when the server sends a summary.
+        summary = 'blocked ioctl: ioctl("fd 3", 0x7a7b) by python3[8419]'
+        cases = [
+            ("ioctl with a summary",
+             ev("ioctl", "ioctl", "ioctl-not-allowed", "ioctl 0x7a7b on %s, outside writable roots (%s)" % (SBX, SBX),
+                [p("fd 3", True, resolved="/home/u/data.csv")], flags="0x7a7b", summary=summary),
+             summary + ": not allowed here"),
+            ("ioctl from an older server",
+             ev("ioctl", "ioctl", "ioctl-not-allowed", "ioctl 0x7a7b outside writable roots", [p("fd 3", True, resolved="/home/u/data.csv")], flags="0x7a7b"),
+             "ioctl /home/u/data.csv blocked: not allowed here"),
+            ("a kind with a sentence keeps it",
+             dict(CASES[0][1], summary='blocked write: openat("/home/u/data.csv", O_WRONLY) by python3[8419]'),
+             CASES[0][2]),
+        ]
+        for name, raw, want in cases:
+            with self.subTest(name=name):
+                d = Denial.from_dict(json.loads(json.dumps(raw)))
+                self.assertEqual(d.summary, raw.get("summary", ""))
+                got = describe_denial(d, sandbox=SBX)
+                self.assertEqual(got, want)
+                self.assertNotIn(raw["reason"], got)
+                self.assertNotIn(SBX, got)
+
+
+_REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+class RuleCatalogueTest(unittest.TestCase):
+    """tracecell.types names exactly the server's rule catalogue (Go policy.Rules, written to api/rules.json)."""
+
+    def test_rules_are_the_catalogue(self) -> None:
+        with open(os.path.join(_REPO, "api", "rules.json")) as f:
+            catalogue = json.load(f)
+        self.assertGreater(len(catalogue), 40)
+        self.assertEqual(sorted(DENY_RULES), sorted(r["rule"] for r in catalogue if r["deny"]))
+        self.assertEqual(sorted(ALLOW_RULES), sorted(r["rule"] for r in catalogue if not r["deny"]))
+        self.assertEqual(RULES, DENY_RULES | ALLOW_RULES)
+
+    def test_format_names_only_catalogued_rules(self) -> None:
+        with open(os.path.join(_REPO, "python", "tracecell", "format.py")) as f:
+            src = f.read()
+        named = set(re.findall(r'd\.rule == "([a-z-]+)"', src))
+        for group in re.findall(r"d\.rule in \(([^)]*)\)", src):
+            named.update(x for x in re.findall(r'"([a-z-]*)"', group) if x)
+        self.assertGreater(len(named), 4, named)
+        self.assertEqual(sorted(named - RULES), [])
+        for prefix in re.findall(r'd\.rule\.startswith\("([a-z-]+)"\)', src):
+            with self.subTest(prefix=prefix):
+                self.assertTrue(any(r.startswith(prefix) for r in DENY_RULES), prefix)
 
 
 def result(**kw: Any) -> ExecutionResult:

@@ -82,7 +82,8 @@ class ServerError(TracecellError):
     """The server failed to carry out the request (500)."""
 
 
-#: The server's error codes (api/openapi.yaml) and the exception each one raises.
+#: The server's error codes, exactly the enum of api/openapi.yaml's Error schema (Go server.ErrorCodes; a test
+#: checks), and the exception each one raises.
 ERROR_CODES: Dict[str, Type[TracecellError]] = {
     # 400
     "invalid_json": InvalidRequest,

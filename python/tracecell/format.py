@@ -135,6 +135,10 @@ def describe_denial(d: Denial, sandbox: Optional[str] = None) -> str:
         return "acting on another process (%s) %s: only your own Python process and its children may be touched" % (d.syscall or d.kind, blocked)
     if d.kind == "forbidden-syscall" or d.rule == "forbidden-syscall":
         return "system call %s %s: it is never allowed here" % (d.syscall or "?", blocked)
+    if d.summary:
+        # A kind without a sentence here: the server's own line for the event
+        # (report.Event.Summarize), which carries no detail of the policy.
+        return "%s: not allowed here" % d.summary
     what = "%s %s" % (d.kind or d.syscall or "an operation", first) if first else (d.kind or d.syscall or "an operation")
     return "%s %s: not allowed here" % (what, blocked)
 

@@ -6,7 +6,7 @@ decoded JSON in ``raw``. Timestamps are kept as the server's RFC 3339 strings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import Any, Dict, FrozenSet, Iterator, List, Mapping, Optional
 
 
 def _str(d: Mapping[str, Any], key: str, default: str = "") -> str:
@@ -42,6 +42,28 @@ def _dict(v: Any) -> Dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+#: The rule ids a denial (``Denial.rule``) can name: the server's catalogue (Go ``policy.Rules``,
+#: api/rules.json with each rule's meaning; a test keeps the three in step).
+DENY_RULES: FrozenSet[str] = frozenset({
+    "outside-writable-roots", "writable-root-itself", "scratch-not-owned", "foreign-pty", "proc-write",
+    "proc-read", "path-page", "deny-read", "read-not-allowed", "exec-not-allowed", "unix-abstract",
+    "unix-socket-outside-roots", "net-deny", "net-loopback", "net-family", "kernel-rewritten-input",
+    "foreign-abi", "never-reachable", "outside-tree", "forbidden-syscall", "unresolved-path", "unknown-kind",
+    "no-path", "ioctl-not-allowed", "futex-memory", "set-id-bits", "deleted-file", "file-capabilities",
+    "unresolvable-path", "max-procs", "exec-mismatch", "server-state",
+})
+
+#: The rule ids of allowed calls and process events, as a trace names them.
+ALLOW_RULES: FrozenSet[str] = frozenset({
+    "inside-writable-root", "device", "scratch-create", "scratch-owned", "own-pty", "special-object",
+    "net-admin-kept", "read", "initial-exec", "allow-exec", "net-allow", "loopback", "netlink", "unspec",
+    "unix-socket-in-roots", "unix-autobind", "in-tree", "lifecycle",
+})
+
+#: Every rule id the server reports.
+RULES: FrozenSet[str] = DENY_RULES | ALLOW_RULES
+
+
 @dataclass
 class DenialPath:
     """One path of a blocked operation: as the code gave it and as the tracer resolved it."""
@@ -70,7 +92,7 @@ class Denial:
     program: str
     paths: List[DenialPath]
     rule: str
-    """The policy rule that decided, e.g. ``outside-writable-roots``, ``exec-not-allowed``, ``net-deny``, ``deny-read``."""
+    """The policy rule that decided, e.g. ``outside-writable-roots``, ``exec-not-allowed``, ``net-deny``, ``deny-read`` (:data:`RULES`)."""
     reason: str
     errno: str = ""
     flags: str = ""
@@ -83,6 +105,9 @@ class Denial:
     tried: List[DenialPath] = field(default_factory=list)
     """For a refused program found by a PATH search (subprocess, execvp): every path
     the search tried, in order, the first being ``paths[0]``; empty for one try."""
+    summary: str = ""
+    """The server's one line for the event, without the policy's words (Go ``report.Event.Summarize``), e.g.
+    ``blocked write: openat("/etc/hosts", O_WRONLY|O_CREAT) by python3[4242]``; "" from servers before it."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -94,7 +119,7 @@ class Denial:
             rule=_str(d, "rule"), reason=_str(d, "reason"), errno=_str(d, "errno"),
             flags=_str(d, "flags"), address=_str(d, "address"), port=_int(d, "port"),
             family=_str(d, "family"), pid=_int(d, "pid"), time=_str(d, "time"), tid=_int(d, "tid"),
-            tried=[DenialPath.from_dict(_dict(p)) for p in _list(d, "tried")], raw=dict(d),
+            tried=[DenialPath.from_dict(_dict(p)) for p in _list(d, "tried")], summary=_str(d, "summary"), raw=dict(d),
         )
 
 

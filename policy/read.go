@@ -1,0 +1,156 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"syscall"
+)
+
+// decideRead is only reached when reads are trapped (restricted or traced).
+// Deny-read always applies; with ReadRoots set, reads are confined to the
+// read, write, runtime and scratch roots, the device files, and /proc
+// (process information the runtime itself reads: /proc/self/maps, cpuinfo).
+func (p *Policy) decideRead(op *Op, l Ledger) Decision {
+	for i := range op.Paths {
+		pa := &op.Paths[i]
+		if pa.Special != "" {
+			if pa.SpecialInTree {
+				continue // a pipe or socket of the tree, reached through /proc
+			}
+			return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("%s belongs to %s outside the traced tree", pa.Special, procOwner(pa.Resolved)))
+		}
+		res := pa.Resolved
+		if pa.HeldOutside {
+			return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("%s is an unlinked file or memfd held open by a process outside the traced tree", res))
+		}
+		if pa.ProcOutside {
+			if name, secret := procSecret(res); secret {
+				return deny(syscall.EACCES, RuleProcRead, fmt.Sprintf("the %s of %s, a process outside the traced tree, is not readable", name, procOwner(res)))
+			}
+		}
+		if pa.Deleted {
+			// Decided by its old name's directory, never by the text
+			// (an entry by that text is another file).
+			if dir := deletedDir(pa); dir != "" {
+				if d, ok := p.denyRead(strings.TrimSuffix(res, " (deleted)")); ok {
+					return d
+				}
+				if s, ok := p.scratchDir(dir); ok && p.cfg.PrivateScratch && (dir == s || l == nil || !l.Owned(dir)) {
+					return deny(syscall.EACCES, RuleDeletedFile, fmt.Sprintf("%s is an unlinked file of the scratch dir %s, not in a directory the traced tree created: nothing shows it is the tree's", res, s))
+				}
+				if p.cfg.ReadRoots != nil && !p.readable(dir) {
+					return deny(syscall.EACCES, RuleReadNotAllowed, "an unlinked file outside readable roots ("+p.readText+")")
+				}
+			}
+			continue
+		}
+		if !clean(res) {
+			return deny(syscall.EACCES, RuleUnresolvedPath, fmt.Sprintf("path %q is not resolved", res))
+		}
+		if d, ok := p.denyRead(res); ok {
+			return d
+		}
+		if p.cfg.PrivateScratch {
+			if s, ok := p.scratchDir(res); ok && res != s && (l == nil || !l.Owned(res)) {
+				return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree: the entries of the scratch dir %s are private to the tree that made them (another session's shared memory?)", s))
+			}
+		}
+		// Another terminal of the user read-only still gives its input
+		// (what someone types in another ssh session) and, with ioctls,
+		// its settings. Checked wherever reads are (the session server,
+		// --read, --deny-read, --trace); default open reads never stop.
+		if PtySlave(res) && !pa.OwnPty && !p.device(res) {
+			return deny(syscall.EACCES, RuleForeignPty, "a terminal the traced tree did not create (its input is another session's; only the tree's own ptys and tracecell's own terminal may be opened)")
+		}
+		if p.cfg.ReadRoots != nil && !p.readable(res) {
+			return deny(syscall.EACCES, RuleReadNotAllowed, "outside readable roots ("+p.readText+")")
+		}
+	}
+	return allow(RuleRead)
+}
+
+// MayKnow reports whether the traced tree may learn whether res exists
+// from an errno (EEXIST, ENOENT) instead of a denial: not for a deny-read
+// path, nor for one outside the readable roots when reads are restricted.
+func (p *Policy) MayKnow(res string) bool {
+	if !clean(res) {
+		return false
+	}
+	if _, denied := p.denyRead(res); denied {
+		return false
+	}
+	return p.cfg.ReadRoots == nil || p.readable(res)
+}
+
+func (p *Policy) readable(res string) bool {
+	for _, list := range [][]string{p.cfg.ReadRoots, p.cfg.WriteRoots, p.cfg.RuntimeRoots, p.cfg.Scratch} {
+		for _, r := range list {
+			if Under(res, r) {
+				return true
+			}
+		}
+	}
+	return p.device(res) || Under(res, "/proc")
+}
+
+// decideExec: the initial command always runs; anything else only if its
+// resolved program is listed exactly or matches an exec pattern.
+func (p *Policy) decideExec(op *Op) Decision {
+	if op.Initial {
+		return allow(RuleInitialExec)
+	}
+	if len(op.Paths) == 0 {
+		return deny(syscall.EACCES, RuleExecNotAllowed, "exec without a program path (allowed: "+p.execText+")")
+	}
+	prog := op.Paths[0].Resolved
+	for _, a := range p.cfg.AllowExec {
+		if prog == a {
+			return allow(RuleAllowExec)
+		}
+	}
+	for _, x := range p.cfg.AllowExecPatterns {
+		if ExecPatternMatch(x, prog) {
+			return allow(RuleAllowExec)
+		}
+	}
+	return deny(syscall.EACCES, RuleExecNotAllowed, fmt.Sprintf("exec of %s not allowed (allowed: %s)", prog, p.execText))
+}
+
+// IsExecPattern reports whether an --allow-exec value is a pattern rather
+// than a program: it holds one of path.Match's special characters.
+func IsExecPattern(s string) bool { return strings.ContainsAny(s, "*?[\\") }
+
+// CheckExecPattern validates an exec pattern: absolute, clean and valid for
+// path.Match.
+func CheckExecPattern(x string) error {
+	if err := checkPath("exec pattern", x); err != nil {
+		return err
+	}
+	if _, err := path.Match(x, "/"); err != nil {
+		return fmt.Errorf("exec pattern %q: %w (use '*', '?' and '[...]' as in a shell glob)", x, err)
+	}
+	return nil
+}
+
+// ExecPatternMatch reports whether the resolved program prog matches the
+// exec pattern x. A pattern never matches a path with more components than
+// it has ('*' does not cross '/'), so "/usr/bin/*" does not allow
+// "/usr/bin/sub/prog".
+func ExecPatternMatch(x, prog string) bool {
+	if !clean(prog) {
+		return false
+	}
+	ok, err := path.Match(x, prog)
+	return err == nil && ok
+}
+
+// ExecPatternBase is the pattern's leading directory with no special
+// characters ("/usr/bin" for "/usr/bin/*", "/" for "/*/bin/x").
+func ExecPatternBase(x string) string {
+	i := strings.IndexAny(x, "*?[\\")
+	if i < 0 {
+		return x
+	}
+	return path.Dir(x[:i+1])
+}
