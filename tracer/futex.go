@@ -48,6 +48,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -78,12 +79,12 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		// "current->restart_block.fn = do_no_restart_syscall"), so a
 		// handler's return ends the chance to restart the wait.
 		c.tk.futexRestart = 0
-		c.pass = true
+		c.out = decode.PassOutcome()
 		return nil
 	case "restart_syscall":
 		addr := c.tk.futexRestart
 		if addr == 0 {
-			c.pass = true // restarts a sleep, poll or private wait: nothing to check
+			c.out = decode.PassOutcome() // restarts a sleep, poll or private wait: nothing to check
 			return nil
 		}
 		// Kept until the restart is allowed (futex_wait_restart then
@@ -98,14 +99,14 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		if op&syscalls.FutexPrivateFlag != 0 {
 			// Not ours: a filter of the program's own returned
 			// SECCOMP_RET_TRACE for it (ours passes private ops).
-			c.pass = true
+			c.out = decode.PassOutcome()
 			return nil
 		}
 		cmd := syscalls.FutexCmd(op)
 		c.flags = syscalls.FutexCmdName(cmd)
 		switch {
 		case cmd == syscalls.FutexFd:
-			c.fail = syscall.ENOSYS // removed in 2.6.26
+			c.out = decode.KernelFailsWith(syscall.ENOSYS) // removed in 2.6.26
 			return nil
 		case cmd > syscalls.FutexLockPI2:
 			// The kernel fails unknown commands with ENOSYS today; a
@@ -124,7 +125,7 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		}
 	case "futex_wait", "futex_wake":
 		if uint32(t.regs.Arg(3))&syscalls.Futex2Private != 0 {
-			c.pass = true
+			c.out = decode.PassOutcome()
 			return nil
 		}
 		words = append(words, futexWord{t.regs.Arg(0), "uaddr"})
@@ -133,13 +134,13 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		if c.name == "futex_waitv" {
 			n = int(uint32(t.regs.Arg(1)))
 			if n == 0 || n > futexWaitvMax {
-				c.fail = syscall.EINVAL // futex_waitv: !nr_futexes || nr_futexes > FUTEX_WAITV_MAX
+				c.out = decode.KernelFailsWith(syscall.EINVAL) // futex_waitv: !nr_futexes || nr_futexes > FUTEX_WAITV_MAX
 				return nil
 			}
 		}
 		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(0)), n*sizeofFutexWaitv)
 		if err != nil {
-			c.fail = syscall.EFAULT
+			c.out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		for i := 0; i < n; i++ {
@@ -150,17 +151,16 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 			words = append(words, futexWord{binary.LittleEndian.Uint64(e[8:]), "waiters[" + strconv.Itoa(i) + "]"})
 		}
 		if len(words) == 0 {
-			c.pass = true
+			c.out = decode.PassOutcome()
 			return nil
 		}
 	default:
-		c.pass = true
+		c.out = decode.PassOutcome()
 		return nil
 	}
 	maps, err := readMaps(c.tk.tid)
 	if err != nil {
-		c.fail = syscall.ESRCH
-		c.failWhy = fmt.Sprintf("tracecell could not read the memory map of pid %d (%v), so the call is denied to be safe", c.tk.tid, err)
+		c.out = decode.FailClosedWith(syscall.ESRCH, fmt.Sprintf("tracecell could not read the memory map of pid %d (%v), so the call is denied to be safe", c.tk.tid, err), policy.Path{})
 		return nil
 	}
 	for _, w := range words {
@@ -168,7 +168,7 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		if !ok {
 			// get_futex_key faults on it: EFAULT before anything
 			// happens. The tree is frozen: no one maps it meanwhile.
-			c.fail = syscall.EFAULT
+			c.out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		why := t.futexMemWhy(c.tk.tid, w.addr, m)
@@ -180,7 +180,7 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		return &policy.Op{Kind: syscalls.KindFutex, Syscall: c.name, Paths: []policy.Path{p},
 			FutexWhy: fmt.Sprintf("the futex word at %#x (%s) lies in %s: a shared futex there is keyed by the file and reaches every process that maps it; futex words must be in memory the traced tree may write (anonymous memory or a writable MAP_SHARED mapping), or use FUTEX_PRIVATE_FLAG", w.addr, w.arg, why)}
 	}
-	c.pass = true
+	c.out = decode.PassOutcome()
 	c.tk.futexExit = timedWait
 	if c.name == "restart_syscall" {
 		c.tk.futexRestart = 0 // used: futex_wait_restart resets restart->fn

@@ -70,6 +70,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/arch"
+	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
@@ -494,7 +495,7 @@ func (t *tracer) decodeMem(c *call) *policy.Op {
 	}
 	switch {
 	case reason == "":
-		c.pass = true
+		c.out = decode.PassOutcome()
 		return nil
 	case !t.pageEver:
 		// No process has had the page yet (the tracer maps it only once
@@ -507,10 +508,10 @@ func (t *tracer) decodeMem(c *call) *policy.Op {
 			t.pageOff = true
 			t.cfg.Log.Debug().Str("syscall", c.name).Int("pid", c.tk.tgid).Msg("the program maps over the path page's range before tracecell used it; path page off for this run")
 		}
-		c.pass = true
+		c.out = decode.PassOutcome()
 		return nil
 	}
-	c.limit = &policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM, Reason: reason}
+	c.out = decode.LimitWith(policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM, Reason: reason})
 	return &policy.Op{Kind: syscalls.KindMemory, Syscall: c.name}
 }
 

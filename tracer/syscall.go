@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
@@ -34,17 +35,11 @@ type call struct {
 	openFlags    uint64
 	hasOpenFlags bool
 	sig          int // signal number for signal calls
-	// outcome of decoding when the call must fail without a policy
-	// decision (bad pointer, bad fd): the kernel would fail it the same way.
-	fail syscall.Errno
-	// failWhy is set when fail is tracecell's own fail-closed denial (a path
-	// it could not resolve), not the kernel's: that one is reported.
-	failWhy  string
-	failPath policy.Path
-	// allow without asking the policy (a harmless form of a trapped call).
-	pass bool
-	// limit is a tracer-decided denial (max-procs).
-	limit *policy.Decision
+	// out is decoding's outcome besides the operation: decide it, pass it
+	// (a harmless form of a trapped call), fail it as the kernel would (bad
+	// pointer, bad fd), fail it closed (a path tracecell could not
+	// resolve: reported) or deny it by the tracer's own limit (max-procs).
+	out decode.Outcome
 	// relookup: the kernel may look the call's name up again after an
 	// interruptible sleep (an AF_UNIX connect or send to a full queue), so
 	// a frozen run of it must never be left to finish unfrozen (freeze.go).
@@ -165,7 +160,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		c.mmShared = t.mmSharedWhy(tk) // a copyable call: frozenCopies
 		op = t.decode(c)
 	}
-	if c.uncopied && c.fail == 0 && c.limit == nil && !t.audit && !t.cfg.NoPathPage {
+	if c.uncopied && !c.out.Fails() && c.out.Verdict != decode.Limit && !t.audit && !t.cfg.NoPathPage {
 		// Some checked memory could not be copied: the call may run on
 		// its own memory only where no exit can write it; otherwise a
 		// call the policy would allow is denied (below). Judged now,
@@ -192,11 +187,11 @@ func (t *tracer) seccompStop(tk *task) error {
 	}
 	t.counts.Checked++
 	switch {
-	case c.fail != 0 && c.failWhy != "":
+	case c.out.Fails() && c.out.Why != "":
 		// Fail closed, and say so: a blocked action is always reported.
-		ev := t.newEvent(c, op, policy.Decision{Rule: "unresolvable-path", Reason: c.failWhy, Errno: c.fail})
+		ev := t.newEvent(c, op, policy.Decision{Rule: "unresolvable-path", Reason: c.out.Why, Errno: c.out.Errno})
 		if len(ev.Paths) == 0 {
-			ev.Paths = []policy.Path{c.failPath}
+			ev.Paths = []policy.Path{c.out.Path}
 		}
 		if ev.Kind == 0 {
 			ev.Kind = spec.Kind
@@ -208,19 +203,19 @@ func (t *tracer) seccompStop(tk *task) error {
 			return t.release(c, fr, true)
 		}
 		t.record(ev, false)
-		if err := t.deny(tid, c.fail); err != nil {
+		if err := t.deny(tid, c.out.Errno); err != nil {
 			return err
 		}
 		return t.release(c, fr, false)
-	case c.fail != 0:
+	case c.out.Fails():
 		// The kernel would fail this call the same way before touching
 		// anything (a missing directory, a bad fd or pointer): not a denial.
 		t.counts.Failed++
-		if err := t.deny(tid, c.fail); err != nil {
+		if err := t.deny(tid, c.out.Errno); err != nil {
 			return err
 		}
 		return t.release(c, fr, false)
-	case c.pass && c.exitDeny == nil:
+	case c.out.Verdict == decode.Pass && c.exitDeny == nil:
 		if t.cfg.TraceAll && op != nil {
 			t.record(t.newEvent(c, op, policy.Decision{Allow: true}), true)
 		}
@@ -229,9 +224,9 @@ func (t *tracer) seccompStop(tk *task) error {
 	}
 	var d policy.Decision
 	switch {
-	case c.limit != nil:
-		d = *c.limit
-	case c.pass: // harmless but for memory an exit could write (exitDeny)
+	case c.out.Verdict == decode.Limit:
+		d = *c.out.Decision
+	case c.out.Verdict == decode.Pass: // harmless but for memory an exit could write (exitDeny)
 		d = *c.exitDeny
 	default:
 		d = t.pol.Decide(op, t.ledger)
@@ -254,7 +249,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 		return t.release(c, fr, true)
 	}
-	if e := t.kernelFails(c, op); e != 0 && c.limit == nil {
+	if e := t.kernelFails(c, op); e != 0 && c.out.Verdict != decode.Limit {
 		// The kernel fails this call before it can change anything
 		// (EEXIST, ENOENT): its answer, not a denial. Given by the tracer
 		// without running the call, so that no race can make it succeed.
@@ -268,7 +263,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		return t.release(c, fr, false)
 	}
 	ev := t.newEvent(c, op, d)
-	if t.audit && c.limit == nil {
+	if t.audit && c.out.Verdict != decode.Limit {
 		ev.Decision = report.Audit
 		t.record(ev, true)
 		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
@@ -436,8 +431,8 @@ func errnoName(e syscall.Errno) string {
 	return strconv.Itoa(int(e))
 }
 
-// decode turns the stopped call into a policy operation. It sets c.fail
-// when the call must fail without a decision, c.pass when it is harmless.
+// decode turns the stopped call into a policy operation. It sets c.out
+// when the call must fail without a decision or is harmless.
 func (t *tracer) decode(c *call) *policy.Op {
 	switch c.spec.Handler {
 	case syscalls.HOpen:
@@ -480,7 +475,7 @@ func (t *tracer) decode(c *call) *policy.Op {
 			if uint32(t.regs.Arg(0)) != syscalls.PrSetMM {
 				// Not ours to deny: a filter of the program's own
 				// returned SECCOMP_RET_TRACE for it.
-				c.pass = true
+				c.out = decode.PassOutcome()
 				return nil
 			}
 			c.flags = "PR_SET_MM"
@@ -494,7 +489,7 @@ func (t *tracer) decode(c *call) *policy.Op {
 			if p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd); ok {
 				op.Paths = []policy.Path{p}
 			}
-			c.fail, c.failWhy, c.failPath = 0, "", policy.Path{}
+			c.out = decode.Outcome{}
 		}
 		return op
 	}
@@ -517,10 +512,10 @@ func (t *tracer) decodeChdir(c *call) *policy.Op {
 			p, _ = t.pathArg(c, c.spec.Paths[0], true, false)
 		}
 		op = &policy.Op{Kind: syscalls.KindChdir, Syscall: c.name, Paths: []policy.Path{p}}
-		c.fail, c.failWhy = 0, ""
+		c.out = decode.Outcome{}
 	}
 	t.forgetCwds()
-	c.pass = true
+	c.out = decode.PassOutcome()
 	return op
 }
 
@@ -619,16 +614,14 @@ func readBase(link string) (string, error) {
 func baseFail(c *call, p policy.Path, err error) {
 	var be *errBase
 	if errors.As(err, &be) {
-		c.fail = syscall.EACCES
-		c.failWhy = "tracecell could not verify the directory the path is relative to (" + be.Error() + "), so the call is denied to be safe"
-		c.failPath = p
+		c.out = decode.FailClosedWith(syscall.EACCES, "tracecell could not verify the directory the path is relative to ("+be.Error()+"), so the call is denied to be safe", p)
 		return
 	}
-	c.fail = errnoOf(err, syscall.EBADF)
+	c.out = decode.KernelFailsWith(errnoOf(err, syscall.EBADF))
 }
 
 // pathArg reads and resolves one path argument. It returns a zero Path and
-// sets c.fail when the kernel would fail the call before touching anything.
+// sets c.out when the kernel would fail the call before touching anything.
 func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool) (policy.Path, bool) {
 	var dirfd int32 = unix.AT_FDCWD
 	if pa.Dirfd >= 0 {
@@ -647,7 +640,7 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 	} else {
 		s, err := t.mem.readString(c.tk.tid, addr)
 		if err != nil {
-			c.fail = errnoOf(err, syscall.EFAULT)
+			c.out = decode.KernelFailsWith(errnoOf(err, syscall.EFAULT))
 			return policy.Path{}, false
 		}
 		given = s
@@ -666,7 +659,7 @@ func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool
 	p := policy.Path{Role: pa.Role, Given: string(given)}
 	if len(given) == 0 {
 		if !(pa.EmptyPathOK && (addr == 0 || atEmpty)) {
-			c.fail = syscall.ENOENT
+			c.out = decode.KernelFailsWith(syscall.ENOENT)
 			return p, false
 		}
 		// The call acts on the dirfd itself (AT_EMPTY_PATH, or a NULL path
@@ -760,17 +753,15 @@ func (t *tracer) fill(c *call, p policy.Path, r pathres.Result, err error) (poli
 	if err != nil {
 		var en syscall.Errno
 		if errors.As(err, &en) && en != syscall.EINVAL {
-			c.fail = en
+			c.out = decode.KernelFailsWith(en)
 			return p, false
 		}
 		// Unresolvable for another reason: fail closed (reported).
-		c.fail = syscall.EACCES
-		c.failWhy = fmt.Sprintf("tracecell could not resolve the path (%v), so the call is denied to be safe", err)
-		c.failPath = p
+		c.out = decode.FailClosedWith(syscall.EACCES, fmt.Sprintf("tracecell could not resolve the path (%v), so the call is denied to be safe", err), p)
 		return p, false
 	}
 	if r.WalkErr != 0 && t.pol.MayKnow(r.Path) {
-		c.fail = r.WalkErr
+		c.out = decode.KernelFailsWith(r.WalkErr)
 		return p, false
 	}
 	// A walk that fails in a deny-read tree (or outside the readable
@@ -798,7 +789,7 @@ func (t *tracer) fdPath(c *call, p policy.Path, fd int32) (policy.Path, bool) {
 	v := int(fd)
 	p.Dirfd = &v
 	if fd < 0 {
-		c.fail = syscall.EBADF
+		c.out = decode.KernelFailsWith(syscall.EBADF)
 		return p, false
 	}
 	r, err := pathres.ResolveFd(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, int(fd))
@@ -933,7 +924,7 @@ func (t *tracer) permArg(c *call, op *policy.Op) {
 }
 
 // xattrName records the attribute name a setxattr sets (spec.NameArg). It
-// returns false, with c.fail set, when the name cannot be read: the kernel
+// returns false, with c.out set, when the name cannot be read: the kernel
 // fails the call with EFAULT (or ERANGE for a name too long) before
 // touching anything.
 func (t *tracer) xattrName(c *call, op *policy.Op) bool {
@@ -942,7 +933,7 @@ func (t *tracer) xattrName(c *call, op *policy.Op) bool {
 	}
 	name, err := t.mem.readString(c.tk.tid, uintptr(t.regs.Arg(c.spec.NameArg)))
 	if err != nil {
-		c.fail = errnoOf(err, syscall.EFAULT)
+		c.out = decode.KernelFailsWith(errnoOf(err, syscall.EFAULT))
 		return false
 	}
 	// Decided on: run frozen on a copy (copy and freeze, pathpage.go).
@@ -987,7 +978,7 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	if syscalls.IoctlPasses(cmd) {
 		// Our filter lets these through; this stop came from a filter
 		// of the program's own (SECCOMP_RET_TRACE).
-		c.pass = true
+		c.out = decode.PassOutcome()
 		return nil
 	}
 	c.flags = syscalls.FormatIoctl(cmd)
@@ -1008,7 +999,7 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	switch is.Kind {
 	case syscalls.KindNone:
 		t.ptyStarts(c)
-		c.pass = true
+		c.out = decode.PassOutcome()
 		return nil
 	case syscalls.KindForbidden:
 		return t.forbiddenIoctl(c, is.Name)
@@ -1023,13 +1014,13 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 		fd := t.regs.Int32Arg(0)
 		if fd >= 0 && unix.Stat("/proc/"+strconv.Itoa(c.tk.tid)+"/fd/"+strconv.Itoa(int(fd)), &st) == nil &&
 			st.Mode&unix.S_IFMT == unix.S_IFCHR && t.ptys.stdioTTY(devID{st.Dev, st.Rdev}) {
-			c.pass = true
+			c.out = decode.PassOutcome()
 			return nil
 		}
 	case syscalls.KindSignal:
 		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), 4)
 		if err != nil {
-			c.fail = syscall.EFAULT
+			c.out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		v := int(int32(binary.LittleEndian.Uint32(b)))
@@ -1051,7 +1042,7 @@ func (t *tracer) forbiddenIoctl(c *call, what string) *policy.Op {
 	if p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd); ok {
 		op.Paths = []policy.Path{p}
 	}
-	c.fail, c.failWhy, c.failPath = 0, "", policy.Path{}
+	c.out = decode.Outcome{}
 	return op
 }
 
@@ -1074,7 +1065,7 @@ func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 	snap := cmd == syscalls.BtrfsIocSnapCreate || cmd == syscalls.BtrfsIocSnapCreateV2
 	b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), syscalls.BtrfsVolArgsSize)
 	if err != nil {
-		c.fail = syscall.EFAULT
+		c.out = decode.KernelFailsWith(syscall.EFAULT)
 		return nil
 	}
 	off := syscalls.BtrfsNameOffV1
@@ -1090,13 +1081,13 @@ func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 	}
 	switch {
 	case bytes.IndexByte(name, '/') >= 0:
-		c.fail = syscall.EINVAL
+		c.out = decode.KernelFailsWith(syscall.EINVAL)
 		return nil
 	case string(name) == "." || string(name) == "..":
-		c.fail = syscall.EEXIST
+		c.out = decode.KernelFailsWith(syscall.EEXIST)
 		return nil
 	case len(name) == 0:
-		c.fail = syscall.EINVAL
+		c.out = decode.KernelFailsWith(syscall.EINVAL)
 		return nil
 	}
 	fd := t.regs.Int32Arg(0)
@@ -1106,10 +1097,10 @@ func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 	}
 	switch {
 	case dir.Special != "":
-		c.fail = syscall.ENOTTY // a pipe or socket: no btrfs handler
+		c.out = decode.KernelFailsWith(syscall.ENOTTY) // a pipe or socket: no btrfs handler
 		return nil
 	case !dir.IsDir:
-		c.fail = syscall.ENOTDIR // the new entry goes in a directory
+		c.out = decode.KernelFailsWith(syscall.ENOTDIR) // the new entry goes in a directory
 		return nil
 	}
 	target := policy.Path{Role: "target", Given: string(name), Dirfd: dir.Dirfd, Base: dir.Resolved, Resolved: filepath.Join(dir.Resolved, string(name))}
@@ -1144,19 +1135,19 @@ func (t *tracer) dedupeOp(c *call, src *policy.Op) *policy.Op {
 	arg := uintptr(t.regs.Arg(2))
 	hdr, err := t.mem.readBytes(c.tk.tid, arg, 24)
 	if err != nil {
-		c.fail = syscall.EFAULT
+		c.out = decode.KernelFailsWith(syscall.EFAULT)
 		return nil
 	}
 	n := int(binary.LittleEndian.Uint16(hdr[16:18]))
 	if 24+32*n > 4096 {
-		c.pass = true // the kernel refuses it (ENOMEM) before it acts
+		c.out = decode.PassOutcome() // the kernel refuses it (ENOMEM) before it acts
 		return nil
 	}
 	ops := []*policy.Op{src}
 	if n > 0 {
 		b, err := t.mem.readBytes(c.tk.tid, arg+24, 32*n)
 		if err != nil {
-			c.fail = syscall.EFAULT
+			c.out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		for i := 0; i < n; i++ {
@@ -1166,8 +1157,8 @@ func (t *tracer) dedupeOp(c *call, src *policy.Op) *policy.Op {
 			}
 			p, ok := t.fdPath(c, policy.Path{Role: "target", Given: "dest_fd " + strconv.Itoa(int(fd))}, int32(fd))
 			if !ok {
-				if c.fail == syscall.EBADF {
-					c.fail = 0 // per destination, as above
+				if c.out.Failing() == syscall.EBADF {
+					c.out = decode.Outcome{} // per destination, as above
 					continue
 				}
 				return nil
@@ -1190,7 +1181,7 @@ func (t *tracer) asyncOp(c *call, on bool) *policy.Op {
 	fd := t.regs.Int32Arg(0)
 	var st unix.Stat_t
 	if !on || fd < 0 || unix.Stat(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, fd), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
-		c.pass = true // off, a bad fd (the kernel answers), or no terminal
+		c.out = decode.PassOutcome() // off, a bad fd (the kernel answers), or no terminal
 		return nil
 	}
 	p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd)
@@ -1204,7 +1195,7 @@ func (t *tracer) asyncOp(c *call, on bool) *policy.Op {
 // send it signals on the tree's behalf.
 func (t *tracer) ownerOp(c *call, pid int) *policy.Op {
 	if pid == 0 {
-		c.pass = true // clears the owner
+		c.out = decode.PassOutcome() // clears the owner
 		return nil
 	}
 	return &policy.Op{Kind: syscalls.KindSignal, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
@@ -1218,7 +1209,7 @@ func (t *tracer) decodeFcntl(c *call) *policy.Op {
 	case syscalls.FcntlSetFl:
 		fl := uint32(t.regs.Arg(2))
 		if fl&syscalls.OAsync == 0 {
-			c.pass = true // O_NONBLOCK and the like
+			c.out = decode.PassOutcome() // O_NONBLOCK and the like
 			return nil
 		}
 		c.flags = "F_SETFL(O_ASYNC)"
@@ -1230,7 +1221,7 @@ func (t *tracer) decodeFcntl(c *call) *policy.Op {
 		c.flags = "F_SETOWN_EX"
 		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), 8)
 		if err != nil {
-			c.fail = syscall.EFAULT
+			c.out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		typ, pid := int32(binary.LittleEndian.Uint32(b)), int(int32(binary.LittleEndian.Uint32(b[4:])))
@@ -1241,7 +1232,7 @@ func (t *tracer) decodeFcntl(c *call) *policy.Op {
 	case syscalls.FcntlSetLease:
 		typ := uint32(t.regs.Arg(2)) // an int lease type: F_RDLCK, F_WRLCK, F_UNLCK
 		if typ == syscalls.FcntlUnlck {
-			c.pass = true // gives a lease up
+			c.out = decode.PassOutcome() // gives a lease up
 			return nil
 		}
 		c.flags = "F_SETLEASE(" + syscalls.FormatLeaseType(typ) + ")"
@@ -1250,7 +1241,7 @@ func (t *tracer) decodeFcntl(c *call) *policy.Op {
 		c.flags = "F_SETDELEG"
 		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 	}
-	c.pass = true
+	c.out = decode.PassOutcome()
 	return nil
 }
 
@@ -1277,7 +1268,7 @@ func (t *tracer) decodeExec(c *call) *policy.Op {
 	}
 	if !p.Exists {
 		// execvp searching PATH: the kernel answers ENOENT, nothing to report.
-		c.fail = syscall.ENOENT
+		c.out = decode.KernelFailsWith(syscall.ENOENT)
 		return nil
 	}
 	initial := c.tk.tid == t.rootPid && !t.rootExecDone
@@ -1439,7 +1430,7 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 	case "tkill":
 		pid, sig = int(t.regs.Int32Arg(0)), int(t.regs.Int32Arg(1))
 		if pid <= 0 {
-			c.fail = syscall.EINVAL
+			c.out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 	case "tgkill", "rt_tgsigqueueinfo":
@@ -1448,7 +1439,7 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 			pid = tg
 		}
 		if pid <= 0 {
-			c.fail = syscall.EINVAL
+			c.out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 	case "rt_sigqueueinfo":
@@ -1457,15 +1448,15 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 		sig = int(t.regs.Int32Arg(1))
 		p, errno, why := pidfdPid(c.tk.tid, t.regs.Int32Arg(0))
 		if errno != 0 {
-			c.fail = errno
+			c.out = decode.KernelFailsWith(errno)
 			if why != "" {
 				// Fail closed, reported: the fd names a process
 				// tracecell cannot put a pid on.
-				c.failWhy = why
-				c.failPath = policy.Path{Given: fmt.Sprintf("fd %d", t.regs.Int32Arg(0))}
+				p := policy.Path{Given: fmt.Sprintf("fd %d", t.regs.Int32Arg(0))}
 				if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, t.regs.Int32Arg(0))); err == nil {
-					c.failPath.Resolved = l
+					p.Resolved = l
 				}
+				c.out = decode.FailClosedWith(errno, why, p)
 			}
 			return nil
 		}
@@ -1473,7 +1464,7 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 	case "pidfd_open":
 		pid = int(t.regs.Int32Arg(0))
 		if pid <= 0 {
-			c.fail = syscall.EINVAL
+			c.out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 	default:
@@ -1482,12 +1473,12 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 	c.sig = sig
 	op := &policy.Op{Kind: syscalls.KindSignal, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
 	if !op.TargetInTree && pidGone(pid) {
-		c.fail = syscall.ESRCH
+		c.out = decode.KernelFailsWith(syscall.ESRCH)
 		return nil
 	}
 	if sig == 0 && c.name != "pidfd_open" && pid != -1 {
 		// Signal 0 only asks whether the process exists.
-		c.pass = true
+		c.out = decode.PassOutcome()
 	}
 	return op
 }
@@ -1592,7 +1583,7 @@ func statusField(b []byte, key string) string {
 func (t *tracer) decodeProcess(c *call) *policy.Op {
 	op := t.processOp(c)
 	if op != nil && !op.TargetInTree && pidGone(op.TargetPid) {
-		c.fail = syscall.ESRCH
+		c.out = decode.KernelFailsWith(syscall.ESRCH)
 		return nil
 	}
 	return op
@@ -1620,7 +1611,7 @@ func (t *tracer) processOp(c *call) *policy.Op {
 	case "prlimit64":
 		pid := int(t.regs.Int32Arg(0))
 		if t.regs.Arg(2) == 0 {
-			c.pass = true // only reads the limits
+			c.out = decode.PassOutcome() // only reads the limits
 		}
 		op.TargetPid, op.TargetInTree = pid, pid == 0 || t.pidInTree(pid)
 	default:
@@ -1640,11 +1631,11 @@ func (t *tracer) decodeClone(c *call) *policy.Op {
 		}
 	}
 	if flags&unix.CLONE_THREAD == 0 && t.cfg.MaxProcs > 0 && len(t.procs) >= t.cfg.MaxProcs {
-		c.limit = &policy.Decision{Rule: "max-procs", Errno: syscall.EAGAIN,
-			Reason: fmt.Sprintf("the tree already has %d processes (--max-procs %d)", len(t.procs), t.cfg.MaxProcs)}
+		c.out = decode.LimitWith(policy.Decision{Rule: "max-procs", Errno: syscall.EAGAIN,
+			Reason: fmt.Sprintf("the tree already has %d processes (--max-procs %d)", len(t.procs), t.cfg.MaxProcs)})
 		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name}
 	}
-	c.pass = true
+	c.out = decode.PassOutcome()
 	return nil
 }
 
@@ -1665,7 +1656,7 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	case "setsockopt":
 		level, name := t.regs.Int32Arg(1), t.regs.Int32Arg(2)
 		if !syscalls.SourceRoute(level, name, false) || t.regs.Arg(4) == 0 {
-			c.pass = true // another level's option, or options cleared
+			c.out = decode.PassOutcome() // another level's option, or options cleared
 			return nil
 		}
 		return sourceRouteOp(c, level)
@@ -1689,7 +1680,7 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	case "sendmsg", "sendmmsg":
 		msgs, bad, why, err := t.readMsgs(c)
 		if err != nil {
-			c.fail = errnoOf(err, syscall.EFAULT)
+			c.out = decode.KernelFailsWith(errnoOf(err, syscall.EFAULT))
 			return nil
 		}
 		if c.name == "sendmsg" && c.frozen {
@@ -1723,14 +1714,14 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 			op = t.sockaddrOp(c, kind, uintptr(a.ptr), int(a.n), a.arg, a.raw)
 		}
 		if a.rewritten != "" {
-			c.fail, c.failWhy, c.relookup = 0, "", false
+			c.out, c.relookup = decode.Outcome{}, false
 			if op == nil {
 				op = &policy.Op{Kind: kind, Syscall: c.name}
 			}
 			op.Rewritten = a.rewritten
 			return op
 		}
-		if c.fail != 0 {
+		if c.out.Fails() {
 			return nil
 		}
 		if op == nil {
@@ -1749,7 +1740,7 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	if worst := t.pol.Worst(ops, t.ledger); worst != nil {
 		return worst
 	}
-	c.pass = true
+	c.out = decode.PassOutcome()
 	return &policy.Op{Kind: kind, Syscall: c.name}
 }
 
@@ -1772,7 +1763,7 @@ func sourceRouteOp(c *call, level int32) *policy.Op {
 // freeze, pathpage.go). nil means nothing to check.
 func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, arg int, raw []byte) *policy.Op {
 	if n < 2 {
-		c.fail = syscall.EINVAL
+		c.out = decode.KernelFailsWith(syscall.EINVAL)
 		return nil
 	}
 	if n > 128 { // sizeof(struct sockaddr_storage)
@@ -1782,7 +1773,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 	if b == nil {
 		var err error
 		if b, err = t.mem.readBytes(c.tk.tid, addr, n); err != nil {
-			c.fail = syscall.EFAULT
+			c.out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		if arg >= 0 && c.frozen {
@@ -1790,7 +1781,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		}
 	}
 	if len(b) < n {
-		c.fail = syscall.EFAULT
+		c.out = decode.KernelFailsWith(syscall.EFAULT)
 		return nil
 	}
 	fam := int(binary.LittleEndian.Uint16(b))
@@ -1810,7 +1801,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		}
 	case afInet:
 		if n < 8 {
-			c.fail = syscall.EINVAL
+			c.out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 		op.Family = "inet"
@@ -1818,7 +1809,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		op.Addr = net.IP(b[4:8]).String()
 	case afInet6:
 		if n < 24 {
-			c.fail = syscall.EINVAL
+			c.out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 		op.Family = "inet6"
@@ -1860,7 +1851,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		// fail EINVAL.
 		op.Family = "netlink"
 		if n < 12 {
-			c.fail = syscall.EINVAL
+			c.out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 		op.Port = int(binary.LittleEndian.Uint32(b[4:]))
