@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/internal/procstat"
 )
 
@@ -62,7 +63,7 @@ func TestReadBase(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := readBase(c.link)
-			var be *errBase
+			var be *decode.BaseError
 			switch {
 			case c.errno != 0:
 				if !errors.Is(err, c.errno) {

@@ -79,19 +79,19 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		// "current->restart_block.fn = do_no_restart_syscall"), so a
 		// handler's return ends the chance to restart the wait.
 		c.tk.futexRestart = 0
-		c.out = decode.PassOutcome()
+		c.Out = decode.PassOutcome()
 		return nil
 	case "restart_syscall":
 		addr := c.tk.futexRestart
 		if addr == 0 {
-			c.out = decode.PassOutcome() // restarts a sleep, poll or private wait: nothing to check
+			c.Out = decode.PassOutcome() // restarts a sleep, poll or private wait: nothing to check
 			return nil
 		}
 		// Kept until the restart is allowed (futex_wait_restart then
 		// resets restart->fn: it runs once) or a handler returns
 		// (rt_sigreturn): a denied restart leaves the kernel's saved
 		// one in place, to be tried again.
-		c.flags = "FUTEX_WAIT (restarted)"
+		c.Flags = "FUTEX_WAIT (restarted)"
 		words = append(words, futexWord{addr, "uaddr"})
 		timedWait = addr
 	case "futex":
@@ -99,14 +99,14 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		if op&syscalls.FutexPrivateFlag != 0 {
 			// Not ours: a filter of the program's own returned
 			// SECCOMP_RET_TRACE for it (ours passes private ops).
-			c.out = decode.PassOutcome()
+			c.Out = decode.PassOutcome()
 			return nil
 		}
 		cmd := syscalls.FutexCmd(op)
-		c.flags = syscalls.FutexCmdName(cmd)
+		c.Flags = syscalls.FutexCmdName(cmd)
 		switch {
 		case cmd == syscalls.FutexFd:
-			c.out = decode.KernelFailsWith(syscall.ENOSYS) // removed in 2.6.26
+			c.Out = decode.KernelFailsWith(syscall.ENOSYS) // removed in 2.6.26
 			return nil
 		case cmd > syscalls.FutexLockPI2:
 			// The kernel fails unknown commands with ENOSYS today; a
@@ -125,7 +125,7 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		}
 	case "futex_wait", "futex_wake":
 		if uint32(t.regs.Arg(3))&syscalls.Futex2Private != 0 {
-			c.out = decode.PassOutcome()
+			c.Out = decode.PassOutcome()
 			return nil
 		}
 		words = append(words, futexWord{t.regs.Arg(0), "uaddr"})
@@ -134,13 +134,13 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		if c.name == "futex_waitv" {
 			n = int(uint32(t.regs.Arg(1)))
 			if n == 0 || n > futexWaitvMax {
-				c.out = decode.KernelFailsWith(syscall.EINVAL) // futex_waitv: !nr_futexes || nr_futexes > FUTEX_WAITV_MAX
+				c.Out = decode.KernelFailsWith(syscall.EINVAL) // futex_waitv: !nr_futexes || nr_futexes > FUTEX_WAITV_MAX
 				return nil
 			}
 		}
 		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(0)), n*sizeofFutexWaitv)
 		if err != nil {
-			c.out = decode.KernelFailsWith(syscall.EFAULT)
+			c.Out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		for i := 0; i < n; i++ {
@@ -151,16 +151,16 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 			words = append(words, futexWord{binary.LittleEndian.Uint64(e[8:]), "waiters[" + strconv.Itoa(i) + "]"})
 		}
 		if len(words) == 0 {
-			c.out = decode.PassOutcome()
+			c.Out = decode.PassOutcome()
 			return nil
 		}
 	default:
-		c.out = decode.PassOutcome()
+		c.Out = decode.PassOutcome()
 		return nil
 	}
 	maps, err := readMaps(c.tk.tid)
 	if err != nil {
-		c.out = decode.FailClosedWith(syscall.ESRCH, fmt.Sprintf("tracecell could not read the memory map of pid %d (%v), so the call is denied to be safe", c.tk.tid, err), policy.Path{})
+		c.Out = decode.FailClosedWith(syscall.ESRCH, fmt.Sprintf("tracecell could not read the memory map of pid %d (%v), so the call is denied to be safe", c.tk.tid, err), policy.Path{})
 		return nil
 	}
 	for _, w := range words {
@@ -168,19 +168,19 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 		if !ok {
 			// get_futex_key faults on it: EFAULT before anything
 			// happens. The tree is frozen: no one maps it meanwhile.
-			c.out = decode.KernelFailsWith(syscall.EFAULT)
+			c.Out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		why := t.futexMemWhy(c.tk.tid, w.addr, m)
 		if why == "" {
 			continue
 		}
-		c.flags = strings.TrimSpace(c.flags + fmt.Sprintf(" %s=%#x", w.arg, w.addr))
+		c.Flags = strings.TrimSpace(c.Flags + fmt.Sprintf(" %s=%#x", w.arg, w.addr))
 		p := policy.Path{Role: "futex-word", Given: fmt.Sprintf("%s %#x", w.arg, w.addr), Resolved: m.path, Exists: true}
 		return &policy.Op{Kind: syscalls.KindFutex, Syscall: c.name, Paths: []policy.Path{p},
 			FutexWhy: fmt.Sprintf("the futex word at %#x (%s) lies in %s: a shared futex there is keyed by the file and reaches every process that maps it; futex words must be in memory the traced tree may write (anonymous memory or a writable MAP_SHARED mapping), or use FUTEX_PRIVATE_FLAG", w.addr, w.arg, why)}
 	}
-	c.out = decode.PassOutcome()
+	c.Out = decode.PassOutcome()
 	c.tk.futexExit = timedWait
 	if c.name == "restart_syscall" {
 		c.tk.futexRestart = 0 // used: futex_wait_restart resets restart->fn

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -154,7 +155,7 @@ func TestKernelFails(t *testing.T) {
 				t.Fatalf("no spec %s", c.call)
 			}
 			tr := &tracer{pol: c.pol}
-			cl := &call{spec: spec, name: c.call, openFlags: c.flags, hasOpenFlags: spec.Handler == syscalls.HOpen}
+			cl := &call{spec: spec, name: c.call, Result: decode.Result{OpenFlags: c.flags, HasOpenFlags: spec.Handler == syscalls.HOpen}}
 			op := &policy.Op{Kind: c.kind, Syscall: c.call, Paths: c.paths}
 			if got := tr.kernelFails(cl, op); got != c.want {
 				t.Errorf("kernelFails = %v, want %v", got, c.want)

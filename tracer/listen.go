@@ -79,7 +79,7 @@ func (t *tracer) decodeListen(c *call) *policy.Op {
 	if !ok || t.bound[ino] || unixSocket(c.tk.tgid, ino) {
 		// Not a socket (the kernel fails it: EBADF, ENOTSOCK), or one
 		// whose address was checked.
-		c.out = decode.PassOutcome()
+		c.Out = decode.PassOutcome()
 		return op
 	}
 	op.Family = "unspec"

@@ -207,7 +207,7 @@ func (t *tracer) readMsgs(c *call) ([]msg, int, string, error) {
 		// A frozen run is interrupted instead (freeze.go, relookup): the
 		// kernel returns the count sent so far (__sys_sendmmsg), or
 		// restarts the call, which stops here and is checked again.
-		c.relookup = true
+		c.Relookup = true
 	}
 	msgs := make([]msg, 0, vlen)
 	for i := uint64(0); i < vlen; i++ {

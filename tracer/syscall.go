@@ -25,25 +25,17 @@ import (
 
 // call is the syscall a thread is stopped in.
 type call struct {
-	tk    *task
-	nr    int
-	name  string
-	spec  *syscalls.Spec
-	flags string // decoded flags, for reports
-	// openFlags are formatted into flags only when an event is recorded
-	// (opens are the hot path).
-	openFlags    uint64
-	hasOpenFlags bool
-	sig          int // signal number for signal calls
-	// out is decoding's outcome besides the operation: decide it, pass it
-	// (a harmless form of a trapped call), fail it as the kernel would (bad
-	// pointer, bad fd), fail it closed (a path tracecell could not
-	// resolve: reported) or deny it by the tracer's own limit (max-procs).
-	out decode.Outcome
-	// relookup: the kernel may look the call's name up again after an
-	// interruptible sleep (an AF_UNIX connect or send to a full queue), so
-	// a frozen run of it must never be left to finish unfrozen (freeze.go).
-	relookup bool
+	tk   *task
+	nr   int
+	name string
+	spec *syscalls.Spec
+	// Result is what the decode stage found besides the operation: its
+	// outcome (decide, pass, fail, fail closed, limit), the flags for
+	// reports, the signal, and Relookup: the kernel may look the call's
+	// name up again after an interruptible sleep (an AF_UNIX connect or
+	// send to a full queue), so a frozen run of it must never be left to
+	// finish unfrozen (freeze.go).
+	decode.Result
 	// copying: the call runs with its path copied into path page slot
 	// slot (argument copyArg) instead of a freeze (pathpage.go); copied
 	// once the copy is written, copyFail when it could not be.
@@ -160,7 +152,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		c.mmShared = t.mmSharedWhy(tk) // a copyable call: frozenCopies
 		op = t.decode(c)
 	}
-	if c.uncopied && !c.out.Fails() && c.out.Verdict != decode.Limit && !t.audit && !t.cfg.NoPathPage {
+	if c.uncopied && !c.Out.Fails() && c.Out.Verdict != decode.Limit && !t.audit && !t.cfg.NoPathPage {
 		// Some checked memory could not be copied: the call may run on
 		// its own memory only where no exit can write it; otherwise a
 		// call the policy would allow is denied (below). Judged now,
@@ -175,7 +167,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 	}
 	if fr != nil {
-		fr.relookup = c.relookup
+		fr.relookup = c.Relookup
 		if spec.Handler == syscalls.HFutex {
 			fr.blockAfter, fr.noPaths = futexBlocked, true
 		}
@@ -187,11 +179,11 @@ func (t *tracer) seccompStop(tk *task) error {
 	}
 	t.counts.Checked++
 	switch {
-	case c.out.Fails() && c.out.Why != "":
+	case c.Out.Fails() && c.Out.Why != "":
 		// Fail closed, and say so: a blocked action is always reported.
-		ev := t.newEvent(c, op, policy.Decision{Rule: "unresolvable-path", Reason: c.out.Why, Errno: c.out.Errno})
+		ev := t.newEvent(c, op, policy.Decision{Rule: "unresolvable-path", Reason: c.Out.Why, Errno: c.Out.Errno})
 		if len(ev.Paths) == 0 {
-			ev.Paths = []policy.Path{c.out.Path}
+			ev.Paths = []policy.Path{c.Out.Path}
 		}
 		if ev.Kind == 0 {
 			ev.Kind = spec.Kind
@@ -203,19 +195,19 @@ func (t *tracer) seccompStop(tk *task) error {
 			return t.release(c, fr, true)
 		}
 		t.record(ev, false)
-		if err := t.deny(tid, c.out.Errno); err != nil {
+		if err := t.deny(tid, c.Out.Errno); err != nil {
 			return err
 		}
 		return t.release(c, fr, false)
-	case c.out.Fails():
+	case c.Out.Fails():
 		// The kernel would fail this call the same way before touching
 		// anything (a missing directory, a bad fd or pointer): not a denial.
 		t.counts.Failed++
-		if err := t.deny(tid, c.out.Errno); err != nil {
+		if err := t.deny(tid, c.Out.Errno); err != nil {
 			return err
 		}
 		return t.release(c, fr, false)
-	case c.out.Verdict == decode.Pass && c.exitDeny == nil:
+	case c.Out.Verdict == decode.Pass && c.exitDeny == nil:
 		if t.cfg.TraceAll && op != nil {
 			t.record(t.newEvent(c, op, policy.Decision{Allow: true}), true)
 		}
@@ -224,9 +216,9 @@ func (t *tracer) seccompStop(tk *task) error {
 	}
 	var d policy.Decision
 	switch {
-	case c.out.Verdict == decode.Limit:
-		d = *c.out.Decision
-	case c.out.Verdict == decode.Pass: // harmless but for memory an exit could write (exitDeny)
+	case c.Out.Verdict == decode.Limit:
+		d = *c.Out.Decision
+	case c.Out.Verdict == decode.Pass: // harmless but for memory an exit could write (exitDeny)
 		d = *c.exitDeny
 	default:
 		d = t.pol.Decide(op, t.ledger)
@@ -249,7 +241,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		}
 		return t.release(c, fr, true)
 	}
-	if e := t.kernelFails(c, op); e != 0 && c.out.Verdict != decode.Limit {
+	if e := t.kernelFails(c, op); e != 0 && c.Out.Verdict != decode.Limit {
 		// The kernel fails this call before it can change anything
 		// (EEXIST, ENOENT): its answer, not a denial. Given by the tracer
 		// without running the call, so that no race can make it succeed.
@@ -263,7 +255,7 @@ func (t *tracer) seccompStop(tk *task) error {
 		return t.release(c, fr, false)
 	}
 	ev := t.newEvent(c, op, d)
-	if t.audit && c.out.Verdict != decode.Limit {
+	if t.audit && c.Out.Verdict != decode.Limit {
 		ev.Decision = report.Audit
 		t.record(ev, true)
 		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
@@ -345,13 +337,13 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 // newEvent builds the report entry of a decision.
 func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Event {
 	exe, argv := t.procInfo(c.tk.tgid)
-	if c.hasOpenFlags {
-		c.flags = syscalls.FormatOpenFlags(c.openFlags)
+	if c.HasOpenFlags {
+		c.Flags = syscalls.FormatOpenFlags(c.OpenFlags)
 	}
 	ev := &report.Event{
 		Time: time.Now().UTC(), Decision: report.Deny, Pid: c.tk.tgid, Tid: c.tk.tid,
 		Exe: exe, Argv: argv, Program: programName(exe, argv),
-		Syscall: c.name, ABI: t.layout.Name, Nr: c.nr, Flags: c.flags,
+		Syscall: c.name, ABI: t.layout.Name, Nr: c.nr, Flags: c.Flags,
 		Rule: d.Rule, Reason: d.Reason,
 	}
 	if d.Allow {
@@ -373,8 +365,8 @@ func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Eve
 			ev.TargetInTree = op.TargetInTree
 		}
 	}
-	if c.sig > 0 {
-		ev.Signal = syscalls.SignalName(c.sig)
+	if c.Sig > 0 {
+		ev.Signal = syscalls.SignalName(c.Sig)
 	}
 	return ev
 }
@@ -431,34 +423,22 @@ func errnoName(e syscall.Errno) string {
 	return strconv.Itoa(int(e))
 }
 
-// decode turns the stopped call into a policy operation. It sets c.out
-// when the call must fail without a decision or is harmless.
+// decode turns the stopped call into a policy operation. It sets c.Out
+// when the call must fail without a decision or is harmless. The families
+// of package decode are decoded there; the others here, until they move.
 func (t *tracer) decode(c *call) *policy.Op {
+	if op, ok := t.decoder(c).Decode(); ok {
+		return op
+	}
 	switch c.spec.Handler {
-	case syscalls.HOpen:
-		return t.decodeOpen(c)
-	case syscalls.HPath:
-		return t.decodePaths(c)
-	case syscalls.HFdMeta:
-		return t.decodeFdMeta(c, c.spec.FdArg, c.spec.Kind)
 	case syscalls.HIoctl:
 		return t.decodeIoctl(c)
-	case syscalls.HExec:
-		return t.decodeExec(c)
 	case syscalls.HSocket:
 		return t.decodeSocket(c)
 	case syscalls.HSignal:
 		return t.decodeSignal(c)
 	case syscalls.HProcess:
 		return t.decodeProcess(c)
-	case syscalls.HProcMem:
-		if c.name == "process_vm_writev" {
-			return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
-		}
-		pid := int(t.regs.Int32Arg(0))
-		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
-	case syscalls.HClone:
-		return t.decodeClone(c)
 	case syscalls.HFcntl:
 		return t.decodeFcntl(c)
 	case syscalls.HChdir:
@@ -467,31 +447,6 @@ func (t *tracer) decode(c *call) *policy.Op {
 		return t.decodeMem(c)
 	case syscalls.HFutex:
 		return t.decodeFutex(c)
-	case syscalls.HForbidden:
-		switch c.name {
-		case "seccomp":
-			c.flags = "SECCOMP_FILTER_FLAG_NEW_LISTENER"
-		case "prctl":
-			if uint32(t.regs.Arg(0)) != syscalls.PrSetMM {
-				// Not ours to deny: a filter of the program's own
-				// returned SECCOMP_RET_TRACE for it.
-				c.out = decode.PassOutcome()
-				return nil
-			}
-			c.flags = "PR_SET_MM"
-		}
-		op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
-		if c.spec.FdArg >= 0 {
-			// mq_timedsend and the like: the report names the queue the
-			// descriptor is (a host queue, /dev/mqueue/NAME). Denied
-			// whatever the fd is.
-			fd := t.regs.Int32Arg(c.spec.FdArg)
-			if p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd); ok {
-				op.Paths = []policy.Path{p}
-			}
-			c.out = decode.Outcome{}
-		}
-		return op
 	}
 	return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 }
@@ -507,15 +462,15 @@ func (t *tracer) decodeChdir(c *call) *policy.Op {
 	if t.cfg.TraceAll {
 		var p policy.Path
 		if c.name == "fchdir" {
-			p, _ = t.fdPath(c, policy.Path{Role: "path"}, t.regs.Int32Arg(c.spec.FdArg))
+			p, _ = t.decoder(c).FdPath(policy.Path{Role: "path"}, t.regs.Int32Arg(c.spec.FdArg))
 		} else {
-			p, _ = t.pathArg(c, c.spec.Paths[0], true, false)
+			p, _ = t.decoder(c).PathArg(c.spec.Paths[0], true, false)
 		}
 		op = &policy.Op{Kind: syscalls.KindChdir, Syscall: c.name, Paths: []policy.Path{p}}
-		c.out = decode.Outcome{}
+		c.Out = decode.Outcome{}
 	}
 	t.forgetCwds()
-	c.out = decode.PassOutcome()
+	c.Out = decode.PassOutcome()
 	return op
 }
 
@@ -527,7 +482,7 @@ func (t *tracer) decodeChdir(c *call) *policy.Op {
 // CLONE_FS; a rename or rmdir of a directory; an exec) and makes it forget
 // every remembered cwd (forgetCwds) before that call runs, with the tree
 // frozen. unshare, setns, chroot and pivot_root are denied to the tree.
-func (t *tracer) base(c *call, dirfd int32, hasDirfd bool) (string, *int, error) {
+func (t *tracer) base(c *call, dirfd int32, hasDirfd bool) (string, error) {
 	if !hasDirfd || dirfd == unix.AT_FDCWD {
 		cache := t.dirCache() != nil
 		d := c.tk.cwd
@@ -535,35 +490,22 @@ func (t *tracer) base(c *call, dirfd int32, hasDirfd bool) (string, *int, error)
 			link := fmt.Sprintf("/proc/%d/cwd", c.tk.tid)
 			var err error
 			if d, err = readBase(link); err != nil {
-				return "", nil, err
+				return "", err
 			}
 			if cache {
 				c.tk.cwd = d
 			}
 		}
-		if hasDirfd {
-			v := int(dirfd)
-			return d, &v, nil
-		}
-		return d, nil, nil
+		return d, nil
 	}
-	v := int(dirfd)
 	if dirfd < 0 {
-		return "", &v, syscall.EBADF
+		return "", syscall.EBADF
 	}
 	d, err := readBase(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, dirfd))
 	if errors.Is(err, syscall.ENOENT) {
 		err = syscall.EBADF // no such fd
 	}
-	return d, &v, err
-}
-
-// errBase is a base directory that tracecell cannot name by a path the walk
-// may start from (see readBase): the call is denied to be safe, and reported.
-type errBase struct{ link, text, why string }
-
-func (e *errBase) Error() string {
-	return fmt.Sprintf("the directory %s refers to (%q) %s", e.link, e.text, e.why)
+	return d, err
 }
 
 // readBase reads link, a /proc magic link to the directory a relative walk
@@ -587,7 +529,7 @@ func readBase(link string) (string, error) {
 		// same. Name it by going up from it (pathres.DirPath); the checks
 		// below hold the name to the object as for any text.
 		if text, err = pathres.DirPath(link); err != nil {
-			return "", &errBase{link, "", "has a path too long for /proc to show, and tracecell could not name it otherwise: " + err.Error()}
+			return "", &decode.BaseError{Link: link, Text: "", Why: "has a path too long for /proc to show, and tracecell could not name it otherwise: " + err.Error()}
 		}
 	}
 	if err != nil {
@@ -603,97 +545,16 @@ func readBase(link string) (string, error) {
 	if _, err := pathres.CheckLink(link, text, obj); err != nil {
 		var le *pathres.LinkError
 		if errors.As(err, &le) {
-			return "", &errBase{link, text, le.Why}
+			return "", &decode.BaseError{Link: link, Text: text, Why: le.Why}
 		}
-		return "", &errBase{link, text, err.Error()}
+		return "", &decode.BaseError{Link: link, Text: text, Why: err.Error()}
 	}
 	return text, nil
-}
-
-// baseFail sets c's outcome for a base that could not be read.
-func baseFail(c *call, p policy.Path, err error) {
-	var be *errBase
-	if errors.As(err, &be) {
-		c.out = decode.FailClosedWith(syscall.EACCES, "tracecell could not verify the directory the path is relative to ("+be.Error()+"), so the call is denied to be safe", p)
-		return
-	}
-	c.out = decode.KernelFailsWith(errnoOf(err, syscall.EBADF))
-}
-
-// pathArg reads and resolves one path argument. It returns a zero Path and
-// sets c.out when the kernel would fail the call before touching anything.
-func (t *tracer) pathArg(c *call, pa syscalls.PathArg, follow bool, atEmpty bool) (policy.Path, bool) {
-	var dirfd int32 = unix.AT_FDCWD
-	if pa.Dirfd >= 0 {
-		dirfd = t.regs.Int32Arg(pa.Dirfd)
-	}
-	addr := uintptr(t.regs.Arg(pa.Arg))
-	var given []byte
-	if addr == 0 && pa.EmptyPathOK {
-		given = nil
-	} else if c.spec.Handler == syscalls.HExec && c.tk.tid == t.rootPid && !t.rootExecDone {
-		// The command's start: before its exec the root runs only
-		// tracecell's own start code (fork_unsafe_linux.go), whose one
-		// execve names Config.Path. That process is not dumpable then,
-		// so an unprivileged tracer could not read its memory anyway.
-		given = []byte(t.cfg.Path)
-	} else {
-		s, err := t.mem.readString(c.tk.tid, addr)
-		if err != nil {
-			c.out = decode.KernelFailsWith(errnoOf(err, syscall.EFAULT))
-			return policy.Path{}, false
-		}
-		given = s
-		if c.copying && pa.Arg == c.copyArg {
-			// The kernel will read these very bytes (pathpage.go).
-			if !t.copyPath(c, s) {
-				c.copyFail = true
-				return policy.Path{}, false
-			}
-			c.copied = true
-		}
-		// A frozen call: the kernel reads a copy of these very bytes
-		// too (copy and freeze, pathpage.go).
-		t.copyPathArg(c, pa.Arg, uint64(addr), s)
-	}
-	p := policy.Path{Role: pa.Role, Given: string(given)}
-	if len(given) == 0 {
-		if !(pa.EmptyPathOK && (addr == 0 || atEmpty)) {
-			c.out = decode.KernelFailsWith(syscall.ENOENT)
-			return p, false
-		}
-		// The call acts on the dirfd itself (AT_EMPTY_PATH, or a NULL path
-		// for utimensat): check what the fd points to, even a read-only fd.
-		return t.fdPath(c, p, dirfd)
-	}
-	if given[0] == '/' {
-		if pa.Dirfd >= 0 {
-			v := int(dirfd)
-			p.Dirfd = &v
-		}
-		return t.resolved(c, p, "/", given, follow)
-	}
-	b, dfd, err := t.base(c, dirfd, pa.Dirfd >= 0)
-	p.Dirfd = dfd
-	if err != nil {
-		baseFail(c, p, err)
-		return p, false
-	}
-	p.Base = b
-	return t.resolved(c, p, b, given, follow)
 }
 
 // resolvePath is pathres.ResolveCached; tests replace it to reach the
 // fail-closed path.
 var resolvePath = pathres.ResolveCached
-
-func (t *tracer) resolved(c *call, p policy.Path, base string, given []byte, follow bool) (policy.Path, bool) {
-	r, err := resolvePath(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, base, given, follow, t.dirCache())
-	if c.copying && err == nil && uncopyable(c, r) {
-		c.copyUnsafe = true
-	}
-	return t.fill(c, p, r, err)
-}
 
 // dirCache is the cache of directories already walked, for this check, or
 // nil when it must not be used: in audit and --no-freeze runs (t.dirs is
@@ -746,56 +607,6 @@ func movesDirs(op *policy.Op) bool {
 	return false
 }
 
-// fill copies a resolution into p. When the kernel's own walk would fail
-// (a missing or non-directory component, a loop, a too long path) the call
-// is failed with that errno without asking the policy: nothing can happen.
-func (t *tracer) fill(c *call, p policy.Path, r pathres.Result, err error) (policy.Path, bool) {
-	if err != nil {
-		var en syscall.Errno
-		if errors.As(err, &en) && en != syscall.EINVAL {
-			c.out = decode.KernelFailsWith(en)
-			return p, false
-		}
-		// Unresolvable for another reason: fail closed (reported).
-		c.out = decode.FailClosedWith(syscall.EACCES, fmt.Sprintf("tracecell could not resolve the path (%v), so the call is denied to be safe", err), p)
-		return p, false
-	}
-	if r.WalkErr != 0 && t.pol.MayKnow(r.Path) {
-		c.out = decode.KernelFailsWith(r.WalkErr)
-		return p, false
-	}
-	// A walk that fails in a deny-read tree (or outside the readable
-	// roots) goes to the policy, which denies it with EACCES and reports
-	// it: the kernel's ENOENT or ENOTDIR would tell the tree what exists
-	// there (F9).
-	p.Resolved, p.Exists, p.IsDir, p.Special, p.Deleted = r.Path, r.Exists, r.IsDir, r.Special, r.Deleted
-	// A pipe or socket reached through /proc/<pid>/fd/N may be reopened
-	// only when that process is in the tree.
-	p.SpecialInTree = r.Special != "" && t.pidInTree(r.ProcPid)
-	if pid, ok := procPid(r.Path); ok {
-		p.ProcOutside = !t.pidInTree(pid)
-	}
-	// An unlinked file or memfd of another process (another session's
-	// worker) reached through its /proc/<pid>/fd/N.
-	p.HeldOutside = r.Special == "" && r.ProcPid != 0 && !t.pidInTree(r.ProcPid)
-	if r.Exists && r.Special == "" && policy.PtySlave(r.Path) {
-		p.OwnPty = t.ptys.owns(r.Path)
-	}
-	return p, true
-}
-
-// fdPath resolves what fd of the stopped thread refers to.
-func (t *tracer) fdPath(c *call, p policy.Path, fd int32) (policy.Path, bool) {
-	v := int(fd)
-	p.Dirfd = &v
-	if fd < 0 {
-		c.out = decode.KernelFailsWith(syscall.EBADF)
-		return p, false
-	}
-	r, err := pathres.ResolveFd(pathres.Task{Tgid: c.tk.tgid, Tid: c.tk.tid}, int(fd))
-	return t.fill(c, p, r, err)
-}
-
 // flagsArg is the call's int flags argument (low 32 bits, as the kernel
 // reads it), 0 when the call has none.
 func (t *tracer) flagsArg(c *call) uint64 {
@@ -813,157 +624,6 @@ func errnoOf(err error, def syscall.Errno) syscall.Errno {
 	return def
 }
 
-// decodeOpen handles open, openat and creat. The kind comes from the flags:
-// any of O_WRONLY|O_RDWR|O_CREAT|O_TRUNC|O_APPEND|__O_TMPFILE is a write
-// (O_RDONLY|O_TRUNC truncates!); a create when the file does not exist yet.
-func (t *tracer) decodeOpen(c *call) *policy.Op {
-	pa := c.spec.Paths[0]
-	flags := t.flagsArg(c)
-	if c.spec.FlagsArg < 0 { // creat(2)
-		flags = unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC
-	}
-	c.openFlags, c.hasOpenFlags = flags, true
-	tmpfile := flags&unix.O_TMPFILE == unix.O_TMPFILE
-	follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
-	p, ok := t.pathArg(c, pa, follow || tmpfile, false)
-	if !ok {
-		return nil
-	}
-	op := &policy.Op{Syscall: c.name, Paths: []policy.Path{p}}
-	if flags&unix.O_CREAT != 0 || tmpfile {
-		// The mode of the file it may create: set-id bits are checked
-		// whether or not the file exists now (another task could remove
-		// it before the kernel's lookup: a path copied to the path page
-		// runs without a freeze).
-		t.permArg(c, op)
-	}
-	switch {
-	case !syscalls.OpenWrites(flags):
-		op.Kind = syscalls.KindRead
-	case tmpfile:
-		// An unnamed file in directory p: it can only become visible by
-		// linkat, which is checked; creating it is a create in p.
-		op.Kind = syscalls.KindCreate
-	case flags&unix.O_CREAT != 0 && !p.Exists:
-		op.Kind = syscalls.KindCreate
-	default:
-		op.Kind = syscalls.KindWrite
-	}
-	return op
-}
-
-// decodePaths handles the calls whose arguments are paths (mkdir, unlink,
-// rename, link, chmod, utimensat, setxattr, ...).
-func (t *tracer) decodePaths(c *call) *policy.Op {
-	flags := t.flagsArg(c)
-	if c.spec.FlagsArg >= 0 {
-		c.flags = syscalls.FormatAtFlags(flags)
-		if strings.HasPrefix(c.name, "renameat") {
-			c.flags = syscalls.FormatRenameFlags(flags)
-		}
-	}
-	atEmpty := c.spec.FlagsArg >= 0 && flags&unix.AT_EMPTY_PATH != 0 && !strings.HasPrefix(c.name, "rename")
-	op := &policy.Op{Kind: c.spec.Kind, Syscall: c.name}
-	for _, pa := range c.spec.Paths {
-		follow := true
-		switch pa.Follow {
-		case syscalls.FollowNever:
-			follow = false
-		case syscalls.FollowUnlessAtNoFollow:
-			follow = flags&unix.AT_SYMLINK_NOFOLLOW == 0
-		case syscalls.FollowIfAtFollow:
-			follow = flags&unix.AT_SYMLINK_FOLLOW != 0
-		}
-		if c.name == "inotify_add_watch" && uint32(t.regs.Arg(2))&unix.IN_DONT_FOLLOW != 0 {
-			follow = false
-		}
-		p, ok := t.pathArg(c, pa, follow, atEmpty)
-		if !ok {
-			return nil
-		}
-		op.Paths = append(op.Paths, p)
-	}
-	if c.spec.ModeArg >= 0 {
-		switch mode := uint32(t.regs.Arg(c.spec.ModeArg)); mode & unix.S_IFMT {
-		case unix.S_IFCHR, unix.S_IFBLK:
-			// A device node gives whoever opens it the device itself: a
-			// block device node of the host's disk in the sandbox is a
-			// raw write to every file. Only a privileged tree can make
-			// one (CAP_MKNOD); never allowed.
-			c.flags = "S_IFCHR"
-			if mode&unix.S_IFMT == unix.S_IFBLK {
-				c.flags = "S_IFBLK"
-			}
-			op.Kind = syscalls.KindForbidden
-		}
-	}
-	t.permArg(c, op)
-	if !t.xattrName(c, op) {
-		return nil
-	}
-	// mkdir/mknod/symlink of an existing entry fail with EEXIST; creating
-	// counts as a create either way.
-	return op
-}
-
-// permArg records the set-id bits of c's mode argument (spec.PermArg) in
-// op, and the mode in the report's flags when it has any.
-func (t *tracer) permArg(c *call, op *policy.Op) {
-	if c.spec.PermArg < 0 {
-		return
-	}
-	mode := uint32(t.regs.Arg(c.spec.PermArg)) // a umode_t: the kernel keeps the low 16 bits
-	op.SetID = mode & (policy.SetUID | policy.SetGID)
-	if op.SetID != 0 && !c.hasOpenFlags { // an open's flags are formatted by newEvent
-		m := fmt.Sprintf("mode=%#o", mode&0o7777)
-		if c.flags != "" {
-			m = c.flags + " " + m
-		}
-		c.flags = m
-	}
-}
-
-// xattrName records the attribute name a setxattr sets (spec.NameArg). It
-// returns false, with c.out set, when the name cannot be read: the kernel
-// fails the call with EFAULT (or ERANGE for a name too long) before
-// touching anything.
-func (t *tracer) xattrName(c *call, op *policy.Op) bool {
-	if c.spec.NameArg < 0 {
-		return true
-	}
-	name, err := t.mem.readString(c.tk.tid, uintptr(t.regs.Arg(c.spec.NameArg)))
-	if err != nil {
-		c.out = decode.KernelFailsWith(errnoOf(err, syscall.EFAULT))
-		return false
-	}
-	// Decided on: run frozen on a copy (copy and freeze, pathpage.go).
-	t.copyPathArg(c, c.spec.NameArg, t.regs.Arg(c.spec.NameArg), name)
-	op.Xattr = string(name)
-	if c.flags == "" {
-		c.flags = "name=" + op.Xattr
-	}
-	return true
-}
-
-// decodeFdMeta handles calls that change metadata through an fd (fchmod,
-// fchown, fsetxattr, fremovexattr): they work on read-only fds, so the open
-// check does not cover them.
-func (t *tracer) decodeFdMeta(c *call, fdArg int, kind syscalls.Kind) *policy.Op {
-	fd := t.regs.Int32Arg(fdArg)
-	p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd)
-	if !ok {
-		return nil
-	}
-	op := &policy.Op{Kind: kind, Syscall: c.name, Paths: []policy.Path{p}}
-	if c.spec.Handler == syscalls.HFdMeta {
-		t.permArg(c, op)
-		if !t.xattrName(c, op) {
-			return nil
-		}
-	}
-	return op
-}
-
 // decodeIoctl decides the ioctl commands the filter traps: every command
 // not on its allow-list (syscalls.IoctlAllowed). Those of syscalls.Ioctls
 // by their own rule: inode attribute changes on the fd's file (they work on
@@ -978,18 +638,18 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	if syscalls.IoctlPasses(cmd) {
 		// Our filter lets these through; this stop came from a filter
 		// of the program's own (SECCOMP_RET_TRACE).
-		c.out = decode.PassOutcome()
+		c.Out = decode.PassOutcome()
 		return nil
 	}
-	c.flags = syscalls.FormatIoctl(cmd)
+	c.Flags = syscalls.FormatIoctl(cmd)
 	is, ok := syscalls.LookupIoctl(cmd)
 	if !ok {
 		if fam, whole := syscalls.IoctlFamily(cmd); whole {
-			return t.forbiddenIoctl(c, c.flags+" ("+fam+" commands reach beyond the file their fd points to)")
+			return t.forbiddenIoctl(c, c.Flags+" ("+fam+" commands reach beyond the file their fd points to)")
 		}
-		op := t.decodeFdMeta(c, 0, syscalls.KindIoctl)
+		op := t.decoder(c).FdMeta(0, syscalls.KindIoctl)
 		if op != nil {
-			op.Ioctl = c.flags
+			op.Ioctl = c.Flags
 			if cmd == syscalls.FIDEDUPERANGE {
 				return t.dedupeOp(c, op)
 			}
@@ -999,7 +659,7 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 	switch is.Kind {
 	case syscalls.KindNone:
 		t.ptyStarts(c)
-		c.out = decode.PassOutcome()
+		c.Out = decode.PassOutcome()
 		return nil
 	case syscalls.KindForbidden:
 		return t.forbiddenIoctl(c, is.Name)
@@ -1014,13 +674,13 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 		fd := t.regs.Int32Arg(0)
 		if fd >= 0 && unix.Stat("/proc/"+strconv.Itoa(c.tk.tid)+"/fd/"+strconv.Itoa(int(fd)), &st) == nil &&
 			st.Mode&unix.S_IFMT == unix.S_IFCHR && t.ptys.stdioTTY(devID{st.Dev, st.Rdev}) {
-			c.out = decode.PassOutcome()
+			c.Out = decode.PassOutcome()
 			return nil
 		}
 	case syscalls.KindSignal:
 		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), 4)
 		if err != nil {
-			c.out = decode.KernelFailsWith(syscall.EFAULT)
+			c.Out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		v := int(int32(binary.LittleEndian.Uint32(b)))
@@ -1029,7 +689,7 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 		}
 		return t.ownerOp(c, v)
 	}
-	return t.decodeFdMeta(c, 0, is.Kind)
+	return t.decoder(c).FdMeta(0, is.Kind)
 }
 
 // forbiddenIoctl denies an ioctl whatever its fd is; the report names what
@@ -1039,10 +699,10 @@ func (t *tracer) decodeIoctl(c *call) *policy.Op {
 func (t *tracer) forbiddenIoctl(c *call, what string) *policy.Op {
 	op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name + "(" + what + ")"}
 	fd := t.regs.Int32Arg(0)
-	if p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd); ok {
+	if p, ok := t.fdArgPath(c, fd); ok {
 		op.Paths = []policy.Path{p}
 	}
-	c.out = decode.Outcome{}
+	c.Out = decode.Outcome{}
 	return op
 }
 
@@ -1065,14 +725,14 @@ func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 	snap := cmd == syscalls.BtrfsIocSnapCreate || cmd == syscalls.BtrfsIocSnapCreateV2
 	b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), syscalls.BtrfsVolArgsSize)
 	if err != nil {
-		c.out = decode.KernelFailsWith(syscall.EFAULT)
+		c.Out = decode.KernelFailsWith(syscall.EFAULT)
 		return nil
 	}
 	off := syscalls.BtrfsNameOffV1
 	if v2 {
 		off = syscalls.BtrfsNameOffV2
 		if fl := binary.LittleEndian.Uint64(b[syscalls.BtrfsFlagsOffV2:]); fl&^syscalls.BtrfsSubvolRdonly != 0 {
-			return t.forbiddenIoctl(c, fmt.Sprintf("%s with flags %#x: quota-group inheritance and subvolume ids act on the whole file system", c.flags, fl))
+			return t.forbiddenIoctl(c, fmt.Sprintf("%s with flags %#x: quota-group inheritance and subvolume ids act on the whole file system", c.Flags, fl))
 		}
 	}
 	name := b[off : len(b)-1]
@@ -1081,26 +741,26 @@ func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 	}
 	switch {
 	case bytes.IndexByte(name, '/') >= 0:
-		c.out = decode.KernelFailsWith(syscall.EINVAL)
+		c.Out = decode.KernelFailsWith(syscall.EINVAL)
 		return nil
 	case string(name) == "." || string(name) == "..":
-		c.out = decode.KernelFailsWith(syscall.EEXIST)
+		c.Out = decode.KernelFailsWith(syscall.EEXIST)
 		return nil
 	case len(name) == 0:
-		c.out = decode.KernelFailsWith(syscall.EINVAL)
+		c.Out = decode.KernelFailsWith(syscall.EINVAL)
 		return nil
 	}
 	fd := t.regs.Int32Arg(0)
-	dir, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd)
+	dir, ok := t.fdArgPath(c, fd)
 	if !ok {
 		return nil
 	}
 	switch {
 	case dir.Special != "":
-		c.out = decode.KernelFailsWith(syscall.ENOTTY) // a pipe or socket: no btrfs handler
+		c.Out = decode.KernelFailsWith(syscall.ENOTTY) // a pipe or socket: no btrfs handler
 		return nil
 	case !dir.IsDir:
-		c.out = decode.KernelFailsWith(syscall.ENOTDIR) // the new entry goes in a directory
+		c.Out = decode.KernelFailsWith(syscall.ENOTDIR) // the new entry goes in a directory
 		return nil
 	}
 	target := policy.Path{Role: "target", Given: string(name), Dirfd: dir.Dirfd, Base: dir.Resolved, Resolved: filepath.Join(dir.Resolved, string(name))}
@@ -1111,7 +771,7 @@ func (t *tracer) decodeSubvolCreate(c *call, cmd uint32) *policy.Op {
 	if snap {
 		// __s64 fd, which the kernel hands to fdget(unsigned int).
 		sfd := int32(binary.LittleEndian.Uint32(b[0:4]))
-		src, ok := t.fdPath(c, policy.Path{Role: "source", Given: "fd " + strconv.Itoa(int(sfd))}, sfd)
+		src, ok := t.decoder(c).FdPath(policy.Path{Role: "source", Given: "fd " + strconv.Itoa(int(sfd))}, sfd)
 		if !ok {
 			return nil
 		}
@@ -1135,19 +795,19 @@ func (t *tracer) dedupeOp(c *call, src *policy.Op) *policy.Op {
 	arg := uintptr(t.regs.Arg(2))
 	hdr, err := t.mem.readBytes(c.tk.tid, arg, 24)
 	if err != nil {
-		c.out = decode.KernelFailsWith(syscall.EFAULT)
+		c.Out = decode.KernelFailsWith(syscall.EFAULT)
 		return nil
 	}
 	n := int(binary.LittleEndian.Uint16(hdr[16:18]))
 	if 24+32*n > 4096 {
-		c.out = decode.PassOutcome() // the kernel refuses it (ENOMEM) before it acts
+		c.Out = decode.PassOutcome() // the kernel refuses it (ENOMEM) before it acts
 		return nil
 	}
 	ops := []*policy.Op{src}
 	if n > 0 {
 		b, err := t.mem.readBytes(c.tk.tid, arg+24, 32*n)
 		if err != nil {
-			c.out = decode.KernelFailsWith(syscall.EFAULT)
+			c.Out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		for i := 0; i < n; i++ {
@@ -1155,15 +815,15 @@ func (t *tracer) dedupeOp(c *call, src *policy.Op) *policy.Op {
 			if fd < 0 || fd > math.MaxInt32 {
 				continue // the kernel fails this destination alone (EBADF)
 			}
-			p, ok := t.fdPath(c, policy.Path{Role: "target", Given: "dest_fd " + strconv.Itoa(int(fd))}, int32(fd))
+			p, ok := t.decoder(c).FdPath(policy.Path{Role: "target", Given: "dest_fd " + strconv.Itoa(int(fd))}, int32(fd))
 			if !ok {
-				if c.out.Failing() == syscall.EBADF {
-					c.out = decode.Outcome{} // per destination, as above
+				if c.Out.Failing() == syscall.EBADF {
+					c.Out = decode.Outcome{} // per destination, as above
 					continue
 				}
 				return nil
 			}
-			ops = append(ops, &policy.Op{Kind: syscalls.KindIoctl, Syscall: c.name, Ioctl: c.flags, Paths: []policy.Path{p}})
+			ops = append(ops, &policy.Op{Kind: syscalls.KindIoctl, Syscall: c.name, Ioctl: c.Flags, Paths: []policy.Path{p}})
 		}
 	}
 	return t.pol.Worst(ops, t.ledger)
@@ -1181,10 +841,10 @@ func (t *tracer) asyncOp(c *call, on bool) *policy.Op {
 	fd := t.regs.Int32Arg(0)
 	var st unix.Stat_t
 	if !on || fd < 0 || unix.Stat(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, fd), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
-		c.out = decode.PassOutcome() // off, a bad fd (the kernel answers), or no terminal
+		c.Out = decode.PassOutcome() // off, a bad fd (the kernel answers), or no terminal
 		return nil
 	}
-	p, ok := t.fdPath(c, policy.Path{Role: "path", Given: "fd " + strconv.Itoa(int(fd))}, fd)
+	p, ok := t.fdArgPath(c, fd)
 	if !ok {
 		return nil
 	}
@@ -1195,7 +855,7 @@ func (t *tracer) asyncOp(c *call, on bool) *policy.Op {
 // send it signals on the tree's behalf.
 func (t *tracer) ownerOp(c *call, pid int) *policy.Op {
 	if pid == 0 {
-		c.out = decode.PassOutcome() // clears the owner
+		c.Out = decode.PassOutcome() // clears the owner
 		return nil
 	}
 	return &policy.Op{Kind: syscalls.KindSignal, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
@@ -1209,19 +869,19 @@ func (t *tracer) decodeFcntl(c *call) *policy.Op {
 	case syscalls.FcntlSetFl:
 		fl := uint32(t.regs.Arg(2))
 		if fl&syscalls.OAsync == 0 {
-			c.out = decode.PassOutcome() // O_NONBLOCK and the like
+			c.Out = decode.PassOutcome() // O_NONBLOCK and the like
 			return nil
 		}
-		c.flags = "F_SETFL(O_ASYNC)"
+		c.Flags = "F_SETFL(O_ASYNC)"
 		return t.asyncOp(c, true)
 	case syscalls.FcntlSetOwn:
-		c.flags = "F_SETOWN"
+		c.Flags = "F_SETOWN"
 		return t.ownerOp(c, int(t.regs.Int32Arg(2)))
 	case syscalls.FcntlSetOwnEx:
-		c.flags = "F_SETOWN_EX"
+		c.Flags = "F_SETOWN_EX"
 		b, err := t.mem.readBytes(c.tk.tid, uintptr(t.regs.Arg(2)), 8)
 		if err != nil {
-			c.out = decode.KernelFailsWith(syscall.EFAULT)
+			c.Out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		typ, pid := int32(binary.LittleEndian.Uint32(b)), int(int32(binary.LittleEndian.Uint32(b[4:])))
@@ -1232,72 +892,17 @@ func (t *tracer) decodeFcntl(c *call) *policy.Op {
 	case syscalls.FcntlSetLease:
 		typ := uint32(t.regs.Arg(2)) // an int lease type: F_RDLCK, F_WRLCK, F_UNLCK
 		if typ == syscalls.FcntlUnlck {
-			c.out = decode.PassOutcome() // gives a lease up
+			c.Out = decode.PassOutcome() // gives a lease up
 			return nil
 		}
-		c.flags = "F_SETLEASE(" + syscalls.FormatLeaseType(typ) + ")"
-		return t.decodeFdMeta(c, 0, syscalls.KindLease)
+		c.Flags = "F_SETLEASE(" + syscalls.FormatLeaseType(typ) + ")"
+		return t.decoder(c).FdMeta(0, syscalls.KindLease)
 	case syscalls.FcntlSetDeleg:
-		c.flags = "F_SETDELEG"
+		c.Flags = "F_SETDELEG"
 		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 	}
-	c.out = decode.PassOutcome()
+	c.Out = decode.PassOutcome()
 	return nil
-}
-
-// decodeExec handles execve and execveat.
-func (t *tracer) decodeExec(c *call) *policy.Op {
-	pa := c.spec.Paths[0]
-	flags := t.flagsArg(c)
-	if c.spec.FlagsArg >= 0 {
-		c.flags = syscalls.FormatAtFlags(flags)
-	}
-	follow := flags&unix.AT_SYMLINK_NOFOLLOW == 0
-	p, ok := t.pathArg(c, pa, follow, flags&unix.AT_EMPTY_PATH != 0)
-	if !ok {
-		return nil
-	}
-	p.Role = "program"
-	if p.Deleted {
-		// A file with no name any more, reached through its fd
-		// (execveat(fd, "", AT_EMPTY_PATH), /proc/self/fd/N): a memfd
-		// or an unlinked file. The kernel runs it; no --allow-exec can
-		// name it, so it is denied like any other program not allowed,
-		// and reported.
-		return &policy.Op{Kind: syscalls.KindExec, Syscall: c.name, Paths: []policy.Path{p}}
-	}
-	if !p.Exists {
-		// execvp searching PATH: the kernel answers ENOENT, nothing to report.
-		c.out = decode.KernelFailsWith(syscall.ENOENT)
-		return nil
-	}
-	initial := c.tk.tid == t.rootPid && !t.rootExecDone
-	if c.tk.tgid == t.rootPid && t.rootExecDone && t.chainLeft {
-		// The root's first exec after the initial one is the start chain's
-		// or nothing: one chance, whatever it execs.
-		t.chainLeft = false
-		for _, x := range t.cfg.InitialChain {
-			if x == p.Resolved {
-				initial = true
-				c.tk.chainExec = true
-			}
-		}
-	}
-	return &policy.Op{Kind: syscalls.KindExec, Syscall: c.name, Paths: []policy.Path{p}, Initial: initial}
-}
-
-// procPid is the pid of a /proc/<pid>/... path (resolved: /proc/self has
-// become the caller's tgid).
-func procPid(res string) (int, bool) {
-	rest, ok := strings.CutPrefix(res, "/proc/")
-	if !ok {
-		return 0, false
-	}
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		rest = rest[:i]
-	}
-	pid, err := strconv.Atoi(rest)
-	return pid, err == nil && pid > 0
 }
 
 // pidInTree reports whether every process pid (as kill(2) reads it) reaches
@@ -1430,7 +1035,7 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 	case "tkill":
 		pid, sig = int(t.regs.Int32Arg(0)), int(t.regs.Int32Arg(1))
 		if pid <= 0 {
-			c.out = decode.KernelFailsWith(syscall.EINVAL)
+			c.Out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 	case "tgkill", "rt_tgsigqueueinfo":
@@ -1439,7 +1044,7 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 			pid = tg
 		}
 		if pid <= 0 {
-			c.out = decode.KernelFailsWith(syscall.EINVAL)
+			c.Out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 	case "rt_sigqueueinfo":
@@ -1448,7 +1053,7 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 		sig = int(t.regs.Int32Arg(1))
 		p, errno, why := pidfdPid(c.tk.tid, t.regs.Int32Arg(0))
 		if errno != 0 {
-			c.out = decode.KernelFailsWith(errno)
+			c.Out = decode.KernelFailsWith(errno)
 			if why != "" {
 				// Fail closed, reported: the fd names a process
 				// tracecell cannot put a pid on.
@@ -1456,7 +1061,7 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 				if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", c.tk.tid, t.regs.Int32Arg(0))); err == nil {
 					p.Resolved = l
 				}
-				c.out = decode.FailClosedWith(errno, why, p)
+				c.Out = decode.FailClosedWith(errno, why, p)
 			}
 			return nil
 		}
@@ -1464,21 +1069,21 @@ func (t *tracer) decodeSignal(c *call) *policy.Op {
 	case "pidfd_open":
 		pid = int(t.regs.Int32Arg(0))
 		if pid <= 0 {
-			c.out = decode.KernelFailsWith(syscall.EINVAL)
+			c.Out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 	default:
 		pid = int(t.regs.Int32Arg(c.spec.PidArg))
 	}
-	c.sig = sig
+	c.Sig = sig
 	op := &policy.Op{Kind: syscalls.KindSignal, Syscall: c.name, TargetPid: pid, TargetInTree: t.pidInTree(pid)}
 	if !op.TargetInTree && pidGone(pid) {
-		c.out = decode.KernelFailsWith(syscall.ESRCH)
+		c.Out = decode.KernelFailsWith(syscall.ESRCH)
 		return nil
 	}
 	if sig == 0 && c.name != "pidfd_open" && pid != -1 {
 		// Signal 0 only asks whether the process exists.
-		c.out = decode.PassOutcome()
+		c.Out = decode.PassOutcome()
 	}
 	return op
 }
@@ -1583,7 +1188,7 @@ func statusField(b []byte, key string) string {
 func (t *tracer) decodeProcess(c *call) *policy.Op {
 	op := t.processOp(c)
 	if op != nil && !op.TargetInTree && pidGone(op.TargetPid) {
-		c.out = decode.KernelFailsWith(syscall.ESRCH)
+		c.Out = decode.KernelFailsWith(syscall.ESRCH)
 		return nil
 	}
 	return op
@@ -1611,7 +1216,7 @@ func (t *tracer) processOp(c *call) *policy.Op {
 	case "prlimit64":
 		pid := int(t.regs.Int32Arg(0))
 		if t.regs.Arg(2) == 0 {
-			c.out = decode.PassOutcome() // only reads the limits
+			c.Out = decode.PassOutcome() // only reads the limits
 		}
 		op.TargetPid, op.TargetInTree = pid, pid == 0 || t.pidInTree(pid)
 	default:
@@ -1619,24 +1224,6 @@ func (t *tracer) processOp(c *call) *policy.Op {
 		op.TargetPid, op.TargetInTree = pid, pid == 0 || t.pidInTree(pid)
 	}
 	return op
-}
-
-func (t *tracer) decodeClone(c *call) *policy.Op {
-	var flags uint64
-	if c.name == "clone" {
-		flags = t.regs.Arg(0)
-		c.flags = syscalls.FormatCloneFlags(flags)
-		if flags&syscalls.CloneForbiddenMask != 0 {
-			return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
-		}
-	}
-	if flags&unix.CLONE_THREAD == 0 && t.cfg.MaxProcs > 0 && len(t.procs) >= t.cfg.MaxProcs {
-		c.out = decode.LimitWith(policy.Decision{Rule: "max-procs", Errno: syscall.EAGAIN,
-			Reason: fmt.Sprintf("the tree already has %d processes (--max-procs %d)", len(t.procs), t.cfg.MaxProcs)})
-		return &policy.Op{Kind: syscalls.KindProcess, Syscall: c.name}
-	}
-	c.out = decode.PassOutcome()
-	return nil
 }
 
 // sockaddr families.
@@ -1656,7 +1243,7 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	case "setsockopt":
 		level, name := t.regs.Int32Arg(1), t.regs.Int32Arg(2)
 		if !syscalls.SourceRoute(level, name, false) || t.regs.Arg(4) == 0 {
-			c.out = decode.PassOutcome() // another level's option, or options cleared
+			c.Out = decode.PassOutcome() // another level's option, or options cleared
 			return nil
 		}
 		return sourceRouteOp(c, level)
@@ -1680,7 +1267,7 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	case "sendmsg", "sendmmsg":
 		msgs, bad, why, err := t.readMsgs(c)
 		if err != nil {
-			c.out = decode.KernelFailsWith(errnoOf(err, syscall.EFAULT))
+			c.Out = decode.KernelFailsWith(errnoOf(err, syscall.EFAULT))
 			return nil
 		}
 		if c.name == "sendmsg" && c.frozen {
@@ -1714,14 +1301,14 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 			op = t.sockaddrOp(c, kind, uintptr(a.ptr), int(a.n), a.arg, a.raw)
 		}
 		if a.rewritten != "" {
-			c.out, c.relookup = decode.Outcome{}, false
+			c.Out, c.Relookup = decode.Outcome{}, false
 			if op == nil {
 				op = &policy.Op{Kind: kind, Syscall: c.name}
 			}
 			op.Rewritten = a.rewritten
 			return op
 		}
-		if c.out.Fails() {
+		if c.Out.Fails() {
 			return nil
 		}
 		if op == nil {
@@ -1740,7 +1327,7 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	if worst := t.pol.Worst(ops, t.ledger); worst != nil {
 		return worst
 	}
-	c.out = decode.PassOutcome()
+	c.Out = decode.PassOutcome()
 	return &policy.Op{Kind: kind, Syscall: c.name}
 }
 
@@ -1763,7 +1350,7 @@ func sourceRouteOp(c *call, level int32) *policy.Op {
 // freeze, pathpage.go). nil means nothing to check.
 func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, arg int, raw []byte) *policy.Op {
 	if n < 2 {
-		c.out = decode.KernelFailsWith(syscall.EINVAL)
+		c.Out = decode.KernelFailsWith(syscall.EINVAL)
 		return nil
 	}
 	if n > 128 { // sizeof(struct sockaddr_storage)
@@ -1773,7 +1360,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 	if b == nil {
 		var err error
 		if b, err = t.mem.readBytes(c.tk.tid, addr, n); err != nil {
-			c.out = decode.KernelFailsWith(syscall.EFAULT)
+			c.Out = decode.KernelFailsWith(syscall.EFAULT)
 			return nil
 		}
 		if arg >= 0 && c.frozen {
@@ -1781,7 +1368,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		}
 	}
 	if len(b) < n {
-		c.out = decode.KernelFailsWith(syscall.EFAULT)
+		c.Out = decode.KernelFailsWith(syscall.EFAULT)
 		return nil
 	}
 	fam := int(binary.LittleEndian.Uint16(b))
@@ -1801,7 +1388,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		}
 	case afInet:
 		if n < 8 {
-			c.out = decode.KernelFailsWith(syscall.EINVAL)
+			c.Out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 		op.Family = "inet"
@@ -1809,7 +1396,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		op.Addr = net.IP(b[4:8]).String()
 	case afInet6:
 		if n < 24 {
-			c.out = decode.KernelFailsWith(syscall.EINVAL)
+			c.Out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 		op.Family = "inet6"
@@ -1825,7 +1412,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 			// unix_stream_connect and unix_dgram_sendmsg wait for room
 			// in the peer's queue (unix_wait_for_peer, interruptible),
 			// then "goto restart": the name is resolved again.
-			c.relookup = true
+			c.Relookup = true
 		}
 		if sp[0] == 0 {
 			op.Abstract = true
@@ -1838,7 +1425,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		op.Addr = string(sp)
 		// connect follows a symlink to the socket; bind creates the
 		// last component and does not.
-		p, ok := t.pathArgBytes(c, sp, kind != syscalls.KindBind)
+		p, ok := t.decoder(c).PathArgBytes(sp, kind != syscalls.KindBind)
 		if !ok {
 			return nil
 		}
@@ -1851,7 +1438,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		// fail EINVAL.
 		op.Family = "netlink"
 		if n < 12 {
-			c.out = decode.KernelFailsWith(syscall.EINVAL)
+			c.Out = decode.KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 		op.Port = int(binary.LittleEndian.Uint32(b[4:]))
@@ -1869,26 +1456,6 @@ func indexNul(b []byte) int {
 		}
 	}
 	return -1
-}
-
-// pathArgBytes resolves a path that is not a syscall argument (an AF_UNIX
-// socket path) against the thread's cwd.
-func (t *tracer) pathArgBytes(c *call, given []byte, follow bool) (policy.Path, bool) {
-	p := policy.Path{Role: "path", Given: string(given)}
-	base := "/"
-	if len(given) > 0 && given[0] != '/' {
-		b, _, err := t.base(c, unix.AT_FDCWD, false)
-		if err != nil {
-			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EBADF) {
-				err = syscall.ENOENT
-			}
-			baseFail(c, p, err)
-			return p, false
-		}
-		base = b
-		p.Base = b
-	}
-	return t.resolved(c, p, base, given, follow)
 }
 
 // kernelFails returns the errno the kernel fails a denied file system call
@@ -1927,7 +1494,7 @@ func (t *tracer) kernelFails(c *call, op *policy.Op) syscall.Errno {
 	}
 	p0 := &op.Paths[0]
 	if h == syscalls.HOpen {
-		flags := c.openFlags
+		flags := c.OpenFlags
 		switch {
 		case flags&unix.O_TMPFILE == unix.O_TMPFILE:
 			return 0

@@ -1,0 +1,142 @@
+package decode
+
+import (
+	"github.com/tracecell/tracecell/arch"
+	"github.com/tracecell/tracecell/pathres"
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// Memory reads the stopped task's memory.
+type Memory interface {
+	// ReadBytes reads exactly n bytes at addr: EFAULT for memory that
+	// cannot be read.
+	ReadBytes(addr uintptr, n int) ([]byte, error)
+	// ReadArgString reads the NUL-terminated string (without its NUL) at
+	// addr, which argument arg of the call points to: a path or a name
+	// the kernel reads too. EFAULT for memory that cannot be read,
+	// ENAMETOOLONG when no NUL comes within PATH_MAX bytes: the kernel
+	// fails the call the same way. The tracer's implementation makes the
+	// copies the kernel is to read instead (its path page); an error that
+	// is no errno there fails the call with EFAULT, and the tracer decides
+	// it again.
+	ReadArgString(arg int, addr uintptr) ([]byte, error)
+}
+
+// Paths resolves what the stopped task's paths and fds name.
+type Paths interface {
+	// Base is the directory a relative path of the task starts from: the
+	// target of dirfd (when hasDirfd and dirfd is not AT_FDCWD) or the
+	// task's cwd. A *BaseError is a directory tracecell cannot name by a
+	// path the walk may start from (fail closed); an errno fails the
+	// call as the kernel would (EBADF for a bad dirfd, ENOTDIR).
+	Base(dirfd int32, hasDirfd bool) (string, error)
+	// Resolve walks given from base as the kernel would (pathres), the
+	// last component followed when follow is set.
+	Resolve(base string, given []byte, follow bool) (pathres.Result, error)
+	// ResolveFd resolves what the task's fd refers to (pathres.ResolveFd).
+	ResolveFd(fd int32) (pathres.Result, error)
+	// MayKnow reports whether the policy lets the tree know what exists
+	// at resolved (policy.Policy.MayKnow).
+	MayKnow(resolved string) bool
+}
+
+// Tree is what decoding asks of the traced tree.
+type Tree interface {
+	// PidInTree reports whether every process pid (as kill(2) reads it)
+	// reaches is in the traced tree.
+	PidInTree(pid int) bool
+	// OwnsPty reports whether the pty slave path is one the tree made.
+	OwnsPty(path string) bool
+	// InitialExec returns the program of the command's start, ok when the
+	// stopped call is the root's initial exec (tracecell's own start code
+	// runs it, whose memory is not read).
+	InitialExec() (path string, ok bool)
+	// ChainExec reports whether an exec of resolved is the start chain's
+	// (Config.InitialChain): asked once, for the root's first exec after
+	// the initial one.
+	ChainExec(resolved string) bool
+	// Procs returns the number of processes of the tree and the most it
+	// may have (0: no limit).
+	Procs() (n, max int)
+}
+
+// Env is everything decoding reads besides the registers.
+type Env interface {
+	Memory
+	Paths
+	Tree
+}
+
+// Input is one stopped call as decoding sees it.
+type Input struct {
+	// Name is the syscall's name in the ABI's table.
+	Name string
+	// Spec says how its arguments are decoded.
+	Spec *syscalls.Spec
+	// Regs are the task's registers at the stop (the ABI's layout).
+	Regs *arch.Regs
+	// Env reads the rest.
+	Env Env
+}
+
+// Result is what decoding finds besides the operation.
+type Result struct {
+	// Out is the outcome: decide, pass, fail, fail closed or limit.
+	Out Outcome
+	// Flags are the decoded flags, for reports.
+	Flags string
+	// OpenFlags are an open's flags (HasOpenFlags), formatted into Flags
+	// only when an event is recorded (opens are the hot path).
+	OpenFlags    uint64
+	HasOpenFlags bool
+	// Sig is the signal number of a signal call.
+	Sig int
+	// Relookup: the kernel may look the call's name up again after an
+	// interruptible sleep (an AF_UNIX connect or send to a full queue).
+	Relookup bool
+	// Ops, when set, are the operations of a call that acts on several
+	// objects (sendmmsg's addresses, FIDEDUPERANGE's files): the decide
+	// stage picks the one that decides it (policy.Policy.Worst).
+	Ops []*policy.Op
+}
+
+// Decoder decodes one call into its Result.
+type Decoder struct {
+	Input
+	*Result
+}
+
+// New returns the decoder of in, writing into r.
+func New(in Input, r *Result) *Decoder { return &Decoder{Input: in, Result: r} }
+
+// Decode decodes the call families this package holds. ok is false for a
+// handler it does not (the tracer decodes those itself).
+func (d *Decoder) Decode() (op *policy.Op, ok bool) {
+	switch d.Spec.Handler {
+	case syscalls.HOpen:
+		return d.open(), true
+	case syscalls.HPath:
+		return d.paths(), true
+	case syscalls.HFdMeta:
+		return d.FdMeta(d.Spec.FdArg, d.Spec.Kind), true
+	case syscalls.HExec:
+		return d.exec(), true
+	case syscalls.HClone:
+		return d.clone(), true
+	case syscalls.HProcMem:
+		return d.procMem(), true
+	case syscalls.HForbidden:
+		return d.forbidden(), true
+	}
+	return nil, false
+}
+
+// flagsArg is the call's int flags argument (low 32 bits, as the kernel
+// reads it), 0 when the call has none.
+func (d *Decoder) flagsArg() uint64 {
+	if d.Spec.FlagsArg < 0 {
+		return 0
+	}
+	return uint64(uint32(d.Regs.Arg(d.Spec.FlagsArg)))
+}

@@ -1,0 +1,114 @@
+package tracer
+
+import (
+	"errors"
+
+	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/pathres"
+	"github.com/tracecell/tracecell/policy"
+)
+
+// decEnv is what the decode stage reads of a stopped call (decode.Env):
+// the task's memory, with the copies the path page needs as it is read,
+// its paths and fds, and the tree.
+//
+// Precondition: c's task is in its seccomp stop.
+type decEnv struct {
+	// t is the tracer, for its tree, policy and memory reader.
+	t *tracer
+	// c is the call decoded; its copy state is kept as the memory is read.
+	c *call
+}
+
+// errCopyFailed: a copyable call's path could not be written to its path
+// page slot; the call is decided again, frozen (call.copyFail).
+var errCopyFailed = errors.New("path not copied to the path page")
+
+// decoder returns the decode stage of c, writing into c's Result.
+func (t *tracer) decoder(c *call) *decode.Decoder {
+	return decode.New(decode.Input{Name: c.name, Spec: c.spec, Regs: t.regs, Env: decEnv{t, c}}, &c.Result)
+}
+
+func (e decEnv) ReadBytes(addr uintptr, n int) ([]byte, error) {
+	return e.t.mem.readBytes(e.c.tk.tid, addr, n)
+}
+
+// ReadArgString reads the string and copies it where the kernel will read
+// it instead: the path page slot of a copied call (copyPath), or one of a
+// frozen call (copyPathArg).
+func (e decEnv) ReadArgString(arg int, addr uintptr) ([]byte, error) {
+	t, c := e.t, e.c
+	s, err := t.mem.readString(c.tk.tid, addr)
+	if err != nil {
+		return nil, err
+	}
+	if c.copying && arg == c.copyArg {
+		// The kernel will read these very bytes (pathpage.go).
+		if !t.copyPath(c, s) {
+			c.copyFail = true
+			return nil, errCopyFailed
+		}
+		c.copied = true
+	}
+	// A frozen call: the kernel reads a copy of these very bytes
+	// too (copy and freeze, pathpage.go).
+	t.copyPathArg(c, arg, uint64(addr), s)
+	return s, nil
+}
+
+func (e decEnv) Base(dirfd int32, hasDirfd bool) (string, error) {
+	return e.t.base(e.c, dirfd, hasDirfd)
+}
+
+// Resolve walks with the walk cache (dirCache) and notes a resolution a
+// copied call cannot rely on (uncopyable): the call is then decided again,
+// frozen.
+func (e decEnv) Resolve(base string, given []byte, follow bool) (pathres.Result, error) {
+	r, err := resolvePath(pathres.Task{Tgid: e.c.tk.tgid, Tid: e.c.tk.tid}, base, given, follow, e.t.dirCache())
+	if e.c.copying && err == nil && uncopyable(e.c, r) {
+		e.c.copyUnsafe = true
+	}
+	return r, err
+}
+
+func (e decEnv) ResolveFd(fd int32) (pathres.Result, error) {
+	return pathres.ResolveFd(pathres.Task{Tgid: e.c.tk.tgid, Tid: e.c.tk.tid}, int(fd))
+}
+
+func (e decEnv) MayKnow(resolved string) bool { return e.t.pol.MayKnow(resolved) }
+
+func (e decEnv) PidInTree(pid int) bool { return e.t.pidInTree(pid) }
+
+func (e decEnv) OwnsPty(path string) bool { return e.t.ptys.owns(path) }
+
+func (e decEnv) InitialExec() (string, bool) {
+	return e.t.cfg.Path, e.c.tk.tid == e.t.rootPid && !e.t.rootExecDone
+}
+
+// ChainExec answers once, for the root's first exec after the initial one,
+// and marks the task's exec as the chain's (events.go).
+func (e decEnv) ChainExec(resolved string) bool {
+	t, tk := e.t, e.c.tk
+	if tk.tgid != t.rootPid || !t.rootExecDone || !t.chainLeft {
+		return false
+	}
+	t.chainLeft = false
+	chain := false
+	for _, x := range t.cfg.InitialChain {
+		if x == resolved {
+			chain = true
+			tk.chainExec = true
+		}
+	}
+	return chain
+}
+
+func (e decEnv) Procs() (n, max int) { return len(e.t.procs), e.t.cfg.MaxProcs }
+
+// decEnv is the decode stage's Env.
+var _ decode.Env = decEnv{}
+
+// fdArgPath is decode.Decoder.FdArgPath for c.
+func (t *tracer) fdArgPath(c *call, fd int32) (policy.Path, bool) {
+	return t.decoder(c).FdArgPath(fd)
+}
