@@ -76,6 +76,8 @@ type Input struct {
 	Spec *syscalls.Spec
 	// Regs are the task's registers at the stop (the ABI's layout).
 	Regs *arch.Regs
+	// Table is the ABI's system call table (its open flag values).
+	Table *syscalls.Table
 	// Env reads the rest.
 	Env Env
 }

@@ -21,8 +21,10 @@ func (d *Decoder) open() *policy.Op {
 		flags = unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC
 	}
 	d.OpenFlags, d.HasOpenFlags = flags, true
-	tmpfile := flags&unix.O_TMPFILE == unix.O_TMPFILE
-	follow := flags&unix.O_NOFOLLOW == 0 && flags&(unix.O_CREAT|unix.O_EXCL) != unix.O_CREAT|unix.O_EXCL
+	// O_TMPFILE and O_NOFOLLOW differ between the ABIs (Table.Open).
+	tmp := syscalls.OTmpBit | d.Table.Open.Directory
+	tmpfile := flags&tmp == tmp
+	follow := d.Table.OpenFollows(flags)
 	p, ok := d.PathArg(pa, follow || tmpfile, false)
 	if !ok {
 		return nil

@@ -26,7 +26,7 @@ var errCopyFailed = errors.New("path not copied to the path page")
 
 // decoder returns the decode stage of c, writing into c's Result.
 func (t *tracer) decoder(c *call) *decode.Decoder {
-	return decode.New(decode.Input{Name: c.name, Spec: c.spec, Regs: t.regs, Env: decEnv{t, c}}, &c.Result)
+	return decode.New(decode.Input{Name: c.name, Spec: c.spec, Regs: t.regs, Table: t.table, Env: decEnv{t, c}}, &c.Result)
 }
 
 func (e decEnv) ReadBytes(addr uintptr, n int) ([]byte, error) {
