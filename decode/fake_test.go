@@ -160,13 +160,13 @@ type tcase struct {
 	// env changes the fake before the call.
 	env func(e *fakeEnv)
 
-	want     Verdict
-	errno    syscall.Errno
-	kind     syscalls.Kind // 0: no operation expected
-	paths    []wantPath
-	flags    string
-	follows  []bool // every Resolve's follow, when set
-	check    func(t *testing.T, op *policy.Op, r *Result, e *fakeEnv)
+	want    Verdict
+	errno   syscall.Errno
+	kind    syscalls.Kind // 0: no operation expected
+	paths   []wantPath
+	flags   string
+	follows []bool // every Resolve's follow, when set
+	check   func(t *testing.T, op *policy.Op, r *Result, e *fakeEnv)
 }
 
 // wantPath is what a decoded path must hold.
