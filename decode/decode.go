@@ -98,8 +98,9 @@ type Result struct {
 	// interruptible sleep (an AF_UNIX connect or send to a full queue).
 	Relookup bool
 	// Ops, when set, are the operations of a call that acts on several
-	// objects (sendmmsg's addresses, FIDEDUPERANGE's files): the decide
-	// stage picks the one that decides it (policy.Policy.Worst).
+	// objects (sendmmsg's addresses, FIDEDUPERANGE's files), the first of
+	// them returned as the operation: the decide stage picks the one that
+	// decides the call (policy.Policy.Worst). Decoding never decides.
 	Ops []*policy.Op
 }
 

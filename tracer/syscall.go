@@ -61,222 +61,6 @@ type call struct {
 	spans    []span
 }
 
-// seccompStop answers a PTRACE_EVENT_SECCOMP stop.
-func (t *tracer) seccompStop(tk *task) error {
-	tid := tk.tid
-	if err := t.readRegs(tid); err != nil {
-		if err == unix.ESRCH {
-			return nil // killed meanwhile; wait4 reports it
-		}
-		return err
-	}
-	nr := t.regs.Nr()
-	if t.x32Call(nr) {
-		return t.foreignStop(tk, nr)
-	}
-	if nr == t.probeNr && uint32(t.regs.Arg(2)) == probeMagic && tk.tgid == t.rootPid && !t.rootExecDone {
-		return t.probe(tk)
-	}
-	// A call noted for its syscall exit is over by now (ptyDone reads the
-	// memory it named: never for another call).
-	tk.ptyPending = false
-	c := &call{tk: tk, nr: nr, name: t.table.Name(nr)}
-	spec, ok := syscalls.Lookup(c.name)
-	if !ok {
-		// Our filter traps only calls the tables describe; this stop came
-		// from a filter the program installed itself (SECCOMP_RET_TRACE):
-		// nothing for us to check.
-		return t.resume(tid, 0)
-	}
-	c.spec = spec
-	// Another task of the tree could change what the call's arguments name
-	// between this check and the kernel's use: copy its path where no task
-	// can write (pathpage.go), or stop them all before the arguments are
-	// read (freeze.go).
-	var fr *freezer
-	hasPage := false // the process has the path page (for a frozen call's copies)
-	if t.needsFreeze(c) {
-		// A copyable call runs on its copy without a freeze; any other
-		// call that reads memory runs frozen on copies of it, which an
-		// exit of a task the freeze cannot hold cannot write (copy and
-		// freeze, pathpage.go).
-		pa, ok := t.copyArg(c)
-		if (ok || frozenCopies(c)) && t.pageUsable() {
-			switch p := t.procs[tk.tgid]; {
-			case p == nil || t.dying.Load():
-			case p.page == pageUnknown && t.ownFilter(tk.tid):
-				p.page = pageNone // the injected mmap could meet the program's filter
-			case p.page == pageUnknown:
-				return t.mapPage(tk, p) // the call comes back when it is mapped
-			case p.page == pageInherited && !pageReadOnly(tk.tid):
-				p.page = pageNone
-			case p.page == pageInherited, p.page == pageMapped:
-				p.page = pageMapped
-				hasPage = true
-				if !ok {
-					break
-				}
-				if i := t.takeSlot(); i >= 0 {
-					c.copying, c.slot, c.copyArg = true, i, pa.Arg
-				}
-			}
-		}
-		if !c.copying {
-			f, done, err := t.freezeCaller(tk)
-			if done {
-				return err
-			}
-			fr = f
-			c.frozen, c.fcopy = true, hasPage
-			if frozenCopies(c) || c.name == "sendmmsg" {
-				c.mmShared = t.mmSharedWhy(tk)
-			}
-		}
-	}
-	op := t.decode(c)
-	if c.copyFail || c.copyUnsafe {
-		// The page could not be written, or the path is one only a
-		// freeze keeps from changing (uncopyable): decide the call
-		// again, frozen.
-		t.putSlot(c.slot)
-		c = &call{tk: tk, nr: nr, name: c.name, spec: spec}
-		f, done, err := t.freezeCaller(tk)
-		if done {
-			return err
-		}
-		fr = f
-		if p := t.procs[tk.tgid]; p != nil && p.page == pageMapped {
-			hasPage = true
-		}
-		c.frozen, c.fcopy = true, hasPage
-		c.mmShared = t.mmSharedWhy(tk) // a copyable call: frozenCopies
-		op = t.decode(c)
-	}
-	if c.uncopied && !c.Out.Fails() && c.Out.Verdict != decode.Limit && !t.audit && !t.cfg.NoPathPage {
-		// Some checked memory could not be copied: the call may run on
-		// its own memory only where no exit can write it; otherwise a
-		// call the policy would allow is denied (below). Judged now,
-		// with the tree frozen. (Not with Config.NoPathPage: the freeze
-		// alone was asked for; the README names the gap.)
-		if why := t.exitWritable(c, c.spans); why != "" {
-			if op == nil {
-				op = &policy.Op{Kind: spec.Kind, Syscall: c.name}
-			}
-			c.exitDeny = &policy.Decision{Rule: policy.RuleKernelRewritten, Errno: syscall.EACCES,
-				Reason: fmt.Sprintf("tracecell could not copy the memory %s reads where the program cannot write it (%s), and %s: a task killed while the tree is stopped could change it after the check (its exit writes clear_child_tid and robust futexes), so the call is denied to be safe", c.name, c.noCopy, why)}
-		}
-	}
-	if fr != nil {
-		fr.relookup = c.Relookup
-		if spec.Handler == syscalls.HFutex {
-			fr.blockAfter, fr.noPaths = futexBlocked, true
-		}
-	}
-	if op != nil && movesDirs(op) {
-		// Decided or not, the walks after this one must not trust where
-		// directories were (pathres.DirCache), nor what a cwd is called.
-		t.forgetDirs()
-	}
-	t.counts.Checked++
-	switch {
-	case c.Out.Fails() && c.Out.Why != "":
-		// Fail closed, and say so: a blocked action is always reported.
-		ev := t.newEvent(c, op, policy.Decision{Rule: "unresolvable-path", Reason: c.Out.Why, Errno: c.Out.Errno})
-		if len(ev.Paths) == 0 {
-			ev.Paths = []policy.Path{c.Out.Path}
-		}
-		if ev.Kind == 0 {
-			ev.Kind = spec.Kind
-		}
-		if t.audit {
-			ev.Decision, ev.Errno = report.Audit, ""
-			ev.Reason = strings.Replace(ev.Reason, "so the call is denied to be safe", "which enforce mode denies to be safe", 1)
-			t.record(ev, true)
-			return t.release(c, fr, true)
-		}
-		t.record(ev, false)
-		if err := t.deny(tid, c.Out.Errno); err != nil {
-			return err
-		}
-		return t.release(c, fr, false)
-	case c.Out.Fails():
-		// The kernel would fail this call the same way before touching
-		// anything (a missing directory, a bad fd or pointer): not a denial.
-		t.counts.Failed++
-		if err := t.deny(tid, c.Out.Errno); err != nil {
-			return err
-		}
-		return t.release(c, fr, false)
-	case c.Out.Verdict == decode.Pass && c.exitDeny == nil:
-		if t.cfg.TraceAll && op != nil {
-			t.record(t.newEvent(c, op, policy.Decision{Allow: true}), true)
-		}
-		t.counts.Allowed++
-		return t.release(c, fr, true)
-	}
-	var d policy.Decision
-	switch {
-	case c.Out.Verdict == decode.Limit:
-		d = *c.Out.Decision
-	case c.Out.Verdict == decode.Pass: // harmless but for memory an exit could write (exitDeny)
-		d = *c.exitDeny
-	default:
-		d = t.pol.Decide(op, t.ledger)
-		if d.Allow && c.exitDeny != nil {
-			d = *c.exitDeny
-		}
-	}
-	if d.Allow {
-		t.counts.Allowed++
-		t.scratchStarts(c, op, d)
-		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
-			tk.approvedExec = op.Paths[0].Resolved
-			tk.initialExec = op.Initial
-		}
-		if spec.Handler == syscalls.HSocket {
-			t.bindStarts(c, op)
-		}
-		if t.cfg.TraceAll {
-			t.record(t.newEvent(c, op, d), true)
-		}
-		return t.release(c, fr, true)
-	}
-	if e := t.kernelFails(c, op); e != 0 && c.Out.Verdict != decode.Limit {
-		// The kernel fails this call before it can change anything
-		// (EEXIST, ENOENT): its answer, not a denial. Given by the tracer
-		// without running the call, so that no race can make it succeed.
-		t.counts.Failed++
-		if t.audit {
-			return t.release(c, fr, true) // the kernel answers the same
-		}
-		if err := t.deny(tid, e); err != nil {
-			return err
-		}
-		return t.release(c, fr, false)
-	}
-	ev := t.newEvent(c, op, d)
-	if t.audit && c.Out.Verdict != decode.Limit {
-		ev.Decision = report.Audit
-		t.record(ev, true)
-		if spec.Handler == syscalls.HExec && len(op.Paths) > 0 {
-			tk.approvedExec = op.Paths[0].Resolved
-		}
-		t.scratchStarts(c, op, d)
-		// No freeze in audit mode (needsFreeze), but a decision always
-		// leaves through release: a frozen tree is never left stopped.
-		return t.release(c, fr, true)
-	}
-	t.record(ev, false)
-	errno := d.Errno
-	if errno == 0 {
-		errno = syscall.EACCES
-	}
-	if err := t.deny(tid, errno); err != nil {
-		return err
-	}
-	return t.release(c, fr, false)
-}
-
 // freezeCaller freezes the tree for tk's call (freeze.go). done says that
 // the stop is over and err is seccompStop's answer: the freeze failed, or
 // tk was killed while the tree was being frozen.
@@ -826,7 +610,9 @@ func (t *tracer) dedupeOp(c *call, src *policy.Op) *policy.Op {
 			ops = append(ops, &policy.Op{Kind: syscalls.KindIoctl, Syscall: c.name, Ioctl: c.Flags, Paths: []policy.Path{p}})
 		}
 	}
-	return t.pol.Worst(ops, t.ledger)
+	// The policy picks the destination that decides the call (decodeOp).
+	c.Ops = ops
+	return src
 }
 
 // asyncOp checks signal-driven I/O going on for the fd in argument 0 (fcntl F_SETFL with O_ASYNC, ioctl FIOASYNC). On most files
@@ -1324,8 +1110,10 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 		}
 		ops = append(ops, op)
 	}
-	if worst := t.pol.Worst(ops, t.ledger); worst != nil {
-		return worst
+	if len(ops) > 0 {
+		// The policy picks the address that decides the call (decodeOp).
+		c.Ops = ops
+		return ops[0]
 	}
 	c.Out = decode.PassOutcome()
 	return &policy.Op{Kind: kind, Syscall: c.name}
