@@ -1,6 +1,8 @@
 package decode
 
 import (
+	"syscall"
+
 	"github.com/tracecell/tracecell/arch"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
@@ -36,6 +38,14 @@ type Paths interface {
 	Resolve(base string, given []byte, follow bool) (pathres.Result, error)
 	// ResolveFd resolves what the task's fd refers to (pathres.ResolveFd).
 	ResolveFd(fd int32) (pathres.Result, error)
+	// CharDev is the device fd refers to when it is a character device
+	// (fstat through /proc/<tid>/fd/N follows the fd, whatever path it
+	// was opened by); false for a negative or bad fd and any other file.
+	CharDev(fd int32) (DevID, bool)
+	// FdLink is the text of the /proc/<tid>/fd/N link of fd.
+	FdLink(fd int32) (string, bool)
+	// Lstat reports whether resolved exists, and is a directory.
+	Lstat(resolved string) (exists, isDir bool)
 	// MayKnow reports whether the policy lets the tree know what exists
 	// at resolved (policy.Policy.MayKnow).
 	MayKnow(resolved string) bool
@@ -59,7 +69,27 @@ type Tree interface {
 	// Procs returns the number of processes of the tree and the most it
 	// may have (0: no limit).
 	Procs() (n, max int)
+	// PgrpInTree reports whether process group g is the tree's.
+	PgrpInTree(g int) bool
+	// PidGone reports whether no process or thread pid exists (the
+	// kernel answers ESRCH).
+	PidGone(pid int) bool
+	// PidfdPid finds the process fd names as the target of
+	// pidfd_send_signal: a pidfd or a /proc/<pid> directory. A non-zero
+	// errno fails the call; with why set, closed (reported).
+	PidfdPid(fd int32) (pid int, errno syscall.Errno, why string)
+	// StdioTTY reports whether dev is one of tracecell's own terminals
+	// (the command's stdio).
+	StdioTTY(dev DevID) bool
+	// AsyncOwn reports whether signal-driven I/O on the character device
+	// dev, reached as resolved, can signal only the tree (a pty master,
+	// or a slave the tree made).
+	AsyncOwn(resolved string, dev DevID) bool
 }
+
+// DevID is a character device as fstat names it: the device of its node
+// and the device it is.
+type DevID struct{ Dev, Rdev uint64 }
 
 // Env is everything decoding reads besides the registers.
 type Env interface {
@@ -97,6 +127,9 @@ type Result struct {
 	// Relookup: the kernel may look the call's name up again after an
 	// interruptible sleep (an AF_UNIX connect or send to a full queue).
 	Relookup bool
+	// FollowPty: the call is a TIOCGPTN whose result the tracer reads at
+	// its syscall exit (a pty the tree made).
+	FollowPty bool
 	// Ops, when set, are the operations of a call that acts on several
 	// objects (sendmmsg's addresses, FIDEDUPERANGE's files), the first of
 	// them returned as the operation: the decide stage picks the one that
@@ -131,6 +164,14 @@ func (d *Decoder) Decode() (op *policy.Op, ok bool) {
 		return d.procMem(), true
 	case syscalls.HForbidden:
 		return d.forbidden(), true
+	case syscalls.HIoctl:
+		return d.ioctl(), true
+	case syscalls.HFcntl:
+		return d.fcntl(), true
+	case syscalls.HSignal:
+		return d.signal(), true
+	case syscalls.HProcess:
+		return d.process(), true
 	}
 	return nil, false
 }

@@ -45,6 +45,12 @@ type fakeEnv struct {
 	initial string // the root's initial exec, when the call is it
 	chain   map[string]bool
 	procs   [2]int
+	pgrps   map[int]bool
+	gone    map[int]bool
+	pidfds  map[int32]pidfd
+	chr     map[int32]DevID // character device fds
+	stdio   map[DevID]bool
+	async   map[string]bool
 
 	strArgs []int  // arguments read as strings, in order
 	follows []bool // follow of every Resolve
@@ -139,7 +145,37 @@ func (e *fakeEnv) InitialExec() (string, bool)  { return e.initial, e.initial !=
 func (e *fakeEnv) ChainExec(resolved string) bool {
 	return e.chain[resolved]
 }
-func (e *fakeEnv) Procs() (n, max int) { return e.procs[0], e.procs[1] }
+func (e *fakeEnv) Procs() (n, max int)   { return e.procs[0], e.procs[1] }
+func (e *fakeEnv) PgrpInTree(g int) bool { return e.pgrps[g] }
+func (e *fakeEnv) PidGone(pid int) bool  { return e.gone[pid] }
+func (e *fakeEnv) PidfdPid(fd int32) (int, syscall.Errno, string) {
+	p, ok := e.pidfds[fd]
+	if !ok {
+		return 0, syscall.EBADF, ""
+	}
+	return p.pid, p.errno, p.why
+}
+func (e *fakeEnv) StdioTTY(dev DevID) bool                  { return e.stdio[dev] }
+func (e *fakeEnv) AsyncOwn(resolved string, dev DevID) bool { return e.async[resolved] }
+func (e *fakeEnv) CharDev(fd int32) (DevID, bool) {
+	d, ok := e.chr[fd]
+	return d, ok
+}
+func (e *fakeEnv) FdLink(fd int32) (string, bool) {
+	p, ok := e.fds[fd]
+	return p, ok
+}
+func (e *fakeEnv) Lstat(resolved string) (exists, isDir bool) {
+	f, ok := e.files[resolved]
+	return ok, ok && f.dir
+}
+
+// pidfd is what a fake fd names as pidfd_send_signal's target.
+type pidfd struct {
+	pid   int
+	errno syscall.Errno
+	why   string
+}
 
 // at lays out strings and structs in fake memory from 0x1000 up.
 const (

@@ -2,10 +2,15 @@ package tracer
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
 
 	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
+	"golang.org/x/sys/unix"
 )
 
 // decEnv is what the decode stage reads of a stopped call (decode.Env):
@@ -104,6 +109,40 @@ func (e decEnv) ChainExec(resolved string) bool {
 }
 
 func (e decEnv) Procs() (n, max int) { return len(e.t.procs), e.t.cfg.MaxProcs }
+
+func (e decEnv) PgrpInTree(g int) bool { return e.t.pgrpInTree(g) }
+
+func (e decEnv) PidGone(pid int) bool { return pidGone(pid) }
+
+func (e decEnv) PidfdPid(fd int32) (int, syscall.Errno, string) { return pidfdPid(e.c.tk.tid, fd) }
+
+func (e decEnv) StdioTTY(dev decode.DevID) bool { return e.t.ptys.stdioTTY(devID{dev.Dev, dev.Rdev}) }
+
+func (e decEnv) AsyncOwn(resolved string, dev decode.DevID) bool {
+	return e.t.ptys.asyncOwn(resolved, &unix.Stat_t{Dev: dev.Dev, Rdev: dev.Rdev})
+}
+
+// CharDev stats the fd through /proc/<tid>/fd/N, which follows the fd.
+func (e decEnv) CharDev(fd int32) (decode.DevID, bool) {
+	var st unix.Stat_t
+	if fd < 0 || unix.Stat("/proc/"+strconv.Itoa(e.c.tk.tid)+"/fd/"+strconv.Itoa(int(fd)), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		return decode.DevID{}, false
+	}
+	return decode.DevID{Dev: st.Dev, Rdev: st.Rdev}, true
+}
+
+func (e decEnv) FdLink(fd int32) (string, bool) {
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", e.c.tk.tid, fd))
+	return l, err == nil
+}
+
+func (e decEnv) Lstat(resolved string) (exists, isDir bool) {
+	var st unix.Stat_t
+	if unix.Lstat(resolved, &st) != nil {
+		return false, false
+	}
+	return true, st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
 
 // decEnv is the decode stage's Env.
 var _ decode.Env = decEnv{}
