@@ -74,9 +74,9 @@ import (
 )
 
 const (
-	sizeofMsghdr  = 56 // struct user_msghdr on 64-bit (x86_64, aarch64)
-	sizeofMmsghdr = 64 // struct mmsghdr: msghdr, unsigned int msg_len, padding
-	offMsgLen     = 56 // msg_len in struct mmsghdr
+	sizeofMsghdr  = unix.SizeofMsghdr  // struct user_msghdr: 56 bytes on 64-bit (x86_64, aarch64)
+	sizeofMmsghdr = unix.SizeofMmsghdr // struct mmsghdr: msghdr, unsigned int msg_len, padding: 64
+	offMsgLen     = unix.SizeofMsghdr  // msg_len in struct mmsghdr, right after its msghdr
 	uioMaxIOV     = 1024
 	// maxControl bounds the control data read. The kernel takes up to
 	// net.core.optmem_max bytes (____sys_sendmsg: sock_kmalloc, ENOBUFS

@@ -77,3 +77,23 @@ func TestReadMaps(t *testing.T) {
 }
 
 func addrOf(b []byte) uintptr { return uintptr(unsafe.Pointer(&b[0])) }
+
+// TestMsghdrLayout: the x/sys sizes are struct user_msghdr and struct
+// mmsghdr of the 64-bit ABIs the tracer supports (include/linux/socket.h:
+// msg_len right after the msghdr, padded to 8).
+func TestMsghdrLayout(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want int
+	}{
+		{"msghdr", sizeofMsghdr, 56},
+		{"mmsghdr", sizeofMmsghdr, 64},
+		{"msg_len offset", offMsgLen, 56},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.got != c.want {
+				t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+			}
+		})
+	}
+}
