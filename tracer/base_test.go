@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/decode"
-	"github.com/tracecell/tracecell/internal/procstat"
+	"github.com/tracecell/tracecell/internal/procfs"
 )
 
 // TestReadBase: the directory a relative path starts from is taken by the
@@ -107,7 +107,7 @@ func otherMountNS(t *testing.T, dir string) (int, bool) {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d/root%s/ready", pid, dir)); err == nil {
 			return pid, true
 		}
-		if !procstat.Runs(pid) {
+		if !procfs.Runs(pid) {
 			break
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -289,17 +288,6 @@ func (t *tracer) procInfo(tgid int) (string, []string) {
 		}
 	}
 	return p.exe, p.argv
-}
-
-func parseStatusInt(b []byte, key string, def int) int {
-	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if bytes.HasPrefix(line, []byte(key)) {
-			if v, err := strconv.Atoi(string(bytes.TrimSpace(line[len(key):]))); err == nil {
-				return v
-			}
-		}
-	}
-	return def
 }
 
 var errNoTask = errors.New("task is gone")

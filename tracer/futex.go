@@ -36,8 +36,6 @@ package tracer
 // semaphores, Python's locks) never stop: the filter passes them.
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -49,6 +47,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -176,7 +175,7 @@ func (t *tracer) decodeFutex(c *call) *policy.Op {
 			continue
 		}
 		c.Flags = strings.TrimSpace(c.Flags + fmt.Sprintf(" %s=%#x", w.arg, w.addr))
-		p := policy.Path{Role: "futex-word", Given: fmt.Sprintf("%s %#x", w.arg, w.addr), Resolved: m.path, Exists: true}
+		p := policy.Path{Role: "futex-word", Given: fmt.Sprintf("%s %#x", w.arg, w.addr), Resolved: m.Path, Exists: true}
 		return &policy.Op{Kind: syscalls.KindFutex, Syscall: c.name, Paths: []policy.Path{p},
 			FutexWhy: fmt.Sprintf("the futex word at %#x (%s) lies in %s: a shared futex there is keyed by the file and reaches every process that maps it; futex words must be in memory the traced tree may write (anonymous memory or a writable MAP_SHARED mapping), or use FUTEX_PRIVATE_FLAG", w.addr, w.arg, why)}
 	}
@@ -204,16 +203,16 @@ const errRestartBlock = 516
 // futexMemWhy says why a shared futex word at addr in mapping m may not be
 // used ("" when it may).
 func (t *tracer) futexMemWhy(tid int, addr uint64, m mapping) string {
-	name := m.path
+	name := m.Path
 	if name == "" {
 		name = "anonymous memory"
 	}
 	switch {
-	case m.shared && m.write:
+	case m.Shared && m.Write:
 		return ""
-	case m.shared:
+	case m.Shared:
 		return "a read-only shared mapping of " + name
-	case m.inode == 0:
+	case m.Inode == 0:
 		return "" // private anonymous memory: keyed by the mm
 	}
 	// A private file mapping: keyed by the mm once the page is the
@@ -243,18 +242,17 @@ func anonPage(tid int, addr uint64) bool {
 }
 
 // mapping is one line of /proc/<pid>/maps.
-type mapping struct {
-	start, end    uint64
-	write, shared bool
-	inode         uint64
-	path          string // "" for anonymous memory; "[heap]", "[stack]", ...
-}
+type mapping = procfs.Mapping
 
+// memMaps is a task's memory map, by address.
 type memMaps []mapping
+
+// readMaps reads and parses /proc/<tid>/maps.
+func readMaps(tid int) (memMaps, error) { return procfs.ReadMaps(tid) }
 
 func (ms memMaps) find(addr uint64) (mapping, bool) {
 	for _, m := range ms {
-		if addr >= m.start && addr < m.end {
+		if addr >= m.Start && addr < m.End {
 			return m, true
 		}
 	}
@@ -265,56 +263,11 @@ func (ms memMaps) find(addr uint64) (mapping, bool) {
 // alias check, netmsg.go).
 func (ms memMaps) any(r span, f func(mapping) bool) bool {
 	for _, m := range ms {
-		if r.overlaps(span{m.start, m.end}) && f(m) {
+		if r.overlaps(span{m.Start, m.End}) && f(m) {
 			return true
 		}
 	}
 	return false
-}
-
-// readMaps reads and parses /proc/<tid>/maps.
-func readMaps(tid int) (memMaps, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/maps")
-	if err != nil {
-		return nil, err
-	}
-	return parseMaps(b)
-}
-
-// parseMaps parses the text of /proc/<pid>/maps: "start-end perms offset
-// dev inode [path]" (fs/proc/task_mmu.c show_map_vma), the path padded
-// with spaces to a column. A path with a newline in it is written
-// escaped ("\012"), so each mapping is one line.
-func parseMaps(b []byte) (memMaps, error) {
-	var ms memMaps
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var f [5][]byte
-		rest := line
-		for i := range f {
-			rest = bytes.TrimLeft(rest, " ")
-			j := bytes.IndexByte(rest, ' ')
-			if j < 0 {
-				j = len(rest)
-			}
-			f[i], rest = rest[:j], rest[j:]
-		}
-		se := bytes.IndexByte(f[0], '-')
-		if se < 0 || len(f[1]) != 4 {
-			return nil, fmt.Errorf("bad maps line %q", line)
-		}
-		start, err1 := strconv.ParseUint(string(f[0][:se]), 16, 64)
-		end, err2 := strconv.ParseUint(string(f[0][se+1:]), 16, 64)
-		inode, err3 := strconv.ParseUint(string(f[4]), 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil {
-			return nil, fmt.Errorf("bad maps line %q", line)
-		}
-		ms = append(ms, mapping{start: start, end: end, write: f[1][1] == 'w', shared: f[1][3] == 's',
-			inode: inode, path: string(bytes.TrimLeft(rest, " "))})
-	}
-	return ms, sc.Err()
 }
 
 // kcmpVM is KCMP_VM (include/uapi/linux/kcmp.h): kcmp(2) compares the mm of

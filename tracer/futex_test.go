@@ -14,36 +14,6 @@ import (
 	"github.com/tracecell/tracecell/syscalls"
 )
 
-// TestParseMaps: the fields of /proc/<pid>/maps, a path with spaces, and
-// anonymous lines without a path.
-func TestParseMaps(t *testing.T) {
-	text := "55d0c0a00000-55d0c0a21000 r--p 00000000 08:01 1311                       /usr/bin/python3.11\n" +
-		"7f0000000000-7f0000001000 r--s 00000000 00:1a 42                         /dev/shm/sem.my sem (deleted)\n" +
-		"7f0000001000-7f0000002000 rw-s 00000000 00:01 7                          /dev/zero (deleted)\n" +
-		"7f0000002000-7f0000004000 rw-p 00000000 00:00 0 \n" +
-		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n"
-	ms, err := parseMaps([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) != 5 {
-		t.Fatalf("%d mappings, want 5: %+v", len(ms), ms)
-	}
-	m, ok := ms.find(0x7f0000000ffc)
-	if !ok || m.path != "/dev/shm/sem.my sem (deleted)" || m.write || !m.shared || m.inode != 42 {
-		t.Errorf("sem mapping %+v %v", m, ok)
-	}
-	if m, ok := ms.find(0x7f0000003000); !ok || m.path != "" || !m.write || m.shared || m.inode != 0 {
-		t.Errorf("anonymous mapping %+v %v", m, ok)
-	}
-	if _, ok := ms.find(0x7f0000004000); ok {
-		t.Error("found a mapping at the end of the last one")
-	}
-	if _, err := parseMaps([]byte("garbage\n")); err == nil {
-		t.Error("garbage parsed")
-	}
-}
-
 // TestFutexMemWhy classifies real mappings of this process: anonymous and
 // writable shared memory may hold shared futex words, a read-only shared
 // mapping and an uncopied page of a private file mapping may not; a copied

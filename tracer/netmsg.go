@@ -58,18 +58,14 @@ package tracer
 // mapping, by possible aliasing.
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/binary"
 	"fmt"
-	"net"
-	"os"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/syscalls"
 )
 
@@ -248,12 +244,12 @@ func (t *tracer) rewritten(tid int, base uint64, msgs []msg) (int, string) {
 	if err != nil {
 		return 1, fmt.Sprintf("sendmmsg of %d entries: tracecell could not read the memory map to rule out that the kernel's msg_len writes change later entries (%v), so the call is denied to be safe", len(msgs), err)
 	}
-	if !vmas.any(written, func(v mapping) bool { return v.shared }) {
+	if !vmas.any(written, func(v mapping) bool { return v.Shared }) {
 		return -1, ""
 	}
 	for j := 1; j < len(msgs); j++ {
 		for _, r := range msgs[j].read {
-			if vmas.any(r, func(v mapping) bool { return v.shared || v.inode != 0 }) {
+			if vmas.any(r, func(v mapping) bool { return v.Shared || v.Inode != 0 }) {
 				return j, fmt.Sprintf("sendmmsg entries lie in shared memory: the kernel writes each entry's msg_len there before it reads the next, and entry %d's memory at %#x may be the same pages under another address, so the address checked may not be the one it would send to (use private memory for the mmsghdr array)",
 					j, r.lo)
 			}
@@ -303,7 +299,7 @@ func (t *tracer) sendFrom(c *call, fd int32) string {
 	if !ok {
 		return "?(protocol " + proto + ")"
 	}
-	ip, found, err := boundAddr(c.tk.tgid, table, ino)
+	ip, found, err := procfs.BoundAddr(c.tk.tgid, table, ino)
 	switch {
 	case err != nil:
 		return "?(" + err.Error() + ")"
@@ -311,56 +307,6 @@ func (t *tracer) sendFrom(c *call, fd int32) string {
 		return "unbound"
 	}
 	return ip
-}
-
-// boundAddr looks socket inode ino up in /proc/<tgid>/net/<table>, which
-// lists every bound (hashed) socket of the protocol in tgid's network
-// namespace with its local address as the kernel prints it: the __be32
-// (IPv4) or the four 32-bit words (IPv6) of the address as native-endian
-// hex (net/ipv4/udp.c udp4_format_sock, net/ipv6/datagram.c
-// __ip6_dgram_sock_seq_show). An unbound socket is not listed.
-func boundAddr(tgid int, table string, ino uint64) (string, bool, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", tgid, table))
-	if err != nil {
-		return "", false, err
-	}
-	defer f.Close()
-	want := []byte(strconv.FormatUint(ino, 10))
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	sc.Scan() // the header
-	for sc.Scan() {
-		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
-		fs := bytes.Fields(sc.Bytes())
-		if len(fs) < 10 || !bytes.Equal(fs[9], want) {
-			continue
-		}
-		hexIP, _, _ := bytes.Cut(fs[1], []byte(":"))
-		ip, err := procNetIP(string(hexIP))
-		if err != nil {
-			return "", false, fmt.Errorf("/proc/%d/net/%s: %w", tgid, table, err)
-		}
-		return ip.String(), true, nil
-	}
-	return "", false, sc.Err()
-}
-
-// procNetIP decodes an address of /proc/net/{udp,udp6,...}: 8 or 32 hex
-// digits, each 32-bit word in the machine's (little-endian on x86_64 and
-// aarch64) byte order.
-func procNetIP(h string) (net.IP, error) {
-	if len(h) != 8 && len(h) != 32 {
-		return nil, fmt.Errorf("bad address %q", h)
-	}
-	ip := make(net.IP, len(h)/2)
-	for w := 0; w < len(h)/8; w++ {
-		v, err := strconv.ParseUint(h[w*8:w*8+8], 16, 32)
-		if err != nil {
-			return nil, fmt.Errorf("bad address %q", h)
-		}
-		binary.LittleEndian.PutUint32(ip[w*4:], uint32(v))
-	}
-	return ip, nil
 }
 
 // exitRewritten is, for a frozen sendmmsg, the first entry with an address

@@ -8,30 +8,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func TestProcNetIP(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"0100007F", "127.0.0.1"},
-		{"00000000", "0.0.0.0"},
-		{"0100000A", "10.0.0.1"},
-		{"00000000000000000000000001000000", "::1"},
-		{"00000000000000000000000000000000", "::"},
-		{"0000000000000000FFFF00000100007F", "127.0.0.1"}, // ::ffff:127.0.0.1
-	}
-	for _, c := range cases {
-		t.Run(c.in, func(t *testing.T) {
-			ip, err := procNetIP(c.in)
-			if err != nil || ip.String() != c.want {
-				t.Errorf("procNetIP(%q) = %v, %v; want %s", c.in, ip, err, c.want)
-			}
-		})
-	}
-	for _, bad := range []string{"", "0100007", "0100007G", "0100007F00"} {
-		if _, err := procNetIP(bad); err == nil {
-			t.Errorf("procNetIP(%q): no error", bad)
-		}
-	}
-}
-
 func TestSpanOverlaps(t *testing.T) {
 	cases := []struct {
 		a, b span
@@ -68,10 +44,10 @@ func TestReadMaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := func(b []byte) span { return mkSpan(uint64(addrOf(b)), 1) }
-	if !l.any(at(sh), func(v mapping) bool { return v.shared && v.inode != 0 }) {
+	if !l.any(at(sh), func(v mapping) bool { return v.Shared && v.Inode != 0 }) {
 		t.Errorf("shared anonymous mapping not seen as shared (shmem inode)")
 	}
-	if l.any(at(pr), func(v mapping) bool { return v.shared || v.inode != 0 }) {
+	if l.any(at(pr), func(v mapping) bool { return v.Shared || v.Inode != 0 }) {
 		t.Errorf("private anonymous mapping seen as shared or file-backed")
 	}
 }

@@ -71,6 +71,7 @@ import (
 
 	"github.com/tracecell/tracecell/arch"
 	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
@@ -178,7 +179,7 @@ func seccompFilters(tid int) int {
 	if err != nil {
 		return -1
 	}
-	return parseStatusInt(b, "Seccomp_filters:", -1)
+	return procfs.StatusInt(b, "Seccomp_filters:", -1)
 }
 
 // takeSlot returns a free slot, or -1 when every slot holds a call in
@@ -822,19 +823,19 @@ func (t *tracer) exitWritable(c *call, spans []span) string {
 func spanExitWritable(tid int, vmas memMaps, s span) string {
 	pg := uint64(os.Getpagesize())
 	for _, v := range vmas {
-		if !s.overlaps(span{v.start, v.end}) {
+		if !s.overlaps(span{v.Start, v.End}) {
 			continue
 		}
-		if v.shared {
+		if v.Shared {
 			return fmt.Sprintf("the memory at %#x is a shared mapping", s.lo)
 		}
-		if v.inode == 0 {
+		if v.Inode == 0 {
 			continue
 		}
-		lo, hi := max(s.lo, v.start), min(s.hi, v.end)
+		lo, hi := max(s.lo, v.Start), min(s.hi, v.End)
 		for a := lo &^ (pg - 1); a < hi; a += pg {
 			if !anonPage(tid, a) {
-				return fmt.Sprintf("the memory at %#x is a private mapping of %s whose page is still the file's own (not copied on write)", a, v.path)
+				return fmt.Sprintf("the memory at %#x is a private mapping of %s whose page is still the file's own (not copied on write)", a, v.Path)
 			}
 		}
 	}

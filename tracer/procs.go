@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tracecell/tracecell/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,7 +37,7 @@ func (t *tracer) pidInTree(pid int) bool {
 	// of a tree process is one (traced from its fork), whatever pid it
 	// has; t.ever only spares a read for pids the tree never had.
 	if t.ever[pid] {
-		if st, ok := readProcStat(pid); ok && st.state == 'Z' && t.procs[st.ppid] != nil {
+		if st, ok := procfs.ReadStat(pid); ok && st.State == 'Z' && t.procs[st.Ppid] != nil {
 			return true
 		}
 	}
@@ -79,52 +79,10 @@ func (t *tracer) pgrpInTree(g int) bool {
 	// parent in the tree) keeps the group, in the tree's session: kill(2)
 	// reaches only zombies, as Python's os.killpg of a child it started
 	// with start_new_session and has not waited for yet does.
-	if st, ok := readProcStat(g); ok && st.state == 'Z' && st.pgrp == g && t.procs[st.ppid] != nil {
+	if st, ok := procfs.ReadStat(g); ok && st.State == 'Z' && st.Pgrp == g && t.procs[st.Ppid] != nil {
 		return true
 	}
 	return false
-}
-
-// procStat holds the fields of /proc/<pid>/stat the tracer uses.
-type procStat struct {
-	pid   int
-	state byte
-	ppid  int
-	pgrp  int
-}
-
-// readProcStat reads /proc/<pid>/stat (fields 1, 3, 4 and 5).
-func readProcStat(pid int) (procStat, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return procStat{}, false
-	}
-	return parseProcStat(b)
-}
-
-// parseProcStat parses the text of a /proc/<pid>/stat. The command name
-// (field 2) is in parentheses and may hold spaces and parentheses itself:
-// the fields after it start after the last ')'.
-func parseProcStat(b []byte) (procStat, bool) {
-	var st procStat
-	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 1 || end < open {
-		return st, false
-	}
-	pid, err := strconv.Atoi(string(bytes.TrimSpace(b[:open])))
-	if err != nil {
-		return st, false
-	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 3 || len(f[0]) != 1 {
-		return st, false
-	}
-	ppid, err1 := strconv.Atoi(f[1])
-	pgrp, err2 := strconv.Atoi(f[2])
-	if err1 != nil || err2 != nil {
-		return st, false
-	}
-	return procStat{pid: pid, state: f[0][0], ppid: ppid, pgrp: pgrp}, true
 }
 
 // pidGone reports whether no process or thread pid exists: the kernel
@@ -154,7 +112,7 @@ func pidfdPid(tid int, fd int32) (pid int, errno syscall.Errno, why string) {
 	if err != nil {
 		return 0, syscall.EBADF, "" // not open
 	}
-	switch v := parseStatusInt(info, "Pid:", -2); {
+	switch v := procfs.StatusInt(info, "Pid:", -2); {
 	case v > 0:
 		return v, 0, ""
 	case v == -1:
@@ -173,7 +131,7 @@ func pidfdPid(tid int, fd int32) (pid int, errno syscall.Errno, why string) {
 // directory of /proc), and its own stat file, read through the fd, must name
 // the same pid. That read also fails once the process is gone.
 func procDirPid(tid int, fd int32, info []byte) (int, syscall.Errno, string) {
-	if flags, err := strconv.ParseUint(strings.TrimSpace(statusField(info, "flags:")), 8, 64); err != nil ||
+	if flags, err := strconv.ParseUint(strings.TrimSpace(procfs.StatusField(info, "flags:")), 8, 64); err != nil ||
 		flags&unix.O_PATH != 0 {
 		return 0, syscall.EBADF, "" // the kernel takes no O_PATH fd
 	}
@@ -208,7 +166,7 @@ func procDirPid(tid int, fd int32, info []byte) (int, syscall.Errno, string) {
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ESRCH) {
 		return 0, syscall.ESRCH, "" // the process is gone
 	}
-	if ps, ok := parseProcStat(b); err != nil || !ok || ps.pid != pid {
+	if ps, ok := procfs.ParseStat(b); err != nil || !ok || ps.Pid != pid {
 		return 0, syscall.EACCES, why
 	}
 	return pid, 0, ""
@@ -222,14 +180,4 @@ func procDirName(p string) (int, bool) {
 	}
 	pid, err := strconv.Atoi(rest)
 	return pid, err == nil && pid > 0
-}
-
-// statusField returns the rest of the line of b that starts with key.
-func statusField(b []byte, key string) string {
-	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if rest, ok := bytes.CutPrefix(line, []byte(key)); ok {
-			return string(rest)
-		}
-	}
-	return ""
 }
