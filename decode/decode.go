@@ -4,6 +4,7 @@ import (
 	"syscall"
 
 	"github.com/tracecell/tracecell/arch"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
@@ -23,6 +24,23 @@ type Memory interface {
 	// is no errno there fails the call with EFAULT, and the tracer decides
 	// it again.
 	ReadArgString(arg int, addr uintptr) ([]byte, error)
+	// ReadArgBytes reads n bytes at addr, which argument arg points to (a
+	// sockaddr): for a frozen call, the tracer copies them where the
+	// kernel reads them instead.
+	ReadArgBytes(arg int, addr uintptr, n int) ([]byte, error)
+	// CopyMsg: for a frozen sendmsg, the kernel is to read the msghdr hdr,
+	// its name and control data from a copy (read: every range they were
+	// read from).
+	CopyMsg(hdr, name, ctl []byte, read []Span)
+	// Frozen reports whether the call is decided with the tree frozen.
+	Frozen() bool
+	// ExitWritable says why the exit of a task the freeze cannot hold
+	// could write memory in spans after the check ("" when none).
+	//
+	// Precondition: the tree is frozen.
+	ExitWritable(spans []Span) string
+	// Maps is the task's memory map (/proc/<tid>/maps).
+	Maps() ([]procfs.Mapping, error)
 }
 
 // Paths resolves what the stopped task's paths and fds name.
@@ -69,6 +87,13 @@ type Tree interface {
 	// Procs returns the number of processes of the tree and the most it
 	// may have (0: no limit).
 	Procs() (n, max int)
+	// Loopback reports whether the policy lets the tree reach the
+	// loopback network only (a send's local address matters).
+	Loopback() bool
+	// SendFrom is the local address a send on fd goes from
+	// (policy.Op.From): "" for a stream socket, "unbound", the bound IP,
+	// or a "?..." text when it cannot be told.
+	SendFrom(fd int32) string
 	// PgrpInTree reports whether process group g is the tree's.
 	PgrpInTree(g int) bool
 	// PidGone reports whether no process or thread pid exists (the
@@ -172,6 +197,11 @@ func (d *Decoder) Decode() (op *policy.Op, ok bool) {
 		return d.signal(), true
 	case syscalls.HProcess:
 		return d.process(), true
+	case syscalls.HSocket:
+		if d.Name == "listen" {
+			return nil, false // the tracer's: which sockets were bound (listen.go)
+		}
+		return d.socket(), true
 	}
 	return nil, false
 }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/arch"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
@@ -51,6 +52,17 @@ type fakeEnv struct {
 	chr     map[int32]DevID // character device fds
 	stdio   map[DevID]bool
 	async   map[string]bool
+	// sockets
+	frozen       bool
+	exitWritable Span // memory an exit could write
+	maps         []procfs.Mapping
+	mapsErr      error
+	loopback     bool
+	from         string
+
+	byteArgs  []int // arguments read as bytes (sockaddrs)
+	msgCopies int   // CopyMsg calls
+	fromAsked int   // SendFrom calls
 
 	strArgs []int  // arguments read as strings, in order
 	follows []bool // follow of every Resolve
@@ -171,6 +183,24 @@ func (e *fakeEnv) Lstat(resolved string) (exists, isDir bool) {
 	f, ok := e.files[resolved]
 	return ok, ok && f.dir
 }
+
+func (e *fakeEnv) ReadArgBytes(arg int, addr uintptr, n int) ([]byte, error) {
+	e.byteArgs = append(e.byteArgs, arg)
+	return e.ReadBytes(addr, n)
+}
+func (e *fakeEnv) CopyMsg(hdr, name, ctl []byte, read []Span) { e.msgCopies++ }
+func (e *fakeEnv) Frozen() bool                               { return e.frozen }
+func (e *fakeEnv) ExitWritable(spans []Span) string {
+	for _, s := range spans {
+		if e.exitWritable.Overlaps(s) {
+			return "an exit could write it"
+		}
+	}
+	return ""
+}
+func (e *fakeEnv) Maps() ([]procfs.Mapping, error) { return e.maps, e.mapsErr }
+func (e *fakeEnv) Loopback() bool                  { return e.loopback }
+func (e *fakeEnv) SendFrom(fd int32) string        { e.fromAsked++; return e.from }
 
 // pidfd is what a fake fd names as pidfd_send_signal's target.
 type pidfd struct {

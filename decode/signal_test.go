@@ -44,7 +44,7 @@ func TestDecodeSignal(t *testing.T) {
 			env: func(e *fakeEnv) { e.pidfds = map[int32]pidfd{8: {pid: 10}} }, kind: syscalls.KindSignal, check: target(10, true)},
 		{name: "pidfd_send_signal on no pidfd: EBADF", call: "pidfd_send_signal", args: [6]uint64{8, 15}, want: KernelFails, errno: syscall.EBADF},
 		{name: "pidfd_send_signal tracecell cannot place: fail closed", call: "pidfd_send_signal", args: [6]uint64{5, 15},
-			env: func(e *fakeEnv) { e.pidfds = map[int32]pidfd{5: {errno: syscall.EACCES, why: "another pid namespace"}} },
+			env:  func(e *fakeEnv) { e.pidfds = map[int32]pidfd{5: {errno: syscall.EACCES, why: "another pid namespace"}} },
 			want: FailClosed, errno: syscall.EACCES,
 			check: func(t *testing.T, _ *policy.Op, r *Result, _ *fakeEnv) {
 				if r.Out.Why != "another pid namespace" || r.Out.Path.Given != "fd 5" || r.Out.Path.Resolved != "/etc" {

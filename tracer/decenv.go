@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"golang.org/x/sys/unix"
@@ -143,6 +144,34 @@ func (e decEnv) Lstat(resolved string) (exists, isDir bool) {
 	}
 	return true, st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
+
+// ReadArgBytes reads a sockaddr; for a frozen call the kernel reads a copy
+// of these very bytes (copy and freeze, pathpage.go).
+func (e decEnv) ReadArgBytes(arg int, addr uintptr, n int) ([]byte, error) {
+	b, err := e.t.mem.readBytes(e.c.tk.tid, addr, n)
+	if err != nil {
+		return nil, err
+	}
+	if arg >= 0 {
+		e.t.copyFrozen(e.c, arg, func(uint64) []byte { return b }, decode.MkSpan(uint64(addr), uint64(n)))
+	}
+	return b, nil
+}
+
+// CopyMsg copies a frozen sendmsg's msghdr, pointers redirected (msgCopy).
+func (e decEnv) CopyMsg(hdr, name, ctl []byte, read []decode.Span) {
+	e.t.copyFrozen(e.c, 1, func(addr uint64) []byte { return msgCopy(hdr, name, ctl, addr) }, read...)
+}
+
+func (e decEnv) Frozen() bool { return e.c.frozen }
+
+func (e decEnv) ExitWritable(spans []decode.Span) string { return e.t.exitWritable(e.c, spans) }
+
+func (e decEnv) Maps() ([]procfs.Mapping, error) { return procfs.ReadMaps(e.c.tk.tid) }
+
+func (e decEnv) Loopback() bool { return e.t.loopback }
+
+func (e decEnv) SendFrom(fd int32) string { return e.t.sendFrom(e.c, fd) }
 
 // decEnv is the decode stage's Env.
 var _ decode.Env = decEnv{}

@@ -259,17 +259,6 @@ func (ms memMaps) find(addr uint64) (mapping, bool) {
 	return mapping{}, false
 }
 
-// any reports whether a mapping that overlaps r satisfies f (sendmmsg's
-// alias check, netmsg.go).
-func (ms memMaps) any(r span, f func(mapping) bool) bool {
-	for _, m := range ms {
-		if r.overlaps(span{m.Start, m.End}) && f(m) {
-			return true
-		}
-	}
-	return false
-}
-
 // kcmpVM is KCMP_VM (include/uapi/linux/kcmp.h): kcmp(2) compares the mm of
 // two tasks (3.5, CONFIG_CHECKPOINT_RESTORE; RHEL 8 has it).
 const kcmpVM = 1

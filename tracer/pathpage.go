@@ -648,7 +648,7 @@ func (t *tracer) copyPathArg(c *call, arg int, addr uint64, s []byte) {
 		buf := make([]byte, len(s)+1)
 		copy(buf, s)
 		return buf
-	}, mkSpan(addr, uint64(len(s)+1)))
+	}, decode.MkSpan(addr, uint64(len(s)+1)))
 }
 
 // dropCopies frees the slots of a call that will not run on them.
@@ -823,16 +823,16 @@ func (t *tracer) exitWritable(c *call, spans []span) string {
 func spanExitWritable(tid int, vmas memMaps, s span) string {
 	pg := uint64(os.Getpagesize())
 	for _, v := range vmas {
-		if !s.overlaps(span{v.Start, v.End}) {
+		if !s.Overlaps(span{Lo: v.Start, Hi: v.End}) {
 			continue
 		}
 		if v.Shared {
-			return fmt.Sprintf("the memory at %#x is a shared mapping", s.lo)
+			return fmt.Sprintf("the memory at %#x is a shared mapping", s.Lo)
 		}
 		if v.Inode == 0 {
 			continue
 		}
-		lo, hi := max(s.lo, v.Start), min(s.hi, v.End)
+		lo, hi := max(s.Lo, v.Start), min(s.Hi, v.End)
 		for a := lo &^ (pg - 1); a < hi; a += pg {
 			if !anonPage(tid, a) {
 				return fmt.Sprintf("the memory at %#x is a private mapping of %s whose page is still the file's own (not copied on write)", a, v.Path)

@@ -208,8 +208,8 @@ func (t *tracer) decode(c *call) *policy.Op {
 		return op
 	}
 	switch c.spec.Handler {
-	case syscalls.HSocket:
-		return t.decodeSocket(c)
+	case syscalls.HSocket: // listen
+		return t.decodeListen(c)
 	case syscalls.HChdir:
 		return t.decodeChdir(c)
 	case syscalls.HMem:

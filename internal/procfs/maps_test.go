@@ -1,6 +1,11 @@
 package procfs
 
-import "testing"
+import (
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
 
 // find is the mapping that holds addr.
 func find(ms []Mapping, addr uint64) (Mapping, bool) {
@@ -41,5 +46,30 @@ func TestParseMaps(t *testing.T) {
 		if _, err := ParseMaps([]byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// TestReadMaps reads this process's map: a shared anonymous mapping is
+// shared and has an inode (shmem), a private one neither.
+func TestReadMaps(t *testing.T) {
+	sh, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(sh)
+	pr, err := unix.Mmap(-1, 0, 4096, unix.PROT_READ, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(pr)
+	ms, err := ReadMaps(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := find(ms, uint64(addrOf(sh))); !ok || !m.Shared || m.Inode == 0 {
+		t.Errorf("shared anonymous mapping not seen as shared (shmem inode): %+v %v", m, ok)
+	}
+	if m, ok := find(ms, uint64(addrOf(pr))); !ok || m.Shared || m.Inode != 0 {
+		t.Errorf("private anonymous mapping seen as shared or file-backed: %+v %v", m, ok)
 	}
 }

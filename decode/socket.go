@@ -1,4 +1,4 @@
-package tracer
+package decode
 
 import (
 	"encoding/binary"
@@ -7,13 +7,9 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
-
-// The socket family: connect, bind, sendto, sendmsg, sendmmsg, listen
-// and setsockopt (netmsg.go reads the msghdrs).
 
 // sockaddr families.
 const (
@@ -24,21 +20,20 @@ const (
 	afNetlink = 16
 )
 
-// decodeSocket handles connect, bind, sendto, sendmsg and sendmmsg.
-func (t *tracer) decodeSocket(c *call) *policy.Op {
-	switch c.name {
-	case "listen":
-		return t.decodeListen(c)
+// socket handles connect, bind, sendto, sendmsg, sendmmsg and setsockopt
+// (listen is the tracer's: it asks which sockets were bound, listen.go).
+func (d *Decoder) socket() *policy.Op {
+	switch d.Name {
 	case "setsockopt":
-		level, name := t.regs.Int32Arg(1), t.regs.Int32Arg(2)
-		if !syscalls.SourceRoute(level, name, false) || t.regs.Arg(4) == 0 {
-			c.Out = decode.PassOutcome() // another level's option, or options cleared
+		level, name := d.Regs.Int32Arg(1), d.Regs.Int32Arg(2)
+		if !syscalls.SourceRoute(level, name, false) || d.Regs.Arg(4) == 0 {
+			d.Out = PassOutcome() // another level's option, or options cleared
 			return nil
 		}
-		return sourceRouteOp(c, level)
+		return d.sourceRouteOp(level)
 	}
 	kind := syscalls.KindConnect
-	if c.name == "bind" {
+	if d.Name == "bind" {
 		kind = syscalls.KindBind
 	}
 	type dest struct {
@@ -48,25 +43,25 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 		rewritten string // why the kernel will not read what is checked (readMsgs)
 	}
 	var dests []dest
-	switch c.name {
+	switch d.Name {
 	case "connect", "bind":
-		dests = append(dests, dest{ptr: t.regs.Arg(1), n: uint64(uint32(t.regs.Arg(2))), arg: 1})
+		dests = append(dests, dest{ptr: d.Regs.Arg(1), n: uint64(uint32(d.Regs.Arg(2))), arg: 1})
 	case "sendto":
-		dests = append(dests, dest{ptr: t.regs.Arg(4), n: uint64(uint32(t.regs.Arg(5))), arg: 4})
+		dests = append(dests, dest{ptr: d.Regs.Arg(4), n: uint64(uint32(d.Regs.Arg(5))), arg: 4})
 	case "sendmsg", "sendmmsg":
-		msgs, bad, why, err := t.readMsgs(c)
+		msgs, bad, why, err := d.readMsgs()
 		if err != nil {
-			c.Out = decode.KernelFailsWith(errnoOf(err, syscall.EFAULT))
+			d.Out = KernelFailsWith(errnoOf(err, syscall.EFAULT))
 			return nil
 		}
-		if c.name == "sendmsg" && c.frozen {
-			// The kernel reads the msghdr, the name and the control data
-			// from a copy of what is checked here (pathpage.go).
+		if d.Name == "sendmsg" {
+			// A frozen call: the kernel reads the msghdr, the name and
+			// the control data from a copy of what is checked here.
 			m := msgs[0]
-			t.copyFrozen(c, 1, func(addr uint64) []byte { return msgCopy(m.hdr, m.nameb, m.ctlb, addr) }, m.read...)
+			d.Env.CopyMsg(m.hdr, m.nameb, m.ctlb, m.read)
 		}
-		if c.name == "sendmmsg" && bad < 0 && c.frozen {
-			bad, why = t.exitRewritten(c, msgs)
+		if d.Name == "sendmmsg" && bad < 0 && d.Env.Frozen() {
+			bad, why = d.exitRewritten(msgs)
 		}
 		for i, m := range msgs {
 			if i == bad {
@@ -77,7 +72,7 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 				break
 			}
 			if m.sr {
-				return sourceRouteOp(c, m.srLevel)
+				return d.sourceRouteOp(m.srLevel)
 			}
 			dests = append(dests, dest{ptr: m.name, n: m.namelen, arg: -1, raw: m.nameb})
 		}
@@ -87,27 +82,27 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	for _, a := range dests {
 		var op *policy.Op
 		if a.ptr != 0 {
-			op = t.sockaddrOp(c, kind, uintptr(a.ptr), int(a.n), a.arg, a.raw)
+			op = d.sockaddrOp(kind, uintptr(a.ptr), int(a.n), a.arg, a.raw)
 		}
 		if a.rewritten != "" {
-			c.Out, c.Relookup = decode.Outcome{}, false
+			d.Out, d.Relookup = Outcome{}, false
 			if op == nil {
-				op = &policy.Op{Kind: kind, Syscall: c.name}
+				op = &policy.Op{Kind: kind, Syscall: d.Name}
 			}
 			op.Rewritten = a.rewritten
 			return op
 		}
-		if c.Out.Fails() {
+		if d.Out.Fails() {
 			return nil
 		}
 		if op == nil {
 			continue
 		}
-		if kind == syscalls.KindConnect && c.name != "connect" && (op.Family == "inet" || op.Family == "inet6") && t.loopback {
+		if kind == syscalls.KindConnect && d.Name != "connect" && (op.Family == "inet" || op.Family == "inet6") && d.Env.Loopback() {
 			// A datagram from an unbound socket binds it to every
 			// interface (policy.decideFrom).
 			if from == "-" {
-				from = t.sendFrom(c, t.regs.Int32Arg(0))
+				from = d.Env.SendFrom(d.Regs.Int32Arg(0))
 			}
 			op.From = from
 		}
@@ -115,19 +110,19 @@ func (t *tracer) decodeSocket(c *call) *policy.Op {
 	}
 	if len(ops) > 0 {
 		// The policy picks the address that decides the call (decodeOp).
-		c.Ops = ops
+		d.Ops = ops
 		return ops[0]
 	}
-	c.Out = decode.PassOutcome()
-	return &policy.Op{Kind: kind, Syscall: c.name}
+	d.Out = PassOutcome()
+	return &policy.Op{Kind: kind, Syscall: d.Name}
 }
 
 // sourceRouteOp is the check of IP options or an IPv6 routing header set on
 // a socket or sent with a datagram (syscalls.SourceRoute): the kernel then
 // sends the packet to the first hop they name, whatever the destination
 // address the policy saw.
-func sourceRouteOp(c *call, level int32) *policy.Op {
-	op := &policy.Op{Kind: syscalls.KindConnect, Syscall: c.name, Family: "source-route", Addr: "IP options"}
+func (d *Decoder) sourceRouteOp(level int32) *policy.Op {
+	op := &policy.Op{Kind: syscalls.KindConnect, Syscall: d.Name, Family: "source-route", Addr: "IP options"}
 	if level == syscalls.SolIPv6 {
 		op.Addr = "IPv6 routing header"
 	}
@@ -139,9 +134,9 @@ func sourceRouteOp(c *call, level int32) *policy.Op {
 // Otherwise they are read here and, for a frozen call, copied into a path
 // page slot for argument arg, which the kernel then reads instead (copy and
 // freeze, pathpage.go). nil means nothing to check.
-func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, arg int, raw []byte) *policy.Op {
+func (d *Decoder) sockaddrOp(kind syscalls.Kind, addr uintptr, n int, arg int, raw []byte) *policy.Op {
 	if n < 2 {
-		c.Out = decode.KernelFailsWith(syscall.EINVAL)
+		d.Out = KernelFailsWith(syscall.EINVAL)
 		return nil
 	}
 	if n > 128 { // sizeof(struct sockaddr_storage)
@@ -150,23 +145,20 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 	b := raw
 	if b == nil {
 		var err error
-		if b, err = t.mem.readBytes(c.tk.tid, addr, n); err != nil {
-			c.Out = decode.KernelFailsWith(syscall.EFAULT)
+		if b, err = d.Env.ReadArgBytes(arg, addr, n); err != nil {
+			d.Out = KernelFailsWith(syscall.EFAULT)
 			return nil
-		}
-		if arg >= 0 && c.frozen {
-			t.copyFrozen(c, arg, func(uint64) []byte { return b }, mkSpan(uint64(addr), uint64(n)))
 		}
 	}
 	if len(b) < n {
-		c.Out = decode.KernelFailsWith(syscall.EFAULT)
+		d.Out = KernelFailsWith(syscall.EFAULT)
 		return nil
 	}
 	fam := int(binary.LittleEndian.Uint16(b))
-	op := &policy.Op{Kind: kind, Syscall: c.name}
+	op := &policy.Op{Kind: kind, Syscall: d.Name}
 	switch fam {
 	case afUnspec:
-		if c.name == "connect" {
+		if d.Name == "connect" {
 			return nil // connect(AF_UNSPEC) dissolves an association
 		}
 		// bind(AF_UNSPEC) binds INADDR_ANY: a public port; a send to
@@ -179,7 +171,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		}
 	case afInet:
 		if n < 8 {
-			c.Out = decode.KernelFailsWith(syscall.EINVAL)
+			d.Out = KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 		op.Family = "inet"
@@ -187,7 +179,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		op.Addr = net.IP(b[4:8]).String()
 	case afInet6:
 		if n < 24 {
-			c.Out = decode.KernelFailsWith(syscall.EINVAL)
+			d.Out = KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 		op.Family = "inet6"
@@ -203,7 +195,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 			// unix_stream_connect and unix_dgram_sendmsg wait for room
 			// in the peer's queue (unix_wait_for_peer, interruptible),
 			// then "goto restart": the name is resolved again.
-			c.Relookup = true
+			d.Relookup = true
 		}
 		if sp[0] == 0 {
 			op.Abstract = true
@@ -216,7 +208,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		op.Addr = string(sp)
 		// connect follows a symlink to the socket; bind creates the
 		// last component and does not.
-		p, ok := t.decoder(c).PathArgBytes(sp, kind != syscalls.KindBind)
+		p, ok := d.PathArgBytes(sp, kind != syscalls.KindBind)
 		if !ok {
 			return nil
 		}
@@ -229,7 +221,7 @@ func (t *tracer) sockaddrOp(c *call, kind syscalls.Kind, addr uintptr, n int, ar
 		// fail EINVAL.
 		op.Family = "netlink"
 		if n < 12 {
-			c.Out = decode.KernelFailsWith(syscall.EINVAL)
+			d.Out = KernelFailsWith(syscall.EINVAL)
 			return nil
 		}
 		op.Port = int(binary.LittleEndian.Uint32(b[4:]))
