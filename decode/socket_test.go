@@ -140,7 +140,7 @@ func TestDecodeSocket(t *testing.T) {
 			}},
 		{name: "unnamed unix autobinds: passes", call: "bind", args: [6]uint64{3, addr1, 2}, mem: map[uintptr]string{addr1: sockUn("")}, want: Pass, kind: syscalls.KindBind},
 		{name: "netlink", call: "connect", args: [6]uint64{3, addr1, 12},
-			mem: map[uintptr]string{addr1: string(le16(afNetlink)) + "\x00\x00" + string(le32(77)) + string(le32(0x10))},
+			mem:  map[uintptr]string{addr1: string(le16(afNetlink)) + "\x00\x00" + string(le32(77)) + string(le32(0x10))},
 			kind: syscalls.KindConnect, check: sockOp("netlink", "groups 10", 77)},
 		{name: "short sockaddr_nl: EINVAL", call: "connect", args: [6]uint64{3, addr1, 8},
 			mem: map[uintptr]string{addr1: string(le16(afNetlink)) + string(make([]byte, 10))}, want: KernelFails, errno: syscall.EINVAL},
@@ -179,19 +179,19 @@ func TestDecodeSendmsg(t *testing.T) {
 		{name: "name unreadable: EFAULT", call: "sendmsg", args: [6]uint64{3, addr1},
 			mem: map[uintptr]string{addr1: msghdr(bad, 16, 0, 0)}, want: KernelFails, errno: syscall.EFAULT},
 		{name: "IP_RETOPTS in the control data is a source route", call: "sendmsg", args: [6]uint64{3, addr1},
-			mem: map[uintptr]string{addr1: msghdr(addr2, 16, addr3, 48), addr2: in, addr3: cmsg(1, 2, 4) + cmsg(syscalls.SolIP, syscalls.IPRetopts, 8)},
+			mem:  map[uintptr]string{addr1: msghdr(addr2, 16, addr3, 48), addr2: in, addr3: cmsg(1, 2, 4) + cmsg(syscalls.SolIP, syscalls.IPRetopts, 8)},
 			kind: syscalls.KindConnect, check: sockOp("source-route", "IP options", 0)},
 		{name: "control data past the limit: ENOBUFS", call: "sendmsg", args: [6]uint64{3, addr1},
 			mem: map[uintptr]string{addr1: msghdr(0, 0, addr3, maxControl+1)}, want: KernelFails, errno: syscall.ENOBUFS},
 		{name: "sendmmsg: every address an operation, may sleep between", call: "sendmmsg", args: [6]uint64{3, addr1, 2},
-			mem: map[uintptr]string{addr1: mmsghdr(msghdr(addr2, 16, 0, 0)) + mmsghdr(msghdr(addr3, 16, 0, 0)), addr2: in, addr3: sockIn(1, 1, 1, 1, 53)},
+			mem:  map[uintptr]string{addr1: mmsghdr(msghdr(addr2, 16, 0, 0)) + mmsghdr(msghdr(addr3, 16, 0, 0)), addr2: in, addr3: sockIn(1, 1, 1, 1, 53)},
 			kind: syscalls.KindConnect, check: func(t *testing.T, op *policy.Op, r *Result, e *fakeEnv) {
 				if len(r.Ops) != 2 || r.Ops[0] != op || r.Ops[1].Addr != "1.1.1.1" || !r.Relookup || e.msgCopies != 0 {
 					t.Errorf("ops %d relookup %v copies %d", len(r.Ops), r.Relookup, e.msgCopies)
 				}
 			}},
 		{name: "sendmmsg entry reading an earlier msg_len is rewritten", call: "sendmmsg", args: [6]uint64{3, addr1, 2},
-			mem: map[uintptr]string{addr1: mmsghdr(msghdr(0, 0, 0, 0)) + mmsghdr(msghdr(addr1+offMsgLen-2, 16, 0, 0))},
+			mem:  map[uintptr]string{addr1: mmsghdr(msghdr(0, 0, 0, 0)) + mmsghdr(msghdr(addr1+offMsgLen-2, 16, 0, 0))},
 			kind: syscalls.KindConnect, check: func(t *testing.T, op *policy.Op, r *Result, _ *fakeEnv) {
 				if !strings.Contains(op.Rewritten, "entry 1") || r.Relookup || r.Out.Verdict != Decide || len(r.Ops) != 0 {
 					t.Errorf("rewritten %q relookup %v outcome %+v ops %d", op.Rewritten, r.Relookup, r.Out, len(r.Ops))
@@ -208,8 +208,8 @@ func TestDecodeSendmsg(t *testing.T) {
 				}
 			}},
 		{name: "sendmmsg in private memory does not alias", call: "sendmmsg", args: [6]uint64{3, addr1, 2},
-			mem: map[uintptr]string{addr1: mmsghdr(msghdr(addr2, 16, 0, 0)) + mmsghdr(msghdr(addr3, 16, 0, 0)), addr2: in, addr3: in},
-			env: func(e *fakeEnv) { e.maps = []procfs.Mapping{{Start: addr1, End: addr3 + 0x1000}} },
+			mem:  map[uintptr]string{addr1: mmsghdr(msghdr(addr2, 16, 0, 0)) + mmsghdr(msghdr(addr3, 16, 0, 0)), addr2: in, addr3: in},
+			env:  func(e *fakeEnv) { e.maps = []procfs.Mapping{{Start: addr1, End: addr3 + 0x1000}} },
 			kind: syscalls.KindConnect, check: func(t *testing.T, op *policy.Op, _ *Result, _ *fakeEnv) {
 				if op.Rewritten != "" {
 					t.Errorf("rewritten %q", op.Rewritten)
