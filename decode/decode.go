@@ -41,6 +41,9 @@ type Memory interface {
 	ExitWritable(spans []Span) string
 	// Maps is the task's memory map (/proc/<tid>/maps).
 	Maps() ([]procfs.Mapping, error)
+	// AnonPage reports whether the page at addr is the task's own
+	// anonymous page (/proc/<tid>/pagemap): false when unreadable.
+	AnonPage(addr uint64) bool
 }
 
 // Paths resolves what the stopped task's paths and fds name.
@@ -71,6 +74,11 @@ type Paths interface {
 
 // Tree is what decoding asks of the traced tree.
 type Tree interface {
+	// Tid is the stopped task's thread id, for reports.
+	Tid() int
+	// FutexRestart is the word of the task's timed shared futex wait
+	// that restart_syscall would resume, 0 when none (tracer/futex.go).
+	FutexRestart() uint64
 	// PidInTree reports whether every process pid (as kill(2) reads it)
 	// reaches is in the traced tree.
 	PidInTree(pid int) bool
@@ -155,11 +163,27 @@ type Result struct {
 	// FollowPty: the call is a TIOCGPTN whose result the tracer reads at
 	// its syscall exit (a pty the tree made).
 	FollowPty bool
+	// Futex is what a futex call leaves the tracer to follow.
+	Futex FutexNote
 	// Ops, when set, are the operations of a call that acts on several
 	// objects (sendmmsg's addresses, FIDEDUPERANGE's files), the first of
 	// them returned as the operation: the decide stage picks the one that
 	// decides the call (policy.Policy.Worst). Decoding never decides.
 	Ops []*policy.Op
+}
+
+// FutexNote is what a futex call leaves the tracer to follow to its
+// syscall exit and restart (tracer/futex.go).
+type FutexNote struct {
+	// Passed: the call passed, and Exit replaces the task's word to
+	// follow to the syscall exit.
+	Passed bool
+	// Exit is the word of a timed shared wait, which the kernel may
+	// resume with restart_syscall; 0 when none.
+	Exit uint64
+	// ClearRestart: the saved restart is used, or reset by a signal
+	// handler's return.
+	ClearRestart bool
 }
 
 // Decoder decodes one call into its Result.
@@ -197,6 +221,8 @@ func (d *Decoder) Decode() (op *policy.Op, ok bool) {
 		return d.signal(), true
 	case syscalls.HProcess:
 		return d.process(), true
+	case syscalls.HFutex:
+		return d.futex(), true
 	case syscalls.HSocket:
 		if d.Name == "listen" {
 			return nil, false // the tracer's: which sockets were bound (listen.go)

@@ -60,6 +60,10 @@ type fakeEnv struct {
 	loopback     bool
 	from         string
 
+	// futexes
+	anonPages    map[uint64]bool // pages copied on write
+	futexRestart uint64
+
 	byteArgs  []int // arguments read as bytes (sockaddrs)
 	msgCopies int   // CopyMsg calls
 	fromAsked int   // SendFrom calls
@@ -201,6 +205,10 @@ func (e *fakeEnv) ExitWritable(spans []Span) string {
 func (e *fakeEnv) Maps() ([]procfs.Mapping, error) { return e.maps, e.mapsErr }
 func (e *fakeEnv) Loopback() bool                  { return e.loopback }
 func (e *fakeEnv) SendFrom(fd int32) string        { e.fromAsked++; return e.from }
+
+func (e *fakeEnv) AnonPage(addr uint64) bool { return e.anonPages[addr&^0xfff] }
+func (e *fakeEnv) Tid() int                   { return 4321 }
+func (e *fakeEnv) FutexRestart() uint64       { return e.futexRestart }
 
 // pidfd is what a fake fd names as pidfd_send_signal's target.
 type pidfd struct {

@@ -169,6 +169,12 @@ func (e decEnv) ExitWritable(spans []decode.Span) string { return e.t.exitWritab
 
 func (e decEnv) Maps() ([]procfs.Mapping, error) { return procfs.ReadMaps(e.c.tk.tid) }
 
+func (e decEnv) AnonPage(addr uint64) bool { return procfs.AnonPage(e.c.tk.tid, addr) }
+
+func (e decEnv) Tid() int { return e.c.tk.tid }
+
+func (e decEnv) FutexRestart() uint64 { return e.c.tk.futexRestart }
+
 func (e decEnv) Loopback() bool { return e.t.loopback }
 
 func (e decEnv) SendFrom(fd int32) string { return e.t.sendFrom(e.c, fd) }

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -45,7 +46,6 @@ func TestFutexMemWhy(t *testing.T) {
 	cow := mp(unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE, fd)
 	cow[0] = 1 // copied on write: anonymous now
 	tid := unix.Gettid()
-	tr := &tracer{}
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -64,11 +64,17 @@ func TestFutexMemWhy(t *testing.T) {
 				t.Fatal(err)
 			}
 			addr := uint64(uintptr(unsafe.Pointer(&c.b[0])))
-			m, ok := ms.find(addr)
+			var m mapping
+			ok := false
+			for _, x := range ms {
+				if addr >= x.Start && addr < x.End {
+					m, ok = x, true
+				}
+			}
 			if !ok {
 				t.Fatalf("%#x not in the maps", addr)
 			}
-			why := tr.futexMemWhy(tid, addr, m)
+			why := decode.FutexMemWhy(m, func() bool { return procfs.AnonPage(tid, addr) })
 			if (why == "") != (c.bad == "") || !strings.Contains(why, c.bad) {
 				t.Errorf("futexMemWhy = %q, want %q", why, c.bad)
 			}

@@ -834,7 +834,7 @@ func spanExitWritable(tid int, vmas memMaps, s span) string {
 		}
 		lo, hi := max(s.Lo, v.Start), min(s.Hi, v.End)
 		for a := lo &^ (pg - 1); a < hi; a += pg {
-			if !anonPage(tid, a) {
+			if !procfs.AnonPage(tid, a) {
 				return fmt.Sprintf("the memory at %#x is a private mapping of %s whose page is still the file's own (not copied on write)", a, v.Path)
 			}
 		}

@@ -164,13 +164,19 @@ func (t *tracer) decodeCall(c *call, fr *freezer) (_ *call, op *policy.Op, _ *fr
 	return c, op, fr, false, nil
 }
 
-// decodeOp is decode, with the pty a TIOCGPTN names noted for its syscall
-// exit, and the policy's pick of the operation that decides
+// decodeOp is decode, with what a TIOCGPTN or a futex call leaves to follow
+// to its syscall exit noted on the task, and the policy's pick of the operation that decides
 // a call acting on several objects (decode.Result.Ops: policy.Worst).
 func (t *tracer) decodeOp(c *call) *policy.Op {
 	op := t.decode(c)
 	if c.FollowPty {
 		t.ptyStarts(c) // TIOCGPTN: its result is read at the syscall exit
+	}
+	if c.Futex.ClearRestart {
+		c.tk.futexRestart = 0
+	}
+	if c.Futex.Passed {
+		c.tk.futexExit = c.Futex.Exit // followed to the syscall exit (futex.go)
 	}
 	if len(c.Ops) > 0 {
 		op = t.pol.Worst(c.Ops, t.ledger)

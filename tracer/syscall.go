@@ -214,8 +214,6 @@ func (t *tracer) decode(c *call) *policy.Op {
 		return t.decodeChdir(c)
 	case syscalls.HMem:
 		return t.decodeMem(c)
-	case syscalls.HFutex:
-		return t.decodeFutex(c)
 	}
 	return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
 }
