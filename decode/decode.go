@@ -92,6 +92,9 @@ type Tree interface {
 	// (Config.InitialChain): asked once, for the root's first exec after
 	// the initial one.
 	ChainExec(resolved string) bool
+	// Tracing reports whether allowed calls are traced too (--trace):
+	// chdir's target is resolved only for that.
+	Tracing() bool
 	// Procs returns the number of processes of the tree and the most it
 	// may have (0: no limit).
 	Procs() (n, max int)
@@ -163,6 +166,10 @@ type Result struct {
 	// FollowPty: the call is a TIOCGPTN whose result the tracer reads at
 	// its syscall exit (a pty the tree made).
 	FollowPty bool
+	// ForgetCwds: the call may move a task's cwd (chdir, fchdir; a
+	// thread sharing it through CLONE_FS moves with it): every
+	// remembered cwd is to be forgotten before it runs.
+	ForgetCwds bool
 	// Futex is what a futex call leaves the tracer to follow.
 	Futex FutexNote
 	// Ops, when set, are the operations of a call that acts on several
@@ -221,6 +228,8 @@ func (d *Decoder) Decode() (op *policy.Op, ok bool) {
 		return d.signal(), true
 	case syscalls.HProcess:
 		return d.process(), true
+	case syscalls.HChdir:
+		return d.chdir(), true
 	case syscalls.HFutex:
 		return d.futex(), true
 	case syscalls.HSocket:

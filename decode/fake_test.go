@@ -63,6 +63,7 @@ type fakeEnv struct {
 	// futexes
 	anonPages    map[uint64]bool // pages copied on write
 	futexRestart uint64
+	tracing      bool
 
 	byteArgs  []int // arguments read as bytes (sockaddrs)
 	msgCopies int   // CopyMsg calls
@@ -207,8 +208,9 @@ func (e *fakeEnv) Loopback() bool                  { return e.loopback }
 func (e *fakeEnv) SendFrom(fd int32) string        { e.fromAsked++; return e.from }
 
 func (e *fakeEnv) AnonPage(addr uint64) bool { return e.anonPages[addr&^0xfff] }
-func (e *fakeEnv) Tid() int                   { return 4321 }
-func (e *fakeEnv) FutexRestart() uint64       { return e.futexRestart }
+func (e *fakeEnv) Tracing() bool             { return e.tracing }
+func (e *fakeEnv) Tid() int                  { return 4321 }
+func (e *fakeEnv) FutexRestart() uint64      { return e.futexRestart }
 
 // pidfd is what a fake fd names as pidfd_send_signal's target.
 type pidfd struct {

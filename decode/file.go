@@ -256,3 +256,26 @@ func (d *Decoder) forbidden() *policy.Op {
 	}
 	return op
 }
+
+// chdir passes chdir and fchdir: a cwd is no permission, so they are
+// never denied, and whether they fail is the kernel's business. Every
+// remembered cwd is forgotten (a thread sharing the caller's cwd through
+// CLONE_FS moves with it: ForgetCwds); the call freezes the tree
+// (freezes), so no other check runs before it has finished. The target is
+// resolved only for --trace.
+func (d *Decoder) chdir() *policy.Op {
+	var op *policy.Op
+	if d.Env.Tracing() {
+		var p policy.Path
+		if d.Name == "fchdir" {
+			p, _ = d.FdPath(policy.Path{Role: "path"}, d.Regs.Int32Arg(d.Spec.FdArg))
+		} else {
+			p, _ = d.PathArg(d.Spec.Paths[0], true, false)
+		}
+		op = &policy.Op{Kind: syscalls.KindChdir, Syscall: d.Name, Paths: []policy.Path{p}}
+		d.Out = Outcome{}
+	}
+	d.ForgetCwds = true
+	d.Out = PassOutcome()
+	return op
+}

@@ -320,3 +320,22 @@ func TestDecodeForbidden(t *testing.T) {
 	}
 	run(t, cases)
 }
+
+func TestDecodeChdir(t *testing.T) {
+	forgets := func(t *testing.T, _ *policy.Op, r *Result, _ *fakeEnv) {
+		if !r.ForgetCwds {
+			t.Error("the cwds are not forgotten")
+		}
+	}
+	tracing := func(e *fakeEnv) { e.tracing = true }
+	cases := []tcase{
+		{name: "chdir passes, unread", call: "chdir", args: [6]uint64{bad}, want: Pass, check: forgets},
+		{name: "fchdir passes", call: "fchdir", args: [6]uint64{3}, want: Pass, check: forgets},
+		{name: "chdir traced names its target", call: "chdir", args: [6]uint64{addr1}, mem: map[uintptr]string{addr1: "d"}, env: tracing,
+			want: Pass, kind: syscalls.KindChdir, paths: []wantPath{{"path", "d", "/home/u/d", true, -1, "/home/u"}}, check: forgets},
+		{name: "a failing chdir traced still passes", call: "chdir", args: [6]uint64{bad}, env: tracing, want: Pass, kind: syscalls.KindChdir, check: forgets},
+		{name: "fchdir traced", call: "fchdir", args: [6]uint64{3}, env: tracing, want: Pass, kind: syscalls.KindChdir,
+			paths: []wantPath{{"path", "", "/home/u/d", true, 3, ""}}},
+	}
+	run(t, cases)
+}

@@ -175,6 +175,8 @@ func (e decEnv) Tid() int { return e.c.tk.tid }
 
 func (e decEnv) FutexRestart() uint64 { return e.c.tk.futexRestart }
 
+func (e decEnv) Tracing() bool { return e.t.cfg.TraceAll }
+
 func (e decEnv) Loopback() bool { return e.t.loopback }
 
 func (e decEnv) SendFrom(fd int32) string { return e.t.sendFrom(e.c, fd) }

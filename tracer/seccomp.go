@@ -164,11 +164,15 @@ func (t *tracer) decodeCall(c *call, fr *freezer) (_ *call, op *policy.Op, _ *fr
 	return c, op, fr, false, nil
 }
 
-// decodeOp is decode, with what a TIOCGPTN or a futex call leaves to follow
-// to its syscall exit noted on the task, and the policy's pick of the operation that decides
+// decodeOp is decode, with its notes applied (a chdir forgets the cwds; a
+// TIOCGPTN or a futex call leaves its syscall exit to follow), and the
+// policy's pick of the operation that decides
 // a call acting on several objects (decode.Result.Ops: policy.Worst).
 func (t *tracer) decodeOp(c *call) *policy.Op {
 	op := t.decode(c)
+	if c.ForgetCwds {
+		t.forgetCwds() // chdir, fchdir: run frozen, so no check comes between
+	}
 	if c.FollowPty {
 		t.ptyStarts(c) // TIOCGPTN: its result is read at the syscall exit
 	}

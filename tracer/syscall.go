@@ -210,35 +210,10 @@ func (t *tracer) decode(c *call) *policy.Op {
 	switch c.spec.Handler {
 	case syscalls.HSocket: // listen
 		return t.decodeListen(c)
-	case syscalls.HChdir:
-		return t.decodeChdir(c)
 	case syscalls.HMem:
 		return t.decodeMem(c)
 	}
 	return &policy.Op{Kind: syscalls.KindForbidden, Syscall: c.name}
-}
-
-// decodeChdir passes chdir and fchdir: a cwd is no permission, so they are
-// never denied, and whether they fail is the kernel's business. Every
-// remembered cwd is forgotten (a thread sharing the caller's cwd through
-// CLONE_FS moves with it); the call freezes the tree (freezes), so no other
-// check runs before it has finished. The target is resolved only for
-// --trace.
-func (t *tracer) decodeChdir(c *call) *policy.Op {
-	var op *policy.Op
-	if t.cfg.TraceAll {
-		var p policy.Path
-		if c.name == "fchdir" {
-			p, _ = t.decoder(c).FdPath(policy.Path{Role: "path"}, t.regs.Int32Arg(c.spec.FdArg))
-		} else {
-			p, _ = t.decoder(c).PathArg(c.spec.Paths[0], true, false)
-		}
-		op = &policy.Op{Kind: syscalls.KindChdir, Syscall: c.name, Paths: []policy.Path{p}}
-		c.Out = decode.Outcome{}
-	}
-	t.forgetCwds()
-	c.Out = decode.PassOutcome()
-	return op
 }
 
 // flagsArg is the call's int flags argument (low 32 bits, as the kernel
