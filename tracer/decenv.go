@@ -10,7 +10,6 @@ import (
 	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/pathres"
-	"github.com/tracecell/tracecell/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -183,8 +182,3 @@ func (e decEnv) SendFrom(fd int32) string { return e.t.sendFrom(e.c, fd) }
 
 // decEnv is the decode stage's Env.
 var _ decode.Env = decEnv{}
-
-// fdArgPath is decode.Decoder.FdArgPath for c.
-func (t *tracer) fdArgPath(c *call, fd int32) (policy.Path, bool) {
-	return t.decoder(c).FdArgPath(fd)
-}

@@ -1,7 +1,6 @@
 package tracer
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -223,14 +222,6 @@ func (t *tracer) flagsArg(c *call) uint64 {
 		return 0
 	}
 	return uint64(uint32(t.regs.Arg(c.spec.FlagsArg)))
-}
-
-func errnoOf(err error, def syscall.Errno) syscall.Errno {
-	var en syscall.Errno
-	if errors.As(err, &en) {
-		return en
-	}
-	return def
 }
 
 // kernelFails returns the errno the kernel fails a denied file system call
