@@ -166,8 +166,8 @@ func (t *tracer) decodeCall(c *call, fr *freezer) (_ *call, op *policy.Op, _ *fr
 
 // decodeOp is decode, with its notes applied (a chdir forgets the cwds; a
 // TIOCGPTN or a futex call leaves its syscall exit to follow), and the
-// policy's pick of the operation that decides
-// a call acting on several objects (decode.Result.Ops: policy.Worst).
+// policy's pick of the operation that decides a call acting on several
+// objects (decode.Result.Ops: policy.Worst; decoding itself never decides).
 func (t *tracer) decodeOp(c *call) *policy.Op {
 	op := t.decode(c)
 	if c.ForgetCwds {
