@@ -44,7 +44,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tracecell/tracecell/internal/procstat"
+	"github.com/tracecell/tracecell/internal/procfs"
 )
 
 var (
@@ -612,8 +612,8 @@ func diffTrees(a, b map[string]string) []string {
 // procState is the state letter of /proc/PID/stat ("" when gone), and
 // procStatField field n of it (1-based, as in proc(5)).
 var (
-	procState     = procstat.State
-	procStatField = procstat.Field
+	procState     = procfs.State
+	procStatField = procfs.Field
 )
 
 func readTrim(p string) string {

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tracecell/tracecell/internal/procstat"
+	"github.com/tracecell/tracecell/internal/procfs"
 )
 
 // otherMountNS starts a process in a mount namespace of its own (unshare
@@ -39,7 +39,7 @@ func otherMountNS(t *testing.T, dir string) int {
 		if _, err := os.Stat(ready); err == nil {
 			return pid
 		}
-		if time.Now().After(deadline) || !procstat.Runs(pid) {
+		if time.Now().After(deadline) || !procfs.Runs(pid) {
 			t.Skipf("no process in a mount namespace of its own (unprivileged user namespaces disabled?): %s", out.String())
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -45,15 +45,19 @@ func TestFailClosed(t *testing.T) {
 	}
 }
 
-// TestFailClosedCausesInTracer: the tracer's fail-closed causes (its
-// failWhy, and the pidfd causes that become one) state no consequence:
+// TestFailClosedCausesInTracer: the fail-closed causes of the tracer and
+// of decode (FailClosedWith, and the pidfd causes that become one) state no consequence:
 // FailClosed.Text adds it in the mode's words. A cause that still ends in
 // the enforce wording would read "denied to be safe" twice in enforce mode
 // and claim a denial in audit mode (a tracer merged from before FailClosed).
 func TestFailClosedCausesInTracer(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "tracer", "*.go"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no tracer sources: %v", err)
+	var files []string
+	for _, dir := range []string{"tracer", "decode"} {
+		fs, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+		if err != nil || len(fs) == 0 {
+			t.Fatalf("no %s sources: %v", dir, err)
+		}
+		files = append(files, fs...)
 	}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -67,7 +71,7 @@ func TestFailClosedCausesInTracer(t *testing.T) {
 			if !strings.Contains(line, failClosedEnforce[2:]) {
 				continue
 			}
-			if strings.Contains(line, "failWhy") || strings.Contains(line, "pid namespace") || strings.Contains(line, "which process the fd") {
+			if strings.Contains(line, "failWhy") || strings.Contains(line, "FailClosedWith") || strings.Contains(line, "pid namespace") || strings.Contains(line, "which process the fd") {
 				t.Errorf("%s:%d: a fail-closed cause states its consequence; leave it to policy.FailClosed.Text: %s", f, i+1, strings.TrimSpace(line))
 			}
 		}

@@ -24,7 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecell/tracecell/config"
-	"github.com/tracecell/tracecell/internal/procstat"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/internal/syncbuf"
 )
 
@@ -223,7 +223,7 @@ func TestRealKillWorkerMidExecution(t *testing.T) {
 	if d.Restarts != 1 || d.Worker.WorkerPid == in.Worker.WorkerPid {
 		t.Fatalf("describe after restart: %+v", d)
 	}
-	waitFor(t, "the old worker-host to be gone", func() bool { return !procstat.Runs(in.Worker.HostPid) })
+	waitFor(t, "the old worker-host to be gone", func() bool { return !procfs.Runs(in.Worker.HostPid) })
 
 	// A worker killed while idle: the next execution is not run, says so,
 	// and the one after runs in a fresh worker.
@@ -282,7 +282,7 @@ func TestRealDeleteBusy(t *testing.T) {
 		t.Fatal("the execution did not end when its session was deleted")
 	}
 	t.Logf("delete of a busy session took %v", time.Since(t0))
-	if procstat.Runs(in.Worker.WorkerPid) || procstat.Runs(in.Worker.HostPid) {
+	if procfs.Runs(in.Worker.WorkerPid) || procfs.Runs(in.Worker.HostPid) {
 		t.Fatal("the session's processes outlived its deletion")
 	}
 	if _, err := os.Stat(in.Sandbox); !os.IsNotExist(err) {
@@ -596,7 +596,7 @@ func (h *helper) sessionsWithWorkers(t *testing.T, n int) []int {
 func alivePids(pids []int) []int {
 	var out []int
 	for _, p := range pids {
-		if procstat.Runs(p) {
+		if procfs.Runs(p) {
 			out = append(out, p)
 		}
 	}

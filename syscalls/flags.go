@@ -369,7 +369,7 @@ const (
 // Ioctls are the commands the tracer decides by their own rule. The
 // filter traps every command not in IoctlAllowed (these included); a
 // trapped command that is in neither list is decided by IoctlFamily or as
-// an ioctl on what its fd points to (tracer: decodeIoctl). The cmd
+// an ioctl on what its fd points to (decode: ioctl). The cmd
 // argument is an unsigned int: the kernel ignores the high half of the
 // register, and so do the filter and the tracer. Encodings are
 // asm-generic _IOC, identical on x86_64 and aarch64.
@@ -793,7 +793,7 @@ const SockIocType = 0x89
 func IoctlFamily(cmd uint32) (string, bool) {
 	switch IoctlType(cmd) {
 	case 0x94:
-		if cmd == FIDEDUPERANGE { // decided on its fd and its destinations' (tracer: dedupeOp)
+		if cmd == FIDEDUPERANGE { // decided on its fd and its destinations' (decode: dedupeOp)
 			return "", false
 		}
 		return "btrfs", true

@@ -398,7 +398,7 @@ func buildSpecs() map[string]*Spec {
 		// read, so trapped only when reads are (filter: KindRead). fgetxattr
 		// and flistxattr act on an fd, whose open was checked.
 		// inotify_add_watch follows a final symlink unless IN_DONT_FOLLOW
-		// is in its mask (tracer: decodePaths). fanotify_mark is
+		// is in its mask (decode: paths). fanotify_mark is
 		// forbidden.
 		mk("getxattr", KindRead, HPath, p(0, always, "path")),
 		mk("lgetxattr", KindRead, HPath, p(0, never, "path")),

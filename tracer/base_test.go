@@ -12,7 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tracecell/tracecell/internal/procstat"
+	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/procfs"
 )
 
 // TestReadBase: the directory a relative path starts from is taken by the
@@ -62,7 +63,7 @@ func TestReadBase(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := readBase(c.link)
-			var be *errBase
+			var be *decode.BaseError
 			switch {
 			case c.errno != 0:
 				if !errors.Is(err, c.errno) {
@@ -106,7 +107,7 @@ func otherMountNS(t *testing.T, dir string) (int, bool) {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d/root%s/ready", pid, dir)); err == nil {
 			return pid, true
 		}
-		if !procstat.Runs(pid) {
+		if !procfs.Runs(pid) {
 			break
 		}
 	}

@@ -45,6 +45,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/syscalls"
 )
 
@@ -129,7 +131,7 @@ func (t *tracer) copyPathArg(c *call, arg int, addr uint64, s []byte) {
 		buf := make([]byte, len(s)+1)
 		copy(buf, s)
 		return buf
-	}, mkSpan(addr, uint64(len(s)+1)))
+	}, decode.MkSpan(addr, uint64(len(s)+1)))
 }
 
 // setCopies points c's copied arguments at their slots, just before the
@@ -287,19 +289,19 @@ func (t *tracer) exitWritable(c *call, spans []span) string {
 func spanExitWritable(tid int, vmas memMaps, s span) string {
 	pg := uint64(os.Getpagesize())
 	for _, v := range vmas {
-		if !s.overlaps(span{v.start, v.end}) {
+		if !s.Overlaps(span{Lo: v.Start, Hi: v.End}) {
 			continue
 		}
-		if v.shared {
-			return fmt.Sprintf("the memory at %#x is a shared mapping", s.lo)
+		if v.Shared {
+			return fmt.Sprintf("the memory at %#x is a shared mapping", s.Lo)
 		}
-		if v.inode == 0 {
+		if v.Inode == 0 {
 			continue
 		}
-		lo, hi := max(s.lo, v.start), min(s.hi, v.end)
+		lo, hi := max(s.Lo, v.Start), min(s.Hi, v.End)
 		for a := lo &^ (pg - 1); a < hi; a += pg {
-			if !anonPage(tid, a) {
-				return fmt.Sprintf("the memory at %#x is a private mapping of %s whose page is still the file's own (not copied on write)", a, v.path)
+			if !procfs.AnonPage(tid, a) {
+				return fmt.Sprintf("the memory at %#x is a private mapping of %s whose page is still the file's own (not copied on write)", a, v.Path)
 			}
 		}
 	}

@@ -2,11 +2,9 @@ package tracer
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -225,17 +223,6 @@ func (t *tracer) deny(tid int, errno syscall.Errno) error {
 		}
 	}
 	return nil
-}
-
-func parseStatusInt(b []byte, key string, def int) int {
-	for _, line := range bytes.Split(b, []byte{'\n'}) {
-		if bytes.HasPrefix(line, []byte(key)) {
-			if v, err := strconv.Atoi(string(bytes.TrimSpace(line[len(key):]))); err == nil {
-				return v
-			}
-		}
-	}
-	return def
 }
 
 // scratchStarts updates the ledger for an allowed call. The entries it

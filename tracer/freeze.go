@@ -87,6 +87,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/syscalls"
 )
 
@@ -460,7 +461,7 @@ func (s *freezeState) awaitStops(f *freezer, start time.Time, log zerolog.Logger
 		// other threads run never reports a stop; a task in an
 		// uninterruptible sleep stops only when it wakes.
 		for x := range f.waiting {
-			if st := procState(x); st == 'Z' || st == 'X' || st == 0 {
+			if st := procfs.StateLetter(x); st == 'Z' || st == 'X' || st == 0 {
 				delete(f.waiting, x)
 			}
 		}
@@ -478,7 +479,7 @@ func (s *freezeState) awaitStops(f *freezer, start time.Time, log zerolog.Logger
 					// leave, its death ends the wait.
 					continue
 				}
-				log.Warn().Int("tid", x).Str("state", string(rune(procState(x)))).
+				log.Warn().Int("tid", x).Str("state", string(rune(procfs.StateLetter(x)))).
 					Msg("task did not stop within the freeze bound; taken as frozen (it cannot run its own code before it stops)")
 				delete(f.waiting, x)
 			}
@@ -560,7 +561,7 @@ func (t *tracer) runFrozen(f *freezer) error {
 			f.take(&t.fz, x, ws)
 			continue
 		}
-		st := procState(tid)
+		st := procfs.StateLetter(tid)
 		if st == 0 {
 			return t.thaw() // gone, and its exit not reported to us
 		}
@@ -649,27 +650,4 @@ func wait4NoHang() (int, unix.WaitStatus, error) {
 		}
 		return tid, ws, nil
 	}
-}
-
-// procState is the state letter of /proc/<tid>/stat, 0 when it is gone.
-func procState(tid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
-	if err != nil {
-		return 0
-	}
-	return statState(b)
-}
-
-// statState is the state letter of a /proc/<pid>/stat line: the field after
-// the command, which is in parentheses and may itself hold ") ".
-func statState(b []byte) byte {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == ')' {
-			if i+2 < len(b) {
-				return b[i+2]
-			}
-			return 0
-		}
-	}
-	return 0
 }

@@ -3,7 +3,6 @@ package tracer
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,30 +73,6 @@ func TestStopEvent(t *testing.T) {
 				t.Errorf("stopEvent(%#x) = %d, want %d", uint32(c.ws), got, c.want)
 			}
 		})
-	}
-}
-
-func TestStatState(t *testing.T) {
-	cases := []struct {
-		name, line string
-		want       byte
-	}{
-		{"running", "42 (python3) R 1 42 42 0", 'R'},
-		{"tracing stop", "42 (python3) t 1 42", 't'},
-		{"parenthesis in the name", "42 (a) S (b)) D 1 42", 'D'},
-		{"zombie", "42 (x) Z 1", 'Z'},
-		{"truncated", "42 (x)", 0},
-		{"garbage", "", 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := statState([]byte(c.line)); got != c.want {
-				t.Errorf("statState(%q) = %q, want %q", c.line, got, c.want)
-			}
-		})
-	}
-	if st := procState(os.Getpid()); st != 'R' && st != 'S' {
-		t.Errorf("procState(self) = %q", st)
 	}
 }
 

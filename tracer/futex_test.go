@@ -9,39 +9,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
-
-// TestParseMaps: the fields of /proc/<pid>/maps, a path with spaces, and
-// anonymous lines without a path.
-func TestParseMaps(t *testing.T) {
-	text := "55d0c0a00000-55d0c0a21000 r--p 00000000 08:01 1311                       /usr/bin/python3.11\n" +
-		"7f0000000000-7f0000001000 r--s 00000000 00:1a 42                         /dev/shm/sem.my sem (deleted)\n" +
-		"7f0000001000-7f0000002000 rw-s 00000000 00:01 7                          /dev/zero (deleted)\n" +
-		"7f0000002000-7f0000004000 rw-p 00000000 00:00 0 \n" +
-		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n"
-	ms, err := parseMaps([]byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(ms) != 5 {
-		t.Fatalf("%d mappings, want 5: %+v", len(ms), ms)
-	}
-	m, ok := ms.find(0x7f0000000ffc)
-	if !ok || m.path != "/dev/shm/sem.my sem (deleted)" || m.write || !m.shared || m.inode != 42 {
-		t.Errorf("sem mapping %+v %v", m, ok)
-	}
-	if m, ok := ms.find(0x7f0000003000); !ok || m.path != "" || !m.write || m.shared || m.inode != 0 {
-		t.Errorf("anonymous mapping %+v %v", m, ok)
-	}
-	if _, ok := ms.find(0x7f0000004000); ok {
-		t.Error("found a mapping at the end of the last one")
-	}
-	if _, err := parseMaps([]byte("garbage\n")); err == nil {
-		t.Error("garbage parsed")
-	}
-}
 
 // TestFutexMemWhy classifies real mappings of this process: anonymous and
 // writable shared memory may hold shared futex words, a read-only shared
@@ -74,7 +46,6 @@ func TestFutexMemWhy(t *testing.T) {
 	cow := mp(unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE, fd)
 	cow[0] = 1 // copied on write: anonymous now
 	tid := unix.Gettid()
-	tr := &tracer{}
 	for _, c := range []struct {
 		name string
 		b    []byte
@@ -93,11 +64,17 @@ func TestFutexMemWhy(t *testing.T) {
 				t.Fatal(err)
 			}
 			addr := uint64(uintptr(unsafe.Pointer(&c.b[0])))
-			m, ok := ms.find(addr)
+			var m mapping
+			ok := false
+			for _, x := range ms {
+				if addr >= x.Start && addr < x.End {
+					m, ok = x, true
+				}
+			}
 			if !ok {
 				t.Fatalf("%#x not in the maps", addr)
 			}
-			why := tr.futexMemWhy(tid, addr, m)
+			why := decode.FutexMemWhy(m, func() bool { return procfs.AnonPage(tid, addr) })
 			if (why == "") != (c.bad == "") || !strings.Contains(why, c.bad) {
 				t.Errorf("futexMemWhy = %q, want %q", why, c.bad)
 			}
@@ -154,7 +131,7 @@ func TestKernelFails(t *testing.T) {
 				t.Fatalf("no spec %s", c.call)
 			}
 			tr := &tracer{pol: c.pol}
-			cl := &call{spec: spec, name: c.call, openFlags: c.flags, hasOpenFlags: spec.Handler == syscalls.HOpen}
+			cl := &call{spec: spec, name: c.call, Result: decode.Result{OpenFlags: c.flags, HasOpenFlags: spec.Handler == syscalls.HOpen}}
 			op := &policy.Op{Kind: c.kind, Syscall: c.call, Paths: c.paths}
 			if got := tr.kernelFails(cl, op); got != c.want {
 				t.Errorf("kernelFails = %v, want %v", got, c.want)

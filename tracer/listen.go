@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 	"golang.org/x/sys/unix"
@@ -79,7 +80,7 @@ func (t *tracer) decodeListen(c *call) *policy.Op {
 	if !ok || t.bound.has(ino) || unixSocket(c.tk.tgid, ino) {
 		// Not a socket (the kernel fails it: EBADF, ENOTSOCK), or one
 		// whose address was checked.
-		c.pass = true
+		c.Out = decode.PassOutcome()
 		return op
 	}
 	op.Family = "unspec"

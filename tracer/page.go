@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/syscalls"
 )
 
@@ -145,5 +146,5 @@ func seccompFilters(tid int) int {
 	if err != nil {
 		return -1
 	}
-	return parseStatusInt(b, "Seccomp_filters:", -1)
+	return procfs.StatusInt(b, "Seccomp_filters:", -1)
 }

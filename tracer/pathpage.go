@@ -69,6 +69,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/arch"
+	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
@@ -428,13 +429,13 @@ func (t *tracer) decodeMem(c *call) *policy.Op {
 		if (addr >= hi || end <= lo) && (ua >= hi || ue <= lo) {
 			continue
 		}
-		c.flags = fmt.Sprintf("addr=%#x len=%#x", addr, n)
+		c.Flags = fmt.Sprintf("addr=%#x len=%#x", addr, n)
 		reason = fmt.Sprintf("the range reaches %#x-%#x, where tracecell keeps the paths of checked calls; programs may not map, unmap or change anything there", lo, hi)
 		break
 	}
 	switch {
 	case reason == "":
-		c.pass = true
+		c.Out = decode.PassOutcome()
 		return nil
 	case !t.page.ever:
 		// No process has had the page yet (the tracer maps it only once
@@ -447,9 +448,9 @@ func (t *tracer) decodeMem(c *call) *policy.Op {
 			t.page.off = true
 			t.cfg.Log.Debug().Str("syscall", c.name).Int("pid", c.tk.tgid).Msg("the program maps over the path page's range before tracecell used it; path page off for this run")
 		}
-		c.pass = true
+		c.Out = decode.PassOutcome()
 		return nil
 	}
-	c.limit = &policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM, Reason: reason}
+	c.Out = decode.LimitWith(policy.Decision{Rule: policy.RulePathPage, Errno: syscall.EPERM, Reason: reason})
 	return &policy.Op{Kind: syscalls.KindMemory, Syscall: c.name}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracecell/tracecell/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -33,16 +34,16 @@ func killGroup(t *testing.T, pgid int, cmd *exec.Cmd) {
 }
 
 // waitState waits until /proc/pid/stat says state.
-func waitState(t *testing.T, pid int, state byte) procStat {
+func waitState(t *testing.T, pid int, state byte) procfs.Stat {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		st, ok := readProcStat(pid)
-		if ok && st.state == state {
+		st, ok := procfs.ReadStat(pid)
+		if ok && st.State == state {
 			return st
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pid %d: state %c, want %c", pid, st.state, state)
+			t.Fatalf("pid %d: state %c, want %c", pid, st.State, state)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -101,8 +102,8 @@ func TestProcessGroupInTree(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh.Wait()
-	if st := waitState(t, m, 'S'); st.pgrp != s {
-		t.Fatalf("member %d in group %d, want %d", m, st.pgrp, s)
+	if st := waitState(t, m, 'S'); st.Pgrp != s {
+		t.Fatalf("member %d in group %d, want %d", m, st.Pgrp, s)
 	}
 	if tr.pgrpInTree(s) {
 		t.Errorf("group %d counts as the tree's before its member is", s)
@@ -138,28 +139,6 @@ func TestProcessGroupInTree(t *testing.T) {
 
 	if tr.pidInTree(-1) || !tr.pidInTree(0) {
 		t.Error("-1 and 0")
-	}
-}
-
-func TestParseProcStat(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want procStat
-		ok   bool
-	}{
-		{"42 (sleep) S 1 42 42 0 -1", procStat{42, 'S', 1, 42}, true},
-		{"7 (a) (b c) Z 3 5 5 0", procStat{7, 'Z', 3, 5}, true},
-		{"7 (x) Z", procStat{}, false},
-		{"garbage", procStat{}, false},
-	} {
-		got, ok := parseProcStat([]byte(c.in))
-		if ok != c.ok || (ok && got != c.want) {
-			t.Errorf("%q: %+v %v, want %+v %v", c.in, got, ok, c.want, c.ok)
-		}
-	}
-	st, ok := readProcStat(os.Getpid())
-	if !ok || st.pid != os.Getpid() || st.ppid != os.Getppid() || st.pgrp != syscall.Getpgrp() {
-		t.Errorf("own stat %+v %v", st, ok)
 	}
 }
 
@@ -284,7 +263,7 @@ print("dir", pss(os.open(".", d), signal.SIGTERM))
 		o.res.Denials[0].TargetPid == nil || *o.res.Denials[0].TargetPid != host {
 		t.Errorf("denials %+v, want one of pidfd_send_signal naming pid %d", o.res.Denials, host)
 	}
-	if st, ok := readProcStat(host); !ok || st.state == 'Z' {
+	if st, ok := procfs.ReadStat(host); !ok || st.State == 'Z' {
 		t.Errorf("the outside process %d was killed", host)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/tracecell/tracecell/arch"
 	"github.com/tracecell/tracecell/filter"
 	"github.com/tracecell/tracecell/internal/caps"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
@@ -765,5 +766,5 @@ func tgidOf(tid int) int {
 	if err != nil {
 		return tid
 	}
-	return parseStatusInt(b, "Tgid:", tid)
+	return procfs.StatusInt(b, "Tgid:", tid)
 }

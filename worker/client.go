@@ -20,7 +20,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tracecell/tracecell/config"
-	"github.com/tracecell/tracecell/internal/procstat"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/report"
 )
 
@@ -551,7 +551,7 @@ func (p *Proc) awaitWorkerGone() {
 		return
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for procstat.Runs(pid) && time.Now().Before(deadline) {
+	for procfs.Runs(pid) && time.Now().Before(deadline) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
@@ -581,7 +581,7 @@ func (p *Proc) Close() error {
 		<-p.msgsDone
 		<-p.logsDone
 		p.awaitWorkerGone()
-		if pid := p.info.WorkerPid; pid > 0 && procstat.Runs(pid) {
+		if pid := p.info.WorkerPid; pid > 0 && procfs.Runs(pid) {
 			p.closeErr = fmt.Errorf("worker-host %d: worker %d still runs after its host was killed", p.hostPid, pid)
 		}
 	})

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/tracecell/tracecell/internal/procstat"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/report"
 )
 
@@ -89,7 +89,7 @@ func (h *host) interrupt() {
 	// one. Once the tracer has reaped it (the worker exited; its tree may
 	// run on) the pid is free for any process of the system: signal it
 	// only while it is still our child.
-	if procstat.Field(h.workerPid, 4) != strconv.Itoa(os.Getpid()) {
+	if procfs.Field(h.workerPid, 4) != strconv.Itoa(os.Getpid()) {
 		h.log.Debug().Int("worker_pid", h.workerPid).Msg("interrupt: the worker is no longer this host's child")
 		return
 	}

@@ -26,7 +26,7 @@ import (
 
 	"github.com/tracecell/tracecell/config"
 	"github.com/tracecell/tracecell/internal/caps"
-	"github.com/tracecell/tracecell/internal/procstat"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/internal/syncbuf"
 )
 
@@ -93,7 +93,7 @@ func errName(r *Result) string {
 func gone(pid int, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	for {
-		if !procstat.Runs(pid) {
+		if !procfs.Runs(pid) {
 			return true
 		}
 		if time.Now().After(deadline) {
@@ -630,7 +630,7 @@ func TestServerKilled(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("helper: %v", err)
 	}
-	if !procstat.Runs(info.HostPid) || !procstat.Runs(info.WorkerPid) {
+	if !procfs.Runs(info.HostPid) || !procfs.Runs(info.WorkerPid) {
 		t.Fatalf("host %d or worker %d not running", info.HostPid, info.WorkerPid)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)

@@ -1,4 +1,4 @@
-package procstat
+package procfs
 
 import (
 	"os"
@@ -23,8 +23,8 @@ func TestStates(t *testing.T) {
 	}
 	// The command name may hold spaces and parentheses: fields count from
 	// the last ')'. This test binary's name has neither, so parse one.
-	if got := fieldOf("42 (a ) b) S 7 42", 4); got != "7" {
-		t.Errorf("fieldOf = %q, want 7", got)
+	if got := FieldOf([]byte("42 (a ) b) S 7 42"), 4); got != "7" {
+		t.Errorf("FieldOf = %q, want 7", got)
 	}
 	// A zombie: a child that exited and is not reaped yet.
 	cmd := exec.Command("/bin/true")

@@ -1,0 +1,184 @@
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/procfs"
+	"github.com/tracecell/tracecell/pathres"
+	"golang.org/x/sys/unix"
+)
+
+// decEnv is what the decode stage reads of a stopped call (decode.Env):
+// the task's memory, with the copies the path page needs as it is read,
+// its paths and fds, and the tree.
+//
+// Precondition: c's task is in its seccomp stop.
+type decEnv struct {
+	// t is the tracer, for its tree, policy and memory reader.
+	t *tracer
+	// c is the call decoded; its copy state is kept as the memory is read.
+	c *call
+}
+
+// errCopyFailed: a copyable call's path could not be written to its path
+// page slot; the call is decided again, frozen (call.copyFail).
+var errCopyFailed = errors.New("path not copied to the path page")
+
+// decoder returns the decode stage of c, writing into c's Result.
+func (t *tracer) decoder(c *call) *decode.Decoder {
+	return decode.New(decode.Input{Name: c.name, Spec: c.spec, Regs: t.regs, Table: t.table, Env: decEnv{t, c}}, &c.Result)
+}
+
+func (e decEnv) ReadBytes(addr uintptr, n int) ([]byte, error) {
+	return e.t.mem.readBytes(e.c.tk.tid, addr, n)
+}
+
+// ReadArgString reads the string and copies it where the kernel will read
+// it instead: the path page slot of a copied call (copyPath), or one of a
+// frozen call (copyPathArg).
+func (e decEnv) ReadArgString(arg int, addr uintptr) ([]byte, error) {
+	t, c := e.t, e.c
+	s, err := t.mem.readString(c.tk.tid, addr)
+	if err != nil {
+		return nil, err
+	}
+	if c.copying && arg == c.copyArg {
+		// The kernel will read these very bytes (pathpage.go).
+		if !t.copyPath(c, s) {
+			c.copyFail = true
+			return nil, errCopyFailed
+		}
+		c.copied = true
+	}
+	// A frozen call: the kernel reads a copy of these very bytes
+	// too (copy and freeze, pathpage.go).
+	t.copyPathArg(c, arg, uint64(addr), s)
+	return s, nil
+}
+
+func (e decEnv) Base(dirfd int32, hasDirfd bool) (string, error) {
+	return e.t.base(e.c, dirfd, hasDirfd)
+}
+
+// Resolve walks with the walk cache (dirCache) and notes a resolution a
+// copied call cannot rely on (uncopyable): the call is then decided again,
+// frozen.
+func (e decEnv) Resolve(base string, given []byte, follow bool) (pathres.Result, error) {
+	r, err := resolvePath(pathres.Task{Tgid: e.c.tk.tgid, Tid: e.c.tk.tid}, base, given, follow, e.t.dirCache())
+	if e.c.copying && err == nil && uncopyable(e.c, r) {
+		e.c.copyUnsafe = true
+	}
+	return r, err
+}
+
+func (e decEnv) ResolveFd(fd int32) (pathres.Result, error) {
+	return pathres.ResolveFd(pathres.Task{Tgid: e.c.tk.tgid, Tid: e.c.tk.tid}, int(fd))
+}
+
+func (e decEnv) MayKnow(resolved string) bool { return e.t.pol.MayKnow(resolved) }
+
+func (e decEnv) PidInTree(pid int) bool { return e.t.pidInTree(pid) }
+
+func (e decEnv) OwnsPty(path string) bool { return e.t.ptys.owns(path) }
+
+func (e decEnv) InitialExec() (string, bool) {
+	return e.t.cfg.Path, e.c.tk.tid == e.t.tree.rootPid && !e.t.rootExecDone
+}
+
+// ChainExec answers once, for the root's first exec after the initial one,
+// and marks the task's exec as the chain's (events.go).
+func (e decEnv) ChainExec(resolved string) bool {
+	t, tk := e.t, e.c.tk
+	if tk.tgid != t.tree.rootPid || !t.rootExecDone || !t.chainLeft {
+		return false
+	}
+	t.chainLeft = false
+	chain := false
+	for _, x := range t.cfg.InitialChain {
+		if x == resolved {
+			chain = true
+			tk.chainExec = true
+		}
+	}
+	return chain
+}
+
+func (e decEnv) Procs() (n, max int) { return len(e.t.tree.procs), e.t.cfg.MaxProcs }
+
+func (e decEnv) PgrpInTree(g int) bool { return e.t.pgrpInTree(g) }
+
+func (e decEnv) PidGone(pid int) bool { return pidGone(pid) }
+
+func (e decEnv) PidfdPid(fd int32) (int, syscall.Errno, string) { return pidfdPid(e.c.tk.tid, fd) }
+
+func (e decEnv) StdioTTY(dev decode.DevID) bool { return e.t.ptys.stdioTTY(devID{dev.Dev, dev.Rdev}) }
+
+func (e decEnv) AsyncOwn(resolved string, dev decode.DevID) bool {
+	return e.t.ptys.asyncOwn(resolved, &unix.Stat_t{Dev: dev.Dev, Rdev: dev.Rdev})
+}
+
+// CharDev stats the fd through /proc/<tid>/fd/N, which follows the fd.
+func (e decEnv) CharDev(fd int32) (decode.DevID, bool) {
+	var st unix.Stat_t
+	if fd < 0 || unix.Stat("/proc/"+strconv.Itoa(e.c.tk.tid)+"/fd/"+strconv.Itoa(int(fd)), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		return decode.DevID{}, false
+	}
+	return decode.DevID{Dev: st.Dev, Rdev: st.Rdev}, true
+}
+
+func (e decEnv) FdLink(fd int32) (string, bool) {
+	l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", e.c.tk.tid, fd))
+	return l, err == nil
+}
+
+func (e decEnv) Lstat(resolved string) (exists, isDir bool) {
+	var st unix.Stat_t
+	if unix.Lstat(resolved, &st) != nil {
+		return false, false
+	}
+	return true, st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// ReadArgBytes reads a sockaddr; for a frozen call the kernel reads a copy
+// of these very bytes (copy and freeze, pathpage.go).
+func (e decEnv) ReadArgBytes(arg int, addr uintptr, n int) ([]byte, error) {
+	b, err := e.t.mem.readBytes(e.c.tk.tid, addr, n)
+	if err != nil {
+		return nil, err
+	}
+	if arg >= 0 {
+		e.t.copyFrozen(e.c, arg, func(uint64) []byte { return b }, decode.MkSpan(uint64(addr), uint64(n)))
+	}
+	return b, nil
+}
+
+// CopyMsg copies a frozen sendmsg's msghdr, pointers redirected (msgCopy).
+func (e decEnv) CopyMsg(hdr, name, ctl []byte, read []decode.Span) {
+	e.t.copyFrozen(e.c, 1, func(addr uint64) []byte { return msgCopy(hdr, name, ctl, addr) }, read...)
+}
+
+func (e decEnv) Frozen() bool { return e.c.frozen }
+
+func (e decEnv) ExitWritable(spans []decode.Span) string { return e.t.exitWritable(e.c, spans) }
+
+func (e decEnv) Maps() ([]procfs.Mapping, error) { return procfs.ReadMaps(e.c.tk.tid) }
+
+func (e decEnv) AnonPage(addr uint64) bool { return procfs.AnonPage(e.c.tk.tid, addr) }
+
+func (e decEnv) Tid() int { return e.c.tk.tid }
+
+func (e decEnv) FutexRestart() uint64 { return e.c.tk.futexRestart }
+
+func (e decEnv) Tracing() bool { return e.t.cfg.TraceAll }
+
+func (e decEnv) Loopback() bool { return e.t.loopback }
+
+func (e decEnv) SendFrom(fd int32) string { return e.t.sendFrom(e.c, fd) }
+
+// decEnv is the decode stage's Env.
+var _ decode.Env = decEnv{}
