@@ -3,6 +3,7 @@ package decode
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -324,7 +325,7 @@ func checkResult(t *testing.T, tc tcase, op *policy.Op, r *Result, e *fakeEnv) {
 	if tc.flags != "" && r.Flags != tc.flags {
 		t.Errorf("flags %q, want %q", r.Flags, tc.flags)
 	}
-	if tc.follows != nil && !equalBools(e.follows, tc.follows) {
+	if tc.follows != nil && !slices.Equal(e.follows, tc.follows) {
 		t.Errorf("follows %v, want %v", e.follows, tc.follows)
 	}
 	if tc.check != nil {
@@ -342,18 +343,6 @@ func checkPath(t *testing.T, p policy.Path, w wantPath) {
 		t.Errorf("path {role %q given %q resolved %q exists %v dirfd %d base %q}, want %+v",
 			p.Role, p.Given, p.Resolved, p.Exists, dirfd, p.Base, w)
 	}
-}
-
-func equalBools(a, b []bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // atFdcwd is AT_FDCWD as a register holds an int argument.

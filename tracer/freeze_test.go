@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func TestBacklogAndFrozenSet(t *testing.T) {
 		for len(tr.fz.backlog) > 0 {
 			got = append(got, tr.fz.unqueue().tid)
 		}
-		if want := []int{noTid, noTid + 2, noTid}; !equalInts(got, want) {
+		if want := []int{noTid, noTid + 2, noTid}; !slices.Equal(got, want) {
 			t.Fatalf("order %v, want %v", got, want)
 		}
 		if a.held != 0 {
@@ -149,18 +150,6 @@ func mustPolicy(t *testing.T) *policy.Policy {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // A single-task tree never freezes; a threaded one does for its writes;

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -115,7 +116,7 @@ func TestFreezeStateRelease(t *testing.T) {
 		t.Fatalf("isHeld %v %v after forget, want true false", s.isHeld(other.tid), s.isHeld(caller.tid))
 	}
 	fs := s.release()
-	if fs == nil || !equalInts(fs.tids, []int{other.tid, caller.tid}) || !fs.in[other.tid] || fs.in[caller.tid] {
+	if fs == nil || !slices.Equal(fs.tids, []int{other.tid, caller.tid}) || !fs.in[other.tid] || fs.in[caller.tid] {
 		t.Fatalf("released %+v", fs)
 	}
 	if s.frozen != nil || s.isHeld(other.tid) {

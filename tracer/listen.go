@@ -1,14 +1,13 @@
 package tracer
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 
 	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 	"golang.org/x/sys/unix"
@@ -50,34 +49,12 @@ func socketInode(tk *task, fd int32) (uint64, bool) {
 	return ino, err == nil
 }
 
-// unixSocket reports whether inode ino is an AF_UNIX socket of tgid's
-// network namespace: /proc/<tgid>/net/unix lists every one, bound or not.
-func unixSocket(tgid int, ino uint64) bool {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/net/unix", tgid))
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	want := []byte(strconv.FormatUint(ino, 10))
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	sc.Scan() // the header
-	for sc.Scan() {
-		// Num RefCount Protocol Flags Type St Inode [Path]
-		fields := bytes.Fields(sc.Bytes())
-		if len(fields) >= 7 && bytes.Equal(fields[6], want) {
-			return true
-		}
-	}
-	return false
-}
-
 // decodeListen decides listen(fd): see the top of this file.
 func (t *tracer) decodeListen(c *call) *policy.Op {
 	fd := t.regs.Int32Arg(0)
 	op := &policy.Op{Kind: syscalls.KindBind, Syscall: c.name}
 	ino, ok := socketInode(c.tk, fd)
-	if !ok || t.bound.has(ino) || unixSocket(c.tk.tgid, ino) {
+	if !ok || t.bound.has(ino) || procfs.UnixSocket(c.tk.tgid, ino) {
 		// Not a socket (the kernel fails it: EBADF, ENOTSOCK), or one
 		// whose address was checked.
 		c.Out = decode.PassOutcome()

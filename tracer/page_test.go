@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"slices"
 	"sort"
 	"testing"
 
@@ -78,7 +79,7 @@ func TestPathPageSlots(t *testing.T) {
 			tk.copies = []argCopy{{arg: 0, slot: pg.take()}, {arg: 1, slot: pg.take()}}
 			cl := &call{tk: tk, copies: []argCopy{{arg: 2, slot: pg.take()}}}
 			c.end(&pg, tk, cl)
-			if got := freeSorted(&pg); !equalInts(got, allSlots()) {
+			if got := freeSorted(&pg); !slices.Equal(got, allSlots()) {
 				t.Errorf("free slots %v, want every slot once", got)
 			}
 			if tk.slot != 0 || tk.copies != nil || cl.copies != nil {

@@ -3,6 +3,7 @@ package tracer
 import (
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -87,7 +88,7 @@ func TestTreeRegistry(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			s.do()
 			checkTree(t, &tr)
-			if got := sortedKeys(tr.procs); !equalInts(got, s.procs) {
+			if got := sortedKeys(tr.procs); !slices.Equal(got, s.procs) {
 				t.Errorf("procs %v, want %v", got, s.procs)
 			}
 			if got := tr.liveGroups(); got != s.groups {
@@ -211,7 +212,7 @@ func TestRemoveTaskFrees(t *testing.T) {
 	tk.copies = []argCopy{{slot: tr.page.take()}}
 	tr.fz.hold(tk.tid)
 	tr.removeTask(tk.tid)
-	if got := freeSorted(&tr.page); !equalInts(got, allSlots()) {
+	if got := freeSorted(&tr.page); !slices.Equal(got, allSlots()) {
 		t.Errorf("free slots %v, want every slot", got)
 	}
 	if tr.fz.isHeld(tk.tid) || tr.tree.tracked(tk.tid) {

@@ -17,9 +17,33 @@ import (
 // hex (net/ipv4/udp.c udp4_format_sock, net/ipv6/datagram.c
 // __ip6_dgram_sock_seq_show). An unbound socket is not listed.
 func BoundAddr(tgid int, table string, ino uint64) (string, bool, error) {
+	// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+	fs, err := netRow(tgid, table, 9, ino)
+	if err != nil || fs == nil {
+		return "", false, err
+	}
+	hexIP, _, _ := bytes.Cut(fs[1], []byte(":"))
+	ip, err := NetIP(string(hexIP))
+	if err != nil {
+		return "", false, fmt.Errorf("/proc/%d/net/%s: %w", tgid, table, err)
+	}
+	return ip.String(), true, nil
+}
+
+// UnixSocket reports whether inode ino is an AF_UNIX socket of tgid's
+// network namespace: /proc/<tgid>/net/unix lists every one, bound or not.
+func UnixSocket(tgid int, ino uint64) bool {
+	// Num RefCount Protocol Flags Type St Inode [Path]
+	fs, err := netRow(tgid, "unix", 6, ino)
+	return err == nil && fs != nil
+}
+
+// netRow returns the fields of the row of /proc/<tgid>/net/<table> whose
+// field col is inode ino (nil when no row is), skipping the header line.
+func netRow(tgid int, table string, col int, ino uint64) ([][]byte, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/net/%s", tgid, table))
 	if err != nil {
-		return "", false, err
+		return nil, err
 	}
 	defer f.Close()
 	want := []byte(strconv.FormatUint(ino, 10))
@@ -27,19 +51,12 @@ func BoundAddr(tgid int, table string, ino uint64) (string, bool, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	sc.Scan() // the header
 	for sc.Scan() {
-		// sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
 		fs := bytes.Fields(sc.Bytes())
-		if len(fs) < 10 || !bytes.Equal(fs[9], want) {
-			continue
+		if len(fs) > col && bytes.Equal(fs[col], want) {
+			return fs, nil
 		}
-		hexIP, _, _ := bytes.Cut(fs[1], []byte(":"))
-		ip, err := NetIP(string(hexIP))
-		if err != nil {
-			return "", false, fmt.Errorf("/proc/%d/net/%s: %w", tgid, table, err)
-		}
-		return ip.String(), true, nil
 	}
-	return "", false, sc.Err()
+	return nil, sc.Err()
 }
 
 // NetIP decodes an address of /proc/net/{udp,udp6,...}: 8 or 32 hex
