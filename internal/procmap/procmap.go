@@ -83,11 +83,12 @@ const textBufSize = 16 << 10
 // Maps answers which mapping covers an address in the mm of the process it
 // was opened on. It is not safe for concurrent use (it reuses buffers).
 type Maps struct {
-	pid   int       // the task whose /proc/<pid>/maps fd is open, for errors
-	fd    int       // the fd; -1 once closed
-	query queryFunc // the ioctl; nil: the kernel has none, read the text
-	name  []byte    // LookupNamed's name buffer for the ioctl (pathMax), made on first use
-	buf   []byte    // the text path's read buffer, made on first use
+	pid   int          // the task whose /proc/<pid>/maps fd is open, for errors
+	fd    int          // the fd; -1 once closed
+	query queryFunc    // the ioctl; nil: the kernel has none, read the text
+	q     procmapQuery // the ioctl's argument, kept here: a local one would escape to the heap (m.query is a func value)
+	name  []byte       // LookupNamed's name buffer for the ioctl (pathMax), made on first use
+	buf   []byte       // the text path's read buffer, made on first use
 }
 
 // Open opens /proc/<pid>/maps and chooses, once, how to ask it: a probe
@@ -165,8 +166,9 @@ func (m *Maps) lookup(addr uint64, named bool) (Mapping, bool, error) {
 		}
 		name = m.name
 	}
-	q := procmapQuery{queryAddr: addr}
-	err := m.query(m.fd, &q, name)
+	m.q = procmapQuery{queryAddr: addr}
+	q := &m.q
+	err := m.query(m.fd, q, name)
 	switch {
 	case errors.Is(err, unix.ENOENT):
 		return Mapping{}, false, nil
