@@ -1,28 +1,31 @@
 // Package procmap answers "which mapping covers address A" in a process's
 // memory (its mm), the question of the tracer's shared-futex check: one
-// PROCMAP_QUERY ioctl (Linux 6.11, ~0.3 µs) where the kernel has it, the
-// /proc/<pid>/maps text (read from the start up to the covering line) where
-// it does not (4.18 to 6.10). Both give the same answer.
+// PROCMAP_QUERY ioctl (Linux 6.11, ~0.5 µs from Go) where the kernel has
+// it, the /proc/<pid>/maps text (read from the start up to the covering
+// line) where it does not (4.18 to 6.10). Both give the same answer.
 //
 // # The fd holds the mm it was opened on
 //
 // A Maps is an open fd of /proc/<pid>/maps. The open (proc_maps_open →
-// proc_mem_open → mm_access, fs/proc/task_mmu.c and fs/proc/base.c, since
-// 3.x) pins the mm the task has at that moment, and both the ioctl and a
-// read answer for that mm (priv->mm, taken with mmget_not_zero), not for
-// the task's current one. So the holder must Close and Open again after
-// every exec of the process (PTRACE_EVENT_EXEC: the exec replaced the mm).
-// Without that:
+// proc_mem_open → mm_access, fs/proc/task_mmu.c and fs/proc/base.c; so on
+// 4.18 as on 6.x) pins the mm the task has at that moment, and both the
+// ioctl and a read answer for that mm (priv->mm, taken with
+// mmget_not_zero), not for the task's current one. So the holder must
+// Close and Open again after every exec of the process (PTRACE_EVENT_EXEC:
+// exec_mmap replaced the mm). Without that:
 //   - when nothing else uses the old mm it is gone: every Lookup fails with
-//     ESRCH (the ioctl's mmget_not_zero; the text reads empty, reported as
-//     ESRCH too), which is safe but useless;
+//     ESRCH (the ioctl's mmget_not_zero; the text reads empty), which is
+//     safe but useless;
 //   - when the old mm lives on — a vfork child, or a clone(CLONE_VM)
 //     child, that execs leaves its parent's mm — the fd keeps answering,
 //     silently, for the parent's memory.
 //
-// One Maps serves every thread of a process (threads share the mm; the fd
-// may be opened through any of their tids). A task created with CLONE_VM
-// but without CLONE_THREAD shares the mm too until its exec.
+// One Maps serves every thread of a process (threads share the mm). Open
+// it through the process's tgid: a read of the text looks the task of the
+// fd up again (m_start: get_proc_task), and fails with ESRCH once that
+// task is reaped, which a thread is at its exit, while a group leader stays
+// (a zombie) until the last thread has exited. A task created with
+// CLONE_VM but without CLONE_THREAD shares the mm too until its exec.
 //
 // An answer describes the mm at the moment of the query only: the caller
 // must hold every task sharing the mm still (the tracer's frozen tree, or a
@@ -94,7 +97,9 @@ type Maps struct {
 // Open opens /proc/<pid>/maps and chooses, once, how to ask it: a probe
 // PROCMAP_QUERY that fails with ENOTTY (no such ioctl: before 6.11) or
 // EINVAL (a kernel that refuses this struct) selects the text. Open again
-// after the process execs (see the package comment).
+// after the process execs (see the package comment). Where the kernel has
+// the ioctl, Open fails (wrapping ESRCH) if pid's mm is already gone; on
+// the text path the first Lookup does.
 func Open(pid int) (*Maps, error) { return open(pid, ioctlQuery) }
 
 // open is Open with the kernel's ioctl given.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -484,5 +485,71 @@ func TestNameTooLong(t *testing.T) {
 	}
 	if _, _, err := m.Lookup(addr); err != nil {
 		t.Errorf("Lookup without a name: %v", err)
+	}
+}
+
+// TestThreadExit: opened through a thread that then exits, the ioctl still
+// answers (it needs only the mm), the text fails with ESRCH (each read
+// looks the task up): hence "open it through the tgid".
+func TestThreadExit(t *testing.T) {
+	type opened struct {
+		p   pair
+		err error
+	}
+	ch := make(chan opened)
+	// work opens the pair through the calling thread, which it locks and
+	// never unlocks: the runtime ends the thread with the goroutine.
+	work := func() {
+		runtime.LockOSThread()
+		var o opened
+		defer func() { ch <- o }()
+		tid := unix.Gettid()
+		q, err := Open(tid)
+		if err != nil {
+			o.err = err
+			return
+		}
+		o.p.text, o.err = open(tid, noQuery)
+		if q.UsesQuery() {
+			o.p.query = q
+		}
+	}
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() != unix.Getpid() {
+			work()
+			return
+		}
+		// The main thread is never ended (the runtime parks it): work on
+		// another, which it must be while this goroutine holds the main one.
+		defer runtime.UnlockOSThread()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			work()
+		}()
+		<-done
+	}()
+	o := <-ch
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	defer o.p.text.Close()
+	addr := funcPC()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		_, _, err := o.p.text.Lookup(addr)
+		if errors.Is(err, unix.ESRCH) {
+			break
+		}
+		if err != nil || time.Now().After(deadline) {
+			_, serr := os.Stat("/proc/self/task/" + strconv.Itoa(o.p.text.pid))
+			t.Fatalf("text Lookup through an exited thread = %v, want ESRCH (task dir: %v)", err, serr)
+		}
+	}
+	if o.p.query != nil {
+		defer o.p.query.Close()
+		if _, ok, err := o.p.query.Lookup(addr); err != nil || !ok {
+			t.Errorf("ioctl Lookup through an exited thread = %v %v, want the mapping", ok, err)
+		}
 	}
 }
