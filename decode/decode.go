@@ -41,6 +41,11 @@ type Memory interface {
 	ExitWritable(spans []Span) string
 	// Maps is the task's memory map (/proc/<tid>/maps).
 	Maps() ([]procfs.Mapping, error)
+	// MapAt is the mapping of the task's memory that holds addr (ok
+	// false for a hole, where the kernel faults); named asks for the
+	// mapped file's name too, for a report. One address costs far less
+	// than Maps where the kernel answers PROCMAP_QUERY (6.11).
+	MapAt(addr uint64, named bool) (m procfs.Mapping, ok bool, err error)
 	// AnonPage reports whether the page at addr is the task's own
 	// anonymous page (/proc/<tid>/pagemap): false when unreadable.
 	AnonPage(addr uint64) bool

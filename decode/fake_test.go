@@ -205,8 +205,19 @@ func (e *fakeEnv) ExitWritable(spans []Span) string {
 	return ""
 }
 func (e *fakeEnv) Maps() ([]procfs.Mapping, error) { return e.maps, e.mapsErr }
-func (e *fakeEnv) Loopback() bool                  { return e.loopback }
-func (e *fakeEnv) SendFrom(fd int32) string        { e.fromAsked++; return e.from }
+
+func (e *fakeEnv) MapAt(addr uint64, named bool) (procfs.Mapping, bool, error) {
+	if e.mapsErr != nil {
+		return procfs.Mapping{}, false, e.mapsErr
+	}
+	m, ok := findMapping(e.maps, addr)
+	if !named {
+		m.Path = "" // as PROCMAP_QUERY answers without a name buffer
+	}
+	return m, ok, nil
+}
+func (e *fakeEnv) Loopback() bool           { return e.loopback }
+func (e *fakeEnv) SendFrom(fd int32) string { e.fromAsked++; return e.from }
 
 func (e *fakeEnv) AnonPage(addr uint64) bool { return e.anonPages[addr&^0xfff] }
 func (e *fakeEnv) Tracing() bool             { return e.tracing }
@@ -350,3 +361,13 @@ const atFdcwd = uint64(uint32(0xffffff9c))
 
 // errUnresolvable is a resolution error that is no errno: fail closed.
 var errUnresolvable = errors.New("too many symlinks for tracecell")
+
+// findMapping is the mapping of ms that holds addr.
+func findMapping(ms []procfs.Mapping, addr uint64) (procfs.Mapping, bool) {
+	for _, m := range ms {
+		if addr >= m.Start && addr < m.End {
+			return m, true
+		}
+	}
+	return procfs.Mapping{}, false
+}

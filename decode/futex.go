@@ -152,13 +152,12 @@ func (d *Decoder) futex() *policy.Op {
 		d.Out = PassOutcome()
 		return nil
 	}
-	maps, err := d.Env.Maps()
-	if err != nil {
-		d.Out = FailClosedWith(syscall.ESRCH, fmt.Sprintf("tracecell could not read the memory map of pid %d (%v)", d.Env.Tid(), err), policy.Path{})
-		return nil
-	}
 	for _, w := range words {
-		m, ok := findMapping(maps, w.addr)
+		m, ok, err := d.Env.MapAt(w.addr, false)
+		if err != nil {
+			d.Out = FailClosedWith(syscall.ESRCH, fmt.Sprintf("tracecell could not read the memory map of pid %d (%v)", d.Env.Tid(), err), policy.Path{})
+			return nil
+		}
 		if !ok {
 			// get_futex_key faults on it: EFAULT before anything
 			// happens. The tree is frozen: no one maps it meanwhile.
@@ -168,6 +167,12 @@ func (d *Decoder) futex() *policy.Op {
 		why := FutexMemWhy(m, func() bool { return d.Env.AnonPage(w.addr) })
 		if why == "" {
 			continue
+		}
+		// Denied: the file's name for the report (the tree is still
+		// frozen, or only this stopped task can change its mappings).
+		if mn, ok, err := d.Env.MapAt(w.addr, true); err == nil && ok {
+			m = mn
+			why = FutexMemWhy(m, func() bool { return d.Env.AnonPage(w.addr) })
 		}
 		d.Flags = strings.TrimSpace(d.Flags + fmt.Sprintf(" %s=%#x", w.arg, w.addr))
 		p := policy.Path{Role: "futex-word", Given: fmt.Sprintf("%s %#x", w.arg, w.addr), Resolved: m.Path, Exists: true}
@@ -204,14 +209,4 @@ func FutexMemWhy(m procfs.Mapping, anonPage func() bool) string {
 		return ""
 	}
 	return "a private mapping of " + name + " whose page is still the file's own (not copied on write)"
-}
-
-// findMapping is the mapping of ms that holds addr.
-func findMapping(ms []procfs.Mapping, addr uint64) (procfs.Mapping, bool) {
-	for _, m := range ms {
-		if addr >= m.Start && addr < m.End {
-			return m, true
-		}
-	}
-	return procfs.Mapping{}, false
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/internal/procfs"
+	"github.com/tracecell/tracecell/internal/procmap"
 	"github.com/tracecell/tracecell/pathres"
 	"golang.org/x/sys/unix"
 )
@@ -167,6 +168,31 @@ func (e decEnv) Frozen() bool { return e.c.frozen }
 func (e decEnv) ExitWritable(spans []decode.Span) string { return e.t.exitWritable(e.c, spans) }
 
 func (e decEnv) Maps() ([]procfs.Mapping, error) { return procfs.ReadMaps(e.c.tk.tid) }
+
+// MapAt asks the process's procmap.Maps, opened on first use (through the
+// tgid: every thread shares the mm).
+func (e decEnv) MapAt(addr uint64, named bool) (procfs.Mapping, bool, error) {
+	p := e.t.tree.procs[e.c.tk.tgid]
+	if p == nil {
+		return procfs.Mapping{}, false, fmt.Errorf("pid %d is not a process of the tree", e.c.tk.tgid)
+	}
+	if p.maps == nil {
+		m, err := procmap.Open(e.c.tk.tgid)
+		if err != nil {
+			return procfs.Mapping{}, false, err
+		}
+		p.maps = m
+	}
+	look := p.maps.Lookup
+	if named {
+		look = p.maps.LookupNamed
+	}
+	m, ok, err := look(addr)
+	if err != nil || !ok {
+		return procfs.Mapping{}, ok, err
+	}
+	return procfs.Mapping{Start: m.Start, End: m.End, Write: m.Write, Shared: m.Shared, Inode: m.Inode, Path: m.Path}, true, nil
+}
 
 func (e decEnv) AnonPage(addr uint64) bool { return procfs.AnonPage(e.c.tk.tid, addr) }
 

@@ -98,6 +98,7 @@ func (t *tracer) execEvent(tk *task) error {
 	}
 	p.argv = nil
 	p.dropPage() // a new address space
+	p.dropMaps()
 	exeLink := fmt.Sprintf("/proc/%d/exe", tid)
 	exe, _ := os.Readlink(exeLink)
 	p.exe = exe

@@ -130,6 +130,14 @@ func (p *proc) memFile(tid int) (*os.File, error) {
 	return f, nil
 }
 
+// dropMaps closes p's procmap.Maps: its address space is gone (exec, exit).
+func (p *proc) dropMaps() {
+	if p.maps != nil {
+		p.maps.Close()
+		p.maps = nil
+	}
+}
+
 // dropPage forgets p's page and closes its memory file.
 func (p *proc) dropPage() {
 	p.page = pageUnknown

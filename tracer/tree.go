@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tracecell/tracecell/internal/procmap"
 	"golang.org/x/sys/unix"
 )
 
@@ -85,6 +86,10 @@ type proc struct {
 	// mem is its /proc/<tid>/mem while it is (pathpage.go).
 	page pageState
 	mem  *os.File
+	// maps answers which mapping holds an address (the shared futex
+	// check), opened at the first such check and closed with the address
+	// space (dropMaps): the fd keeps the mm it was opened on.
+	maps *procmap.Maps
 }
 
 // tree is the registry of the traced tree: its tasks and processes, and
@@ -168,6 +173,7 @@ func (tr *tree) remove(tid int) *task {
 		p.threads--
 		if p.threads <= 0 {
 			p.dropPage()
+			p.dropMaps()
 			delete(tr.procs, tk.tgid)
 		}
 	}

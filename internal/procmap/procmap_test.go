@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracecell/tracecell/internal/procstat"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -252,9 +252,9 @@ func TestChildSweep(t *testing.T) {
 	if err := cmd.Process.Signal(unix.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); procstat.State(pid) != "T"; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); procfs.State(pid) != "T"; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("sleep not stopped: state %q", procstat.State(pid))
+			t.Fatalf("sleep not stopped: state %q", procfs.State(pid))
 		}
 	}
 	text, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/maps")

@@ -17,6 +17,8 @@
 //            424 pidfd_send_signal (5.1) and everything above is newer.
 //   aarch64: rseq = 293 is the last call of 4.18; 294..423 were added later
 //            (294 kexec_file_load arrived for arm64 in 5.0).
+// Newer ioctls tracecell uses with a fallback fail as 4.18 fails them:
+// PROCMAP_QUERY (6.11) gets ENOTTY, so the maps text is read instead.
 // x32 calls (nr | 0x40000000) are left to the kernel: they are a different
 // ABI, and tracecell kills them itself.
 #define _GNU_SOURCE
@@ -26,6 +28,7 @@
 #include <linux/seccomp.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -41,6 +44,8 @@
 #endif
 
 #define X32_BIT 0x40000000u
+// PROCMAP_QUERY: _IOWR(0x66, 17, struct procmap_query), 104 bytes (6.11).
+#define PROCMAP_QUERY_NR 0xc0686611u
 
 int main(int argc, char **argv) {
 	if (argc < 2) {
@@ -63,6 +68,12 @@ int main(int argc, char **argv) {
 #endif
 		BPF_JUMP(BPF_JMP | BPF_JGT | BPF_K, LAST_418, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA)),
+		// ioctls newer than 4.18 on old files: PROCMAP_QUERY (6.11) on
+		// /proc/<pid>/maps, which 4.18 answers ENOTTY (no unlocked_ioctl).
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROCMAP_QUERY_NR, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOTTY & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog fprog = {
