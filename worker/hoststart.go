@@ -173,11 +173,11 @@ func (h *host) tracerConfig(plan *config.Plan) (*tracer.Config, error) {
 	// directories (/dev/shm): what another session made there (its
 	// multiprocessing shared memory) is not this one's to read.
 	plan.Policy.PrivateScratch = true
-	// The worker has never been given a start chain: a --python that is a
-	// "#!/usr/bin/env NAME" script is refused its exec of NAME, as it was
-	// before the assembly was shared with `tracecell run` (issue 18 changes
-	// no behaviour).
-	plan.InitialChain = nil
+	// plan.InitialChain is kept, as `tracecell run` keeps it: a --python
+	// that is a "#!/usr/bin/env NAME" script (a venv's or conda's wrapper)
+	// starts, env's one exec of NAME being the start chain's. The tracer
+	// allows that exec once, as the root's first after the initial one;
+	// the session's code runs later and is refused every exec.
 	tcfg, err := plan.TracerConfig()
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: %w", os.Getpid(), err)
