@@ -65,22 +65,25 @@ func TestStartChain(t *testing.T) {
 	run(t, p, "x = 41", 0)
 	for _, c := range []struct {
 		name string
-		// exec is Python code that execs a program which would create the
-		// file named by the variable canary; it must raise PermissionError.
+		// exec is Python code that execs a program which would run the
+		// Python in the variable code (it creates the file canary); it
+		// must raise PermissionError.
 		exec string
+		// script: the program runs a script file, not -c: code is the
+		// path of a script holding the code.
+		script bool
 	}{
-		{"the wrapper", fmt.Sprintf("os.execv(%q, [%q, '-c', code])", wrapper, wrapper)},
-		{"NAME", "os.execv('/usr/bin/python3', ['python3', '-c', code])"},
-		{"NAME by PATH", "os.execvp('python3', ['python3', '-c', code])"},
-		{"env NAME", "os.execv('/usr/bin/env', ['env', 'python3', '-c', code])"},
-		{"NAME by a child", "import subprocess\nsubprocess.run(['/usr/bin/python3', '-c', code])"},
+		{"the wrapper", fmt.Sprintf("os.execv(%q, [%q, code])", wrapper, wrapper), true},
+		{"NAME", "os.execv('/usr/bin/python3', ['python3', '-c', code])", false},
+		{"NAME by PATH", "os.execvp('python3', ['python3', '-c', code])", false},
+		{"env NAME", "os.execv('/usr/bin/env', ['env', 'python3', '-c', code])", false},
+		{"NAME by a child", "import subprocess\nsubprocess.run(['/usr/bin/python3', '-c', code])", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			canary := filepath.Join(sbx, strings.ReplaceAll(c.name, " ", "-")+".canary")
 			code := fmt.Sprintf("import os\ncanary = %q\ncode = f'open({canary!r}, \"w\")'\n", canary)
-			if c.name == "the wrapper" {
-				// The wrapper runs its last argument as a script.
-				code += fmt.Sprintf("script = os.path.join(%q, 'canary.py')\nopen(script, 'w').write(code)\ncode = script\n", sbx)
+			if c.script {
+				code += fmt.Sprintf("script = %q\nopen(script, 'w').write(code)\ncode = script\n", canary+".py")
 			}
 			code += "try:\n" + indent(c.exec) + "except PermissionError as e:\n    print('refused', e.errno)\n"
 			r := run(t, p, code, 10*time.Second)
