@@ -155,7 +155,8 @@ func (h *host) workerPlan(sbx, dir string) (*config.Plan, error) {
 	// (worker.py puts the sandbox and PYTHONPATH on sys.path after its
 	// hello). -u: unbuffered stdout/stderr, so the order of Python's and C's
 	// writes is kept; -B: no .pyc writes (they would be denials outside the
-	// sandbox and artifacts inside it).
+	// sandbox and artifacts inside it). A --python that is a wrapper script
+	// gets these as its arguments and must pass them on.
 	argv := []string{py, "-I", "-u", "-B", filepath.Join(dir, "worker.py")}
 	plan, err := config.Build(&s, argv, os.Environ())
 	if err != nil {
@@ -173,11 +174,11 @@ func (h *host) tracerConfig(plan *config.Plan) (*tracer.Config, error) {
 	// directories (/dev/shm): what another session made there (its
 	// multiprocessing shared memory) is not this one's to read.
 	plan.Policy.PrivateScratch = true
-	// The worker has never been given a start chain: a --python that is a
-	// "#!/usr/bin/env NAME" script is refused its exec of NAME, as it was
-	// before the assembly was shared with `tracecell run` (issue 18 changes
-	// no behaviour).
-	plan.InitialChain = nil
+	// The plan's start chain goes to the tracer as for `tracecell run`: a
+	// --python that is a "#!/usr/bin/env NAME" wrapper script starts, env's
+	// one exec of NAME being the chain's. The tracer allows that exec once,
+	// as the root's first after the initial one; the session's code runs
+	// later and is refused every exec.
 	tcfg, err := plan.TracerConfig()
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: %w", os.Getpid(), err)
