@@ -162,6 +162,12 @@ func (h *host) workerPlan(sbx, dir string) (*config.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker-host %d: %w", os.Getpid(), err)
 	}
+	for _, w := range plan.Warnings {
+		// What `tracecell run` prints before it starts (a pyenv shim
+		// --python that will be refused its exec, and the fix): the
+		// operator of serve and mcp reads it in the server's log.
+		h.log.Warn().Str("python", py).Msg(w)
+	}
 	return plan, nil
 }
 
