@@ -343,7 +343,7 @@ func (dc *docChecker) check(doc string) (problems []string, checked int) {
 				continue // prose: an absolute path, a call, a command
 			case fileExts[ext]:
 				checked++
-				p := tok
+				p := t
 				if !strings.Contains(tok, "/") {
 					if ctxDir == "" {
 						if ext == ".go" {
