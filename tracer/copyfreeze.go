@@ -20,8 +20,9 @@ package tracer
 // memory a frozen call is decided on is copied into path page slots too (the
 // freeze still protects the names on the way: dirfd, cwd, symlinks; the copy
 // protects the bytes): every path argument (copyPathArg), the sockaddr of
-// connect, bind and sendto, and sendmsg's msghdr with its name and control
-// data, pointers redirected (msgCopy). The arguments are set at release,
+// connect, bind and sendto, sendmsg's msghdr with its name and control
+// data, pointers redirected (msgCopy), and the struct futex_waitv array of
+// futex_waitv and futex_requeue (decode/futex.go). The arguments are set at release,
 // just before the call runs, and set back at its syscall-exit stop
 // (runFrozen, or syscallStop for a call left to finish unfrozen).
 //
@@ -33,6 +34,10 @@ package tracer
 // process's own: no shared mapping, no file page not yet copied on write);
 // otherwise, if the policy would allow it, it is denied
 // (RuleKernelRewritten).
+// Memory a frozen call's check reads in place and never copies (ioctl and
+// fcntl arguments: FIDEDUPERANGE's struct, which the kernel writes results
+// back into; F_SETOWN_EX's f_owner_ex; FIOSETOWN's int) is judged the same
+// way (uncopiedRead).
 // sendmmsg writes msg_len back into its mmsghdr, which cannot live in the
 // read-only page: an entry with an address is denied when an exit could
 // write it (netmsg.go, exitRewritten).

@@ -149,8 +149,9 @@ func (e decEnv) Lstat(resolved string) (exists, isDir bool) {
 	return true, st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
-// ReadArgBytes reads a sockaddr; for a frozen call the kernel reads a copy
-// of these very bytes (copy and freeze, pathpage.go).
+// ReadArgBytes reads a sockaddr or a futex_waitv array; for a frozen call
+// the kernel reads a copy of these very bytes (copy and freeze,
+// copyfreeze.go).
 func (e decEnv) ReadArgBytes(arg int, addr uintptr, n int) ([]byte, error) {
 	b, err := e.t.mem.readBytes(e.c.tk.tid, addr, n)
 	if err != nil {
