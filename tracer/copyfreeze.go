@@ -64,13 +64,17 @@ type argCopy struct {
 
 // frozenCopies reports whether a frozen call c reads memory that is copied
 // into the path page (copyFrozen): paths (and setxattr's attribute name) of
-// file calls, socket addresses, the struct futex_waitv array of futex_waitv
-// and futex_requeue (read only by the kernel: futex_parse_waitv, Linux
-// 5.16 and 6.7). Not chdir's path: chdir is never denied.
+// file calls, fsetxattr's attribute name (the name decides: never
+// security.capability, which 4 zero bytes could cut a longer name to),
+// socket addresses, the struct futex_waitv array of futex_waitv and
+// futex_requeue (read only by the kernel: futex_parse_waitv, Linux 5.16 and
+// 6.7). Not chdir's path: chdir is never denied.
 func frozenCopies(c *call) bool {
 	switch c.spec.Handler {
 	case syscalls.HOpen, syscalls.HPath:
 		return len(c.spec.Paths) > 0
+	case syscalls.HFdMeta:
+		return c.spec.NameArg >= 0
 	case syscalls.HSocket:
 		switch c.name {
 		case "connect", "bind", "sendto", "sendmsg":

@@ -9,9 +9,10 @@ import (
 
 // TestFrozenCopiesCalls: which frozen calls run on copies of the memory
 // they are decided on. futex_waitv and futex_requeue do (their waiters
-// array, read only by the kernel); the other futex calls name their words
-// in registers; ioctl, fcntl and sendmmsg read memory the kernel reads in
-// place (uncopiedRead, exitRewritten).
+// array, read only by the kernel), and fsetxattr (its attribute name); the
+// other futex calls name their words in registers; ioctl, fcntl and
+// sendmmsg read memory the kernel reads in place (uncopiedRead,
+// exitRewritten); fremovexattr and fchmod read none.
 func TestFrozenCopiesCalls(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -28,6 +29,9 @@ func TestFrozenCopiesCalls(t *testing.T) {
 		{"mkdirat", true},
 		{"ioctl", false},
 		{"fcntl", false},
+		{"fsetxattr", true},
+		{"fremovexattr", false},
+		{"fchmod", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			spec, ok := syscalls.Lookup(c.name)
@@ -123,5 +127,36 @@ print(" ".join(out))
 		if d.Rule != "kernel-rewritten-input" || d.Errno != "EACCES" || !strings.Contains(d.Reason, "shared mapping") {
 			t.Errorf("denial %+v: want kernel-rewritten-input, EACCES, naming the shared mapping", d)
 		}
+	}
+}
+
+// TestFsetxattrRunsOnCopy: a frozen fsetxattr (another thread lives) runs
+// on a copy of its attribute name, and sets what it sets bare.
+func TestFsetxattrRunsOnCopy(t *testing.T) {
+	needPython(t)
+	script := `
+import os, threading
+stop = threading.Event()
+threading.Thread(target=stop.wait).start()
+fd = os.open("f", os.O_CREAT | os.O_RDWR, 0o644)
+try:
+    os.setxattr(fd, "user.tracecell", b"v1")
+    print(os.getxattr("f", "user.tracecell"))
+except OSError as e:
+    print("errno", e.errno)
+stop.set()
+`
+	o := runTraced(t, t.TempDir(), nil, python, "-c", script)
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	if o.stdout == "errno 95\n" {
+		t.Skip("no user xattrs on the temp dir's file system")
+	}
+	if o.stdout != "b'v1'\n" || len(o.res.Denials) != 0 {
+		t.Fatalf("stdout %q denials %+v stderr %q", o.stdout, o.res.Denials, o.stderr)
+	}
+	if o.res.FrozenCopies < 1 {
+		t.Errorf("%d arguments ran on copies, want fsetxattr's name", o.res.FrozenCopies)
 	}
 }
