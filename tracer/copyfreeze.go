@@ -113,7 +113,7 @@ func (t *tracer) uncopiedRead(c *call, s span) {
 	t.judgeMM(c) // before the read: see mmSharedWhy
 	c.spans = append(c.spans, s)
 	if !c.uncopied {
-		c.uncopied, c.noCopy = true, fmt.Sprintf("%s's argument memory is read in place: tracecell copies only paths, socket addresses, msghdrs and futex arrays", c.name)
+		c.uncopied, c.noCopy = true, fmt.Sprintf("%s's argument memory is read in place: tracecell copies only paths, attribute names, socket addresses, msghdrs and futex arrays", c.name)
 	}
 }
 
