@@ -13,7 +13,9 @@ import (
 // Memory reads the stopped task's memory.
 type Memory interface {
 	// ReadBytes reads exactly n bytes at addr: EFAULT for memory that
-	// cannot be read.
+	// cannot be read. The kernel reads them again in place: for a frozen
+	// call the tracer then lets the call run only where no exit of a
+	// killed task could write them (tracer/copyfreeze.go, uncopiedRead).
 	ReadBytes(addr uintptr, n int) ([]byte, error)
 	// ReadArgString reads the NUL-terminated string (without its NUL) at
 	// addr, which argument arg of the call points to: a path or a name
@@ -25,8 +27,8 @@ type Memory interface {
 	// it again.
 	ReadArgString(arg int, addr uintptr) ([]byte, error)
 	// ReadArgBytes reads n bytes at addr, which argument arg points to (a
-	// sockaddr): for a frozen call, the tracer copies them where the
-	// kernel reads them instead.
+	// sockaddr, a futex_waitv array): for a frozen call, the tracer copies
+	// them where the kernel reads them instead.
 	ReadArgBytes(arg int, addr uintptr, n int) ([]byte, error)
 	// CopyMsg: for a frozen sendmsg, the kernel is to read the msghdr hdr,
 	// its name and control data from a copy (read: every range they were

@@ -132,7 +132,16 @@ func (d *Decoder) futex() *policy.Op {
 				return nil
 			}
 		}
-		b, err := d.Env.ReadBytes(uintptr(d.Regs.Arg(0)), n*sizeofFutexWaitv)
+		// Read through ReadArgBytes: a frozen call runs on a read-only
+		// copy of the very array checked here (copy and freeze,
+		// tracer/copyfreeze.go), since the exit of a task killed while
+		// the tree is frozen (clear_child_tid, robust futexes) could
+		// rewrite a checked uaddr before the kernel reads the array. The
+		// kernel only reads it (futex_parse_waitv: copy_from_user, Linux
+		// 5.16 futex_waitv, 6.7 futex_requeue), so a read-only copy is
+		// what it would have read. At most futexWaitvMax entries: 3072
+		// bytes, within a path page slot.
+		b, err := d.Env.ReadArgBytes(0, uintptr(d.Regs.Arg(0)), n*sizeofFutexWaitv)
 		if err != nil {
 			d.Out = KernelFailsWith(syscall.EFAULT)
 			return nil

@@ -104,6 +104,16 @@ func TestDecodeFutex(t *testing.T) {
 		{name: "futex_waitv names the bad waiter", call: "futex_waitv", args: [6]uint64{addr1, 2},
 			mem: map[uintptr]string{addr1: waitv(anonWord, shrWord)}, env: futexMaps, kind: syscalls.KindFutex, check: denied("waiters[1]", "/dev/shm/sem.x")},
 		{name: "rt_sigreturn ends a saved restart", call: "rt_sigreturn", want: Pass, check: futexNote(FutexNote{ClearRestart: true})},
+		{name: "futex_waitv's array is read as argument 0 (copied when frozen)", call: "futex_waitv", args: [6]uint64{addr1, 2},
+			mem: map[uintptr]string{addr1: waitv(anonWord, shwWord)}, env: futexMaps, want: Pass, check: readArg0},
+		{name: "futex_requeue's array is read as argument 0 (copied when frozen)", call: "futex_requeue", args: [6]uint64{addr1, 0, 1, 1},
+			mem: map[uintptr]string{addr1: waitv(anonWord, anonWord+4)}, env: futexMaps, want: Pass, check: readArg0},
+		{name: "futex_requeue denied on its copy's target", call: "futex_requeue", args: [6]uint64{addr1, 0, 1, 1},
+			mem: map[uintptr]string{addr1: waitv(anonWord, shrWord)}, env: futexMaps, kind: syscalls.KindFutex,
+			check: func(t *testing.T, op *policy.Op, r *Result, e *fakeEnv) {
+				denied("waiters[1]", "/dev/shm/sem.x")(t, op, r, e)
+				readArg0(t, op, r, e)
+			}},
 		{name: "restart_syscall of no futex wait passes", call: "restart_syscall", want: Pass, check: futexNote(FutexNote{})},
 		{name: "restart_syscall of a shared wait is checked again", call: "restart_syscall",
 			env: func(e *fakeEnv) { futexMaps(e); e.futexRestart = anonWord }, want: Pass, flags: "FUTEX_WAIT (restarted)",
@@ -112,6 +122,25 @@ func TestDecodeFutex(t *testing.T) {
 			env: func(e *fakeEnv) { futexMaps(e); e.futexRestart = shrWord }, kind: syscalls.KindFutex, check: denied("uaddr", "/dev/shm/sem.x")},
 	}
 	run(t, cases)
+}
+
+// readArg0 checks the call's struct futex_waitv array was read once, as
+// the memory argument 0 points to (decode.Memory.ReadArgBytes): a frozen
+// call then runs on a read-only copy of it (tracer/copyfreeze.go).
+func readArg0(t *testing.T, _ *policy.Op, _ *Result, e *fakeEnv) {
+	if len(e.byteArgs) != 1 || e.byteArgs[0] != 0 {
+		t.Errorf("array read for arguments %v, want [0]", e.byteArgs)
+	}
+}
+
+// TestFutexWaitvFitsSlot: the largest array futex_waitv takes
+// (FUTEX_WAITV_MAX entries) fits one path page slot, so every array the
+// kernel accepts can be copied (a larger one would leave the call
+// uncopied, judged by exitWritable).
+func TestFutexWaitvFitsSlot(t *testing.T) {
+	if n := futexWaitvMax * sizeofFutexWaitv; n > syscalls.PathSlotSize {
+		t.Errorf("%d entries of %d bytes = %d bytes: larger than a path page slot (%d)", futexWaitvMax, sizeofFutexWaitv, n, syscalls.PathSlotSize)
+	}
 }
 
 func TestFutexMemWhy(t *testing.T) {

@@ -44,9 +44,13 @@ package decode
 // ptrace-stopped task at once) writes its clear_child_tid and robust
 // futexes on its way out, after the check. connect, bind, sendto and
 // sendmsg therefore run frozen on copies in the path page (tracer/pathpage.go,
-// "Copy and freeze"; msgCopy); sendmmsg, whose entries the kernel writes
-// msg_len into and which so cannot be copied there, is denied an addressed
-// entry that such an exit could write (exitRewritten).
+// "Copy and freeze"; msgCopy), and so do futex_waitv and futex_requeue
+// (their struct futex_waitv array: ReadArgBytes); sendmmsg, whose entries
+// the kernel writes msg_len into and which so cannot be copied there, is
+// denied an addressed entry that such an exit could write (exitRewritten).
+// Any other memory read through Memory.ReadBytes for a frozen call (ioctl
+// and fcntl arguments) is not copied: the tracer denies the call where an
+// exit could write it (tracer/copyfreeze.go, uncopiedRead).
 //
 // A write can also reach checked memory through another virtual address
 // of the same page: a MAP_SHARED mapping mapped twice (mmap of one memfd,

@@ -20,8 +20,9 @@ package tracer
 // memory a frozen call is decided on is copied into path page slots too (the
 // freeze still protects the names on the way: dirfd, cwd, symlinks; the copy
 // protects the bytes): every path argument (copyPathArg), the sockaddr of
-// connect, bind and sendto, and sendmsg's msghdr with its name and control
-// data, pointers redirected (msgCopy). The arguments are set at release,
+// connect, bind and sendto, sendmsg's msghdr with its name and control
+// data, pointers redirected (msgCopy), and the struct futex_waitv array of
+// futex_waitv and futex_requeue (decode/futex.go). The arguments are set at release,
 // just before the call runs, and set back at its syscall-exit stop
 // (runFrozen, or syscallStop for a call left to finish unfrozen).
 //
@@ -33,6 +34,10 @@ package tracer
 // process's own: no shared mapping, no file page not yet copied on write);
 // otherwise, if the policy would allow it, it is denied
 // (RuleKernelRewritten).
+// Memory a frozen call's check reads in place and never copies (ioctl and
+// fcntl arguments: FIDEDUPERANGE's struct, which the kernel writes results
+// back into; F_SETOWN_EX's f_owner_ex; FIOSETOWN's int) is judged the same
+// way (uncopiedRead).
 // sendmmsg writes msg_len back into its mmsghdr, which cannot live in the
 // read-only page: an entry with an address is denied when an exit could
 // write it (netmsg.go, exitRewritten).
@@ -59,18 +64,66 @@ type argCopy struct {
 
 // frozenCopies reports whether a frozen call c reads memory that is copied
 // into the path page (copyFrozen): paths (and setxattr's attribute name) of
-// file calls, socket addresses. Not chdir's path: chdir is never denied.
+// file calls, fsetxattr's attribute name (the name decides: never
+// security.capability, which 4 zero bytes could cut a longer name to),
+// socket addresses, the struct futex_waitv array of futex_waitv and
+// futex_requeue (read only by the kernel: futex_parse_waitv, Linux 5.16 and
+// 6.7). Not chdir's path: chdir is never denied.
 func frozenCopies(c *call) bool {
 	switch c.spec.Handler {
 	case syscalls.HOpen, syscalls.HPath:
 		return len(c.spec.Paths) > 0
+	case syscalls.HFdMeta:
+		return c.spec.NameArg >= 0
 	case syscalls.HSocket:
 		switch c.name {
 		case "connect", "bind", "sendto", "sendmsg":
 			return true
 		}
+	case syscalls.HFutex:
+		return c.name == "futex_waitv" || c.name == "futex_requeue"
 	}
 	return false
+}
+
+// judgesOwnReads reports whether the decoding of frozen call c deals with
+// the exit writes of every memory it reads itself: sendmsg copies its
+// msghdr (CopyMsg), sendmmsg asks ExitWritable of each addressed entry
+// (decode.exitRewritten). Any other read of a frozen call through
+// decode.Memory.ReadBytes is uncopied (uncopiedRead).
+func judgesOwnReads(c *call) bool {
+	return c.name == "sendmsg" || c.name == "sendmmsg"
+}
+
+// uncopiedRead records memory span s, read in place for frozen call c's
+// check and read again by the kernel, which is not copied: a struct the
+// kernel writes results back into (FIDEDUPERANGE's file_dedupe_range),
+// which a read-only copy would fail with EFAULT, and the small arguments
+// (F_SETOWN_EX's f_owner_ex, the int of FIOSETOWN and the like, btrfs
+// volume args) read through the same path. The call is marked uncopied:
+// it runs only if no exit can write s (exitWritable, judged in
+// decodeCall). A call that is not frozen keeps running on its memory
+// unjudged (no other task can run then; mmAlone, needsFreeze).
+//
+// Precondition: the tree is frozen when c is; called before s is read.
+func (t *tracer) uncopiedRead(c *call, s span) {
+	if !c.frozen || judgesOwnReads(c) {
+		return
+	}
+	t.judgeMM(c) // before the read: see mmSharedWhy
+	c.spans = append(c.spans, s)
+	if !c.uncopied {
+		c.uncopied, c.noCopy = true, fmt.Sprintf("%s's argument memory is read in place: tracecell copies only paths, attribute names, socket addresses, msghdrs and futex arrays", c.name)
+	}
+}
+
+// judgeMM sets c.mmShared (mmSharedWhy) once for frozen call c.
+//
+// Precondition: the tree is frozen, and none of c's memory has been read.
+func (t *tracer) judgeMM(c *call) {
+	if !c.mmJudged {
+		c.mmShared, c.mmJudged = t.mmSharedWhy(c.tk), true
+	}
 }
 
 // copyFrozen copies the memory frozen call c is decided on for argument

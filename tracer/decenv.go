@@ -35,7 +35,11 @@ func (t *tracer) decoder(c *call) *decode.Decoder {
 	return decode.New(decode.Input{Name: c.name, Spec: c.spec, Regs: t.regs, Table: t.table, Env: decEnv{t, c}}, &c.Result)
 }
 
+// ReadBytes reads memory the kernel reads again in place: for a frozen
+// call the span is recorded and the call marked uncopied (uncopiedRead),
+// so that it runs only if no exit can write it.
 func (e decEnv) ReadBytes(addr uintptr, n int) ([]byte, error) {
+	e.t.uncopiedRead(e.c, decode.MkSpan(uint64(addr), uint64(n)))
 	return e.t.mem.readBytes(e.c.tk.tid, addr, n)
 }
 
@@ -145,8 +149,9 @@ func (e decEnv) Lstat(resolved string) (exists, isDir bool) {
 	return true, st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
-// ReadArgBytes reads a sockaddr; for a frozen call the kernel reads a copy
-// of these very bytes (copy and freeze, pathpage.go).
+// ReadArgBytes reads a sockaddr or a futex_waitv array; for a frozen call
+// the kernel reads a copy of these very bytes (copy and freeze,
+// copyfreeze.go).
 func (e decEnv) ReadArgBytes(arg int, addr uintptr, n int) ([]byte, error) {
 	b, err := e.t.mem.readBytes(e.c.tk.tid, addr, n)
 	if err != nil {
@@ -169,29 +174,45 @@ func (e decEnv) ExitWritable(spans []decode.Span) string { return e.t.exitWritab
 
 func (e decEnv) Maps() ([]procfs.Mapping, error) { return procfs.ReadMaps(e.c.tk.tid) }
 
-// MapAt asks the process's procmap.Maps, opened on first use (through the
-// tgid: every thread shares the mm).
+// MapAt asks the process's procmap.Maps, opened on first use through the
+// tgid (every thread shares the mm). A leader that left with pthread_exit
+// is a zombie without an mm (exit_mm): /proc/<tgid>/maps opened then
+// answers ESRCH (the ioctl, and the text read empty), so on ESRCH, or when
+// the open fails, the fd is opened again through the calling thread and
+// the question asked once more; that fd is kept. Its text path answers
+// ESRCH once that thread is reaped (internal/procmap), and the next call
+// opens it again through its own caller the same way.
 func (e decEnv) MapAt(addr uint64, named bool) (procfs.Mapping, bool, error) {
-	p := e.t.tree.procs[e.c.tk.tgid]
+	tk := e.c.tk
+	p := e.t.tree.procs[tk.tgid]
 	if p == nil {
-		return procfs.Mapping{}, false, fmt.Errorf("pid %d is not a process of the tree", e.c.tk.tgid)
+		return procfs.Mapping{}, false, fmt.Errorf("pid %d is not a process of the tree", tk.tgid)
 	}
-	if p.maps == nil {
-		m, err := procmap.Open(e.c.tk.tgid)
-		if err != nil {
-			return procfs.Mapping{}, false, err
-		}
-		p.maps = m
+	m, ok, err := p.mapAt(tk.tgid, addr, named)
+	if err != nil && (p.maps == nil || errors.Is(err, unix.ESRCH)) {
+		p.dropMaps()
+		m, ok, err = p.mapAt(tk.tid, addr, named)
 	}
-	look := p.maps.Lookup
-	if named {
-		look = p.maps.LookupNamed
-	}
-	m, ok, err := look(addr)
 	if err != nil || !ok {
 		return procfs.Mapping{}, ok, err
 	}
 	return procfs.Mapping{Start: m.Start, End: m.End, Write: m.Write, Shared: m.Shared, Inode: m.Inode, Path: m.Path}, true, nil
+}
+
+// mapAt looks addr up in p's procmap.Maps, opened through pid (a task of
+// p) when p has none. A failed open leaves p.maps nil.
+func (p *proc) mapAt(pid int, addr uint64, named bool) (procmap.Mapping, bool, error) {
+	if p.maps == nil {
+		m, err := procmap.Open(pid)
+		if err != nil {
+			return procmap.Mapping{}, false, err
+		}
+		p.maps = m
+	}
+	if named {
+		return p.maps.LookupNamed(addr)
+	}
+	return p.maps.Lookup(addr)
 }
 
 func (e decEnv) AnonPage(addr uint64) bool { return procfs.AnonPage(e.c.tk.tid, addr) }

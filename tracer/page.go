@@ -130,7 +130,8 @@ func (p *proc) memFile(tid int) (*os.File, error) {
 	return f, nil
 }
 
-// dropMaps closes p's procmap.Maps: its address space is gone (exec, exit).
+// dropMaps closes p's procmap.Maps: its address space is gone (exec, exit),
+// or the fd no longer answers for it (MapAt opens it again).
 func (p *proc) dropMaps() {
 	if p.maps != nil {
 		p.maps.Close()

@@ -101,7 +101,7 @@ func (t *tracer) stopCall(tk *task) (c *call, fr *freezer, done bool, err error)
 	}
 	c.frozen, c.fcopy = true, hasPage
 	if frozenCopies(c) || c.name == "sendmmsg" {
-		c.mmShared = t.mmSharedWhy(tk)
+		t.judgeMM(c)
 	}
 	return c, fr, false, nil
 }
@@ -132,7 +132,7 @@ func (t *tracer) decodeCall(c *call, fr *freezer) (_ *call, op *policy.Op, _ *fr
 			hasPage = true
 		}
 		c.frozen, c.fcopy = true, hasPage
-		c.mmShared = t.mmSharedWhy(tk) // a copyable call: frozenCopies
+		t.judgeMM(c) // a copyable call: frozenCopies
 		op = t.decodeOp(c)
 	}
 	if c.uncopied && !c.Out.Fails() && c.Out.Verdict != decode.Limit && !t.audit && !t.cfg.NoPathPage {

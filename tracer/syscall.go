@@ -44,8 +44,10 @@ type call struct {
 	frozen, fcopy, uncopied bool
 	noCopy                  string // why not, for the denial
 	// mmShared: why a task of another process may share the mm, judged
-	// once frozen, before any memory is read (mmSharedWhy).
+	// once frozen, before any memory is read (mmSharedWhy); mmJudged once
+	// it has been (judgeMM).
 	mmShared string
+	mmJudged bool
 	// exitDeny: uncopied memory an exit could write (exitWritable); an
 	// allowed call is denied so.
 	exitDeny *policy.Decision

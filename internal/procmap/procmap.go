@@ -24,8 +24,15 @@
 // it through the process's tgid: a read of the text looks the task of the
 // fd up again (m_start: get_proc_task), and fails with ESRCH once that
 // task is reaped, which a thread is at its exit, while a group leader stays
-// (a zombie) until the last thread has exited. A task created with
-// CLONE_VM but without CLONE_THREAD shares the mm too until its exec.
+// (a zombie) until the last thread has exited. But a zombie leader has no
+// mm (exit_mm ran when it left with pthread_exit): an fd opened through its
+// tgid after that pins no mm, and answers ESRCH (the ioctl; the text reads
+// empty, which Lookup reports as ESRCH too), while one opened before keeps
+// working. The holder then opens the fd through a live thread of the
+// process instead (its tid), whose text reads fail with ESRCH once that
+// thread is reaped: open again, through a thread still alive. A task
+// created with CLONE_VM but without CLONE_THREAD shares the mm too until
+// its exec.
 //
 // An answer describes the mm at the moment of the query only: the caller
 // must hold every task sharing the mm still (the tracer's frozen tree, or a
