@@ -34,7 +34,7 @@ func (t *tracer) event(tk *task, cause int) error {
 			if n == nil {
 				tgid := nt
 				if cause == unix.PTRACE_EVENT_CLONE {
-					tgid = tgidOf(nt)
+					tgid = cloneTgid(tk.tgid, nt)
 				}
 				n = t.tree.add(nt, tgid)
 				n.waitStop = true

@@ -82,6 +82,7 @@ package tracer
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -653,7 +654,8 @@ func wait4NoHang() (int, unix.WaitStatus, error) {
 
 // procState is the state letter of /proc/<tid>/stat, 0 when it is gone.
 func procState(tid int) byte {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
+	var buf [procStatusMax]byte
+	b, err := readProc("/proc/"+strconv.Itoa(tid)+"/stat", buf[:])
 	if err != nil {
 		return 0
 	}

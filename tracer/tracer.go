@@ -652,7 +652,7 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 	if tk == nil {
 		// A new child can report its first stop before its parent's fork
 		// event; its thread group is settled when the event arrives.
-		tk = t.tree.add(tid, tgidOf(tid))
+		tk = t.tree.add(tid, firstStopTgid(tid))
 		tk.waitStop = true
 		t.rec.taskBorn(tk)
 	}
@@ -758,12 +758,4 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) {
 	if tk != nil {
 		t.removeTask(tid)
 	}
-}
-
-func tgidOf(tid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
-	if err != nil {
-		return tid
-	}
-	return parseStatusInt(b, "Tgid:", tid)
 }
