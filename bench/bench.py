@@ -14,6 +14,11 @@ ratio to the bare run measured in the same invocation, never as an absolute
 target.  Every run's stdout must hash the same as the bare run's, so a run
 that a tracer broke is an error, never a timing.
 
+With --compare BIN[:LABEL] (repeatable) another tracecell binary, e.g. the
+build before a change, runs as one more mode right after tracecell, in the
+same interleaving, with its own column and its geometric mean beside
+tracecell's: a before/after measured in one run.
+
 Results go to stdout and to bench/results/latest.md and latest.json (with
 --quick: quick.md and quick.json).  Targets are printed as PASS or MISS; a
 MISS never fails the run, an error (non-zero exit, different output,
@@ -54,6 +59,9 @@ MODES = ("bare", "floor", "notif", "tracecell", "nofreeze", "strace")
 # See docs/USER_NOTIF.md.
 MODE_LABELS = {"floor": "C floor tracer", "notif": "C user-notif floor",
                "nofreeze": "tracecell --no-freeze"}
+# --compare modes are named cmp1, cmp2, ...; parse_args adds their labels
+# here and their binaries to COMPARE_BINS.
+COMPARE_BINS = {}
 
 # Variables tracecell passes through from its own environment (config.KeptEnv
 # plus LC_*); the bare and strace runs get exactly the same environment.
@@ -239,7 +247,7 @@ class Bench:
             return [self.floor] + argv
         if mode == "notif":
             return [self.notif] + argv
-        cmd = [self.tc, "run", "--quiet", "--write", wd, "--report", report,
+        cmd = [COMPARE_BINS.get(mode, self.tc), "run", "--quiet", "--write", wd, "--report", report,
                "--env", "PYTHONDONTWRITEBYTECODE=1"]
         if mode == "nofreeze":
             cmd.append("--no-freeze")
@@ -271,7 +279,7 @@ class Bench:
         if p.returncode != 0:
             raise RunError(f"{wl.name} [{mode}] exited {p.returncode}: "
                            f"{' '.join(cmd)}\n{tail(err)}{report_exit(report)}")
-        if mode == "tracecell":
+        if mode == "tracecell" or mode in COMPARE_BINS:
             try:
                 with open(report) as f:
                     rep = json.load(f)
@@ -287,6 +295,9 @@ class Bench:
                 res["first_denial"] = {k: d.get(k) for k in
                                        ("syscall", "paths", "program", "reason")}
             kb = rep.get("tracer_peak_rss_kb") or 0
+            if mode != "tracecell":
+                res["tracer_rss_kb"] = kb
+                return res
             if self.rss_source is None:
                 self.rss_source = "report" if kb else "VmHWM polling"
             if self.rss_source == "report":
@@ -333,7 +344,8 @@ class Bench:
                     runs[m].append(r)
             if timed:
                 progress(f"  {wl.name:14s} run {int(tag) + 1}/{self.a.runs}: " +
-                         "  ".join(f"{m} {runs[m][-1]['ms']:8.1f} ms" for m in self.modes))
+                         "  ".join(f"{MODE_LABELS[m] if m in COMPARE_BINS else m} "
+                                   f"{runs[m][-1]['ms']:8.1f} ms" for m in self.modes))
         return summarize(wl, runs, self.modes)
 
     def percall(self):
@@ -510,9 +522,16 @@ def summarize(wl, runs, modes):
                 break
         rss = [r["tracer_rss_kb"] for r in rs if r.get("tracer_rss_kb")]
         t["tracer_peak_rss_kb"] = max(rss) if rss else None
+    for m in modes:
+        if m in COMPARE_BINS:
+            rs = runs[m]
+            s[m]["checked"] = int(statistics.median(r["checked"] for r in rs))
+            s[m]["denied"] = max(r["denied"] for r in rs)
+            rss = [r["tracer_rss_kb"] for r in rs if r.get("tracer_rss_kb")]
+            s[m]["tracer_peak_rss_kb"] = max(rss) if rss else None
         if wl.per_call and bare and t["checked"]:
             t["per_call_us"] = (t["median_ms"] - bare) * 1000 / t["checked"]
-            for m in ("floor", "notif"):
+            for m in ["floor", "notif"] + [c for c in modes if c in COMPARE_BINS]:
                 if m in modes:
                     # The floors trap the same calls on this workload (files.py).
                     s[m]["per_call_us"] = (s[m]["median_ms"] - bare) * 1000 / t["checked"]
@@ -620,7 +639,8 @@ def evaluate(results, modes, percall=()):
                     "" if g is None else f"{g:.3f}x over {len(ok)} workloads"
                     + (f" (the C floor tracer: {gf:.3f}x; tracecell / floor: {g / gf:.3f}x"
                        + (f"; the user-notif floor: {gn:.3f}x" if gn else "") + ")"
-                       if gf else "")))
+                       if gf else "")
+                    + compare_note(ok, modes, g)))
     for mode, name in (("tracecell", "faster than strace on every workload"),
                        ("nofreeze", "(for comparison) tracecell --no-freeze faster than strace on every workload")):
         if "strace" in modes and mode in modes:
@@ -629,6 +649,20 @@ def evaluate(results, modes, percall=()):
                             ("not faster on: " + ", ".join(slower)) if slower else
                             f"all {len(ok)} workloads"))
     return targets
+
+
+def compare_note(ok, modes, g):
+    """ "; tracecell LABEL: 1.234x, tracecell / LABEL: 0.950x" for every
+    --compare mode (the geometric means of the same workloads)."""
+    out = ""
+    for m in modes:
+        if m not in COMPARE_BINS:
+            continue
+        gc = geomean([r[m].get("ratio") for r in ok])
+        if gc:
+            out += f"; {MODE_LABELS[m]}: {gc:.3f}x" + (
+                f", tracecell / {MODE_LABELS[m]}: {g / gc:.3f}x" if g else "")
+    return out
 
 
 def floor_note(r):
@@ -791,6 +825,11 @@ def parse_args(argv):
                         " SECCOMP_RET_USER_NOTIF variant bench/floor_notif.c, skipped on"
                         " kernels without it, nofreeze is"
                         " tracecell --no-freeze)")
+    p.add_argument("--compare", action="append", default=[], metavar="BIN[:LABEL]",
+                   help="another tracecell binary (e.g. the build before a change) to run as"
+                        " one more mode after tracecell, interleaved with the others, in its"
+                        " own column and geometric mean; LABEL names it (default: its"
+                        " --version); repeatable")
     p.add_argument("--only", default="", help="comma-separated workload names")
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--tmpfs-dir", default="/dev/shm")
@@ -807,6 +846,22 @@ def parse_args(argv):
         a.modes.remove("bare")
         a.modes.insert(0, "bare")
     a.only = [n.strip() for n in a.only.split(",") if n.strip()]
+    a.compare_bins = []
+    for i, spec in enumerate(a.compare, 1):
+        path, _, label = spec.partition(":")
+        if not os.access(path, os.X_OK) or os.path.isdir(path):
+            p.error(f"--compare {spec}: {path} is not an executable file")
+        path = os.path.abspath(path)
+        if not label:
+            label = (run_text([path, "--version"]).replace("tracecell version ", "")
+                     or os.path.basename(path))
+        mode = f"cmp{i}"
+        COMPARE_BINS[mode] = path
+        MODE_LABELS[mode] = f"tracecell {label}"
+        a.compare_bins.append({"mode": mode, "path": path, "label": label})
+        # Right after tracecell (or last): the pair is run back to back.
+        at = a.modes.index("tracecell") + i if "tracecell" in a.modes else len(a.modes)
+        a.modes.insert(at, mode)
     if a.quick:
         a.runs = 1
     if a.scale is None:
@@ -849,7 +904,8 @@ def main(argv):
         f.write(md)
     with open(os.path.join(a.results, stem + ".json"), "w") as f:
         json.dump({"machine": info, "elapsed_seconds": round(elapsed, 1),
-                   "modes": a.modes, "tracer_rss_source": bench.rss_source,
+                   "modes": a.modes, "compare": a.compare_bins,
+                   "tracer_rss_source": bench.rss_source,
                    "workloads": results, "percall": bench.percall_results,
                    "targets": [{"target": n, "verdict": v, "detail": d}
                                for n, v, d in targets],
