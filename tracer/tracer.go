@@ -301,6 +301,10 @@ type tracer struct {
 	// chainLeft: the root process may still make its one InitialChain exec.
 	chainLeft bool
 
+	// spin decides how long the loop polls wait4 before it blocks
+	// (spin.go).
+	spin spinPolicy
+
 	// mainStatus is the root process's end, nil until it has ended.
 	mainStatus *unix.WaitStatus
 }
@@ -331,6 +335,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		readsChecked: cfg.Policy.Config().ChecksReads(),
 		chainLeft:    len(cfg.InitialChain) > 0,
 		rec:          recorder{maxDenials: cfg.MaxDenials, onEvent: cfg.OnEvent},
+		spin:         newSpinPolicy(),
 	}
 	t.tree.init()
 	t.fz.tree = &t.tree
@@ -616,14 +621,23 @@ func (t *tracer) loop() error {
 		// A program that makes checked calls in a row stops again within
 		// microseconds: poll for that stop for a short while instead of
 		// sleeping, because waking a sleeping tracer costs a cross-CPU
-		// interrupt (expensive in virtual machines) on every call.
+		// interrupt (expensive in virtual machines) on every call; but
+		// only while that pays (spin.go). Every task of the tree may be
+		// running now: none is held stopped past the thaw above.
 		// No rusage: for every stop it reports, wait4 with one sums the
 		// CPU time of all the stopped task's threads (wait_task_stopped
 		// calls getrusage(RUSAGE_BOTH)); the tree's totals come from
 		// RUSAGE_CHILDREN at the end.
-		tid, err := pollWait4(&ws, spinFor)
+		begin := time.Now()
+		tid, err := 0, error(nil)
+		if d := t.spin.budget(len(t.tree.tasks)); d > 0 {
+			tid, err = pollWait4(&ws, d)
+		}
 		if tid == 0 && err == nil {
 			tid, err = unix.Wait4(-1, &ws, unix.WALL, nil)
+		}
+		if tid > 0 {
+			t.spin.observe(time.Since(begin))
 		}
 		if err == unix.EINTR {
 			continue
