@@ -629,7 +629,8 @@ func (t *tracer) loop() error {
 		// calls getrusage(RUSAGE_BOTH)); the tree's totals come from
 		// RUSAGE_CHILDREN at the end.
 		begin := time.Now()
-		tid, err := 0, error(nil)
+		var tid int
+		var err error
 		if d := t.spin.budget(len(t.tree.tasks)); d > 0 {
 			tid, err = pollWait4(&ws, d)
 		}
