@@ -35,6 +35,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -261,6 +262,7 @@ class Bench:
             os.unlink(report)
         cmd = self.command(mode, wl, wd, report)
         poll = mode == "tracecell" and self.rss_source == "VmHWM polling"
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, cwd=wd, env=clean_env(wd),
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -271,6 +273,10 @@ class Bench:
             poller.start()
         out, err = p.communicate()
         elapsed = time.perf_counter() - t0
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # Everything the run reaped: the tracer and, through its own
+        # RUSAGE_CHILDREN, the tree it waited for.
+        run_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
         if poller:
             poller.done.set()
             poller.join()
@@ -289,6 +295,11 @@ class Bench:
                 raise RunError(f"{wl.name} [tracecell] report error: {rep['error']}")
             counts = rep.get("counts", {})
             res["checked"] = counts.get("checked", 0)
+            # The tracer's own CPU: the run's less the tree's (the report's
+            # RUSAGE_CHILDREN of the tracer). Steadier than wall time on a
+            # shared machine, and what a tracer takes from the tree there.
+            tree = (rep.get("cpu_user_seconds") or 0) + (rep.get("cpu_system_seconds") or 0)
+            res["tracer_cpu_ms"] = max(0.0, run_cpu - tree) * 1000
             res["denied"] = counts.get("denied", 0)
             if res["denied"]:
                 d = (rep.get("denials") or [{}])[0]
@@ -523,6 +534,11 @@ def summarize(wl, runs, modes):
         rss = [r["tracer_rss_kb"] for r in rs if r.get("tracer_rss_kb")]
         t["tracer_peak_rss_kb"] = max(rss) if rss else None
     for m in modes:
+        if m == "tracecell" or m in COMPARE_BINS:
+            cpu = [r["tracer_cpu_ms"] for r in runs[m] if "tracer_cpu_ms" in r]
+            if cpu:
+                s[m]["tracer_cpu_ms"] = statistics.median(cpu)
+    for m in modes:
         if m in COMPARE_BINS:
             rs = runs[m]
             s[m]["checked"] = int(statistics.median(r["checked"] for r in rs))
@@ -679,6 +695,24 @@ def fmt_cell(r, m):
     return f"{c['median_ms']:.1f}"
 
 
+def tracer_cpu_markdown(ok, modes):
+    """With --compare: the tracer's own CPU per workload (median ms), each
+    tracecell build beside the other."""
+    cmp = [m for m in modes if m in COMPARE_BINS]
+    if "tracecell" not in modes or not cmp or not ok:
+        return []
+    L = ["Tracer CPU (median ms of the same runs: the run's user+system CPU less the "
+         "tree's, from the report; what the tracer itself spent):", ""]
+    L.append("| workload | tracecell | " + " | ".join(MODE_LABELS[m] for m in cmp) + " |")
+    L.append("|---|---:|" + "---:|" * len(cmp))
+    for r in ok:
+        cells = [f"{r[m]['tracer_cpu_ms']:.1f}" if "tracer_cpu_ms" in r[m] else "?"
+                 for m in ["tracecell"] + cmp]
+        L.append(f"| {r['label']} | " + " | ".join(cells) + " |")
+    L.append("")
+    return L
+
+
 def percall_markdown(rows, note, runs, n):
     L = []
     if not rows and not note:
@@ -794,6 +828,7 @@ def markdown(results, info, targets, modes, elapsed, rss_source, percall=(), per
             L.append(f"Note: {r['name']} had {r['tracecell']['denied']} denial(s) under tracecell; "
                      f"first: `{json.dumps(r['tracecell'].get('first_denial'))}`.")
         L.append("")
+    L += tracer_cpu_markdown(ok, modes)
     L += percall_markdown(percall, percall_note, info["runs"], percall_n)
     L.append("Targets (a MISS is reported, never fatal):")
     L.append("")
