@@ -40,6 +40,15 @@ import (
 // 456 ms, min 344 ms; counting both (no spin on 2 CPUs): 400 ms, 256 ms
 // (15 interleaved runs, load 1.7–4). Without numpy, one thread, the spin
 // wins: 294 ms against 324 ms with none (12 runs).
+//
+// The price of the CPU rule: tracecell's 8 threads × 300 files on tmpfs
+// (most threads wait for the GIL, so fewer run than the rule counts) at
+// load 1.3–1.7, 20 interleaved runs: median 193.5 ms with no spin (this
+// rule), 186.9 ms with a 20 µs one, 178.0 ms spinning 100 µs; tracer CPU
+// 107, 118, 122 ms. Under load (6–13) the floor tracer showed the
+// opposite and by more (medians 0.84x bare without a spin, 1.49x with):
+// which wins depends on whether the machine has a CPU to spare, which
+// the tree's task count only approximates.
 
 // spinFor is how long the loop polls for the next stop before it blocks,
 // when it spins at all (spinBudget): it bounds the CPU the tracer burns
