@@ -2,6 +2,8 @@ package tracer
 
 import (
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,9 +28,9 @@ import (
 //     100 µs spin, 0.60x without (medians 1.49x and 0.84x); pollWait4 was
 //     61 % of tracecell's CPU there under --no-freeze.
 //
-// Hence two rules (spinBudget): no spin while the tree has as many tasks
-// that may be running as there are CPUs (the tracer's spin would take one
-// of theirs), and none after spinMissLimit waits in a row whose stop came
+// Hence two rules (spinBudget): no spin while as many of the tree's tasks
+// may be running as there are CPUs (the tracer's spin would take one of
+// theirs), and none after spinMissLimit waits in a row whose stop came
 // later than spinFor (it would have timed out), until a stop comes within
 // spinFor again: a blocking wait that returns that soon still tells.
 //
@@ -41,14 +43,19 @@ import (
 // (15 interleaved runs, load 1.7–4). Without numpy, one thread, the spin
 // wins: 294 ms against 324 ms with none (12 runs).
 //
-// The price of the CPU rule: tracecell's 8 threads × 300 files on tmpfs
-// (most threads wait for the GIL, so fewer run than the rule counts) at
-// load 1.3–1.7, 20 interleaved runs: median 193.5 ms with no spin (this
-// rule), 186.9 ms with a 20 µs one, 178.0 ms spinning 100 µs; tracer CPU
+// But a task asleep in a call takes no CPU: tracecell's 8 threads × 300
+// files on tmpfs, where most threads wait for the GIL, at load 1.3–1.7
+// (20 interleaved runs): median 193.5 ms with no spin (8 tasks on 2
+// CPUs), 186.9 ms with a 20 µs one, 178.0 ms spinning 100 µs; tracer CPU
 // 107, 118, 122 ms. Under load (6–13) the floor tracer showed the
 // opposite and by more (medians 0.84x bare without a spin, 1.49x with):
-// which wins depends on whether the machine has a CPU to spare, which
-// the tree's task count only approximates.
+// what decides is whether a CPU is free. So the tree's count is capped by
+// the machine's: the runnable tasks of /proc/loadavg less the tracer,
+// read at most every spinRecount (3.0–3.6 µs a read, timed in a loop).
+// Same workload, load 1.2–1.9, against the tree's count alone: medians
+// 211 vs 240, 173.5 vs 194.6, 230 vs 238 ms (15, 15, 12 runs), tracer
+// CPU 4–8 % higher. A thread spinning for work without stopping (the
+// OpenBLAS one) is runnable, so the machine's count still sees it.
 
 // spinFor is how long the loop polls for the next stop before it blocks,
 // when it spins at all (spinBudget): it bounds the CPU the tracer burns
@@ -73,6 +80,36 @@ func spinBudget(misses, running, cpus int) time.Duration {
 	return spinFor
 }
 
+// spinRecount: how often the loop asks the machine how many tasks run.
+const spinRecount = time.Millisecond
+
+// loadavgRunning is the running count of a /proc/loadavg text ("0.52 0.58
+// 0.59 3/467 12345": 3), -1 when there is none.
+func loadavgRunning(b []byte) int {
+	f := strings.Fields(string(b))
+	if len(f) < 4 {
+		return -1
+	}
+	r, _, ok := strings.Cut(f[3], "/")
+	n, err := strconv.Atoi(r)
+	if !ok || err != nil {
+		return -1
+	}
+	return n
+}
+
+// machineRunning is how many tasks of the machine are runnable now: the
+// running count of /proc/loadavg, nr_running() summed over the CPUs at
+// the read (the reader included), -1 when it cannot be read.
+func machineRunning() int {
+	var buf [128]byte
+	b, err := readProc("/proc/loadavg", buf[:])
+	if err != nil {
+		return -1
+	}
+	return loadavgRunning(b)
+}
+
 // spinPolicy is the loop's state for spinBudget. Only the tracer thread
 // uses it.
 type spinPolicy struct {
@@ -82,13 +119,30 @@ type spinPolicy struct {
 	// misses counts the waits in a row whose stop came later than
 	// spinFor after the wait began, up to spinMissLimit.
 	misses int
+	// running is the count of the tree's tasks that may be running, taken
+	// at countedAt (budget); sample is machineRunning, or a test's.
+	running   int
+	countedAt time.Time
+	sample    func() int
 }
 
-func newSpinPolicy() spinPolicy { return spinPolicy{cpus: runtime.NumCPU()} }
+func newSpinPolicy() spinPolicy {
+	return spinPolicy{cpus: runtime.NumCPU(), sample: machineRunning}
+}
 
-// budget is spinBudget for running tasks that may be running.
-func (p *spinPolicy) budget(running int) time.Duration {
-	return spinBudget(p.misses, running, p.cpus)
+// budget is spinBudget for the tree's tasks that may be running at now:
+// tasks, the tree's count, but no more than the machine runs besides the
+// tracer (machineRunning, taken again every spinRecount): tasks asleep in
+// a call (threads waiting for the GIL) take no CPU from the spin.
+func (p *spinPolicy) budget(tasks int, now time.Time) time.Duration {
+	if now.Sub(p.countedAt) >= spinRecount {
+		p.countedAt = now
+		p.running = tasks
+		if n := p.sample(); n > 0 {
+			p.running = min(tasks, n-1)
+		}
+	}
+	return spinBudget(p.misses, p.running, p.cpus)
 }
 
 // observe records that a wait's stop came waited after the wait began,

@@ -631,7 +631,7 @@ func (t *tracer) loop() error {
 		begin := time.Now()
 		var tid int
 		var err error
-		if d := t.spin.budget(len(t.tree.tasks)); d > 0 {
+		if d := t.spin.budget(len(t.tree.tasks), begin); d > 0 {
 			tid, err = pollWait4(&ws, d)
 		}
 		if tid == 0 && err == nil {
