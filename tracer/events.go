@@ -3,7 +3,6 @@ package tracer
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -246,8 +245,6 @@ func parseStatusInt(b []byte, key string, def int) int {
 	}
 	return def
 }
-
-var errNoTask = errors.New("task is gone")
 
 // scratchStarts updates the ledger for an allowed call. The entries it
 // creates in a scratch directory are the tree's only once the call has made
