@@ -14,6 +14,11 @@ ratio to the bare run measured in the same invocation, never as an absolute
 target.  Every run's stdout must hash the same as the bare run's, so a run
 that a tracer broke is an error, never a timing.
 
+With --compare BIN[:LABEL] (repeatable) another tracecell binary, e.g. the
+build before a change, runs as one more mode right after tracecell, in the
+same interleaving, with its own column and its geometric mean beside
+tracecell's: a before/after measured in one run.
+
 Results go to stdout and to bench/results/latest.md and latest.json (with
 --quick: quick.md and quick.json).  Targets are printed as PASS or MISS; a
 MISS never fails the run, an error (non-zero exit, different output,
@@ -30,6 +35,7 @@ import math
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -54,6 +60,9 @@ MODES = ("bare", "floor", "notif", "tracecell", "nofreeze", "strace")
 # See docs/USER_NOTIF.md.
 MODE_LABELS = {"floor": "C floor tracer", "notif": "C user-notif floor",
                "nofreeze": "tracecell --no-freeze"}
+# --compare modes are named cmp1, cmp2, ...; parse_args adds their labels
+# here and their binaries to COMPARE_BINS.
+COMPARE_BINS = {}
 
 # Variables tracecell passes through from its own environment (config.KeptEnv
 # plus LC_*); the bare and strace runs get exactly the same environment.
@@ -239,7 +248,7 @@ class Bench:
             return [self.floor] + argv
         if mode == "notif":
             return [self.notif] + argv
-        cmd = [self.tc, "run", "--quiet", "--write", wd, "--report", report,
+        cmd = [COMPARE_BINS.get(mode, self.tc), "run", "--quiet", "--write", wd, "--report", report,
                "--env", "PYTHONDONTWRITEBYTECODE=1"]
         if mode == "nofreeze":
             cmd.append("--no-freeze")
@@ -253,6 +262,7 @@ class Bench:
             os.unlink(report)
         cmd = self.command(mode, wl, wd, report)
         poll = mode == "tracecell" and self.rss_source == "VmHWM polling"
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         p = subprocess.Popen(cmd, cwd=wd, env=clean_env(wd),
                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -263,6 +273,10 @@ class Bench:
             poller.start()
         out, err = p.communicate()
         elapsed = time.perf_counter() - t0
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # Everything the run reaped: the tracer and, through its own
+        # RUSAGE_CHILDREN, the tree it waited for.
+        run_cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
         if poller:
             poller.done.set()
             poller.join()
@@ -271,7 +285,7 @@ class Bench:
         if p.returncode != 0:
             raise RunError(f"{wl.name} [{mode}] exited {p.returncode}: "
                            f"{' '.join(cmd)}\n{tail(err)}{report_exit(report)}")
-        if mode == "tracecell":
+        if mode == "tracecell" or mode in COMPARE_BINS:
             try:
                 with open(report) as f:
                     rep = json.load(f)
@@ -281,12 +295,20 @@ class Bench:
                 raise RunError(f"{wl.name} [tracecell] report error: {rep['error']}")
             counts = rep.get("counts", {})
             res["checked"] = counts.get("checked", 0)
+            # The tracer's own CPU: the run's less the tree's (the report's
+            # RUSAGE_CHILDREN of the tracer). Steadier than wall time on a
+            # shared machine, and what a tracer takes from the tree there.
+            tree = (rep.get("cpu_user_seconds") or 0) + (rep.get("cpu_system_seconds") or 0)
+            res["tracer_cpu_ms"] = max(0.0, run_cpu - tree) * 1000
             res["denied"] = counts.get("denied", 0)
             if res["denied"]:
                 d = (rep.get("denials") or [{}])[0]
                 res["first_denial"] = {k: d.get(k) for k in
                                        ("syscall", "paths", "program", "reason")}
             kb = rep.get("tracer_peak_rss_kb") or 0
+            if mode != "tracecell":
+                res["tracer_rss_kb"] = kb
+                return res
             if self.rss_source is None:
                 self.rss_source = "report" if kb else "VmHWM polling"
             if self.rss_source == "report":
@@ -333,7 +355,8 @@ class Bench:
                     runs[m].append(r)
             if timed:
                 progress(f"  {wl.name:14s} run {int(tag) + 1}/{self.a.runs}: " +
-                         "  ".join(f"{m} {runs[m][-1]['ms']:8.1f} ms" for m in self.modes))
+                         "  ".join(f"{MODE_LABELS[m] if m in COMPARE_BINS else m} "
+                                   f"{runs[m][-1]['ms']:8.1f} ms" for m in self.modes))
         return summarize(wl, runs, self.modes)
 
     def percall(self):
@@ -510,9 +533,21 @@ def summarize(wl, runs, modes):
                 break
         rss = [r["tracer_rss_kb"] for r in rs if r.get("tracer_rss_kb")]
         t["tracer_peak_rss_kb"] = max(rss) if rss else None
+    for m in modes:
+        if m == "tracecell" or m in COMPARE_BINS:
+            cpu = [r["tracer_cpu_ms"] for r in runs[m] if "tracer_cpu_ms" in r]
+            if cpu:
+                s[m]["tracer_cpu_ms"] = statistics.median(cpu)
+    for m in modes:
+        if m in COMPARE_BINS:
+            rs = runs[m]
+            s[m]["checked"] = int(statistics.median(r["checked"] for r in rs))
+            s[m]["denied"] = max(r["denied"] for r in rs)
+            rss = [r["tracer_rss_kb"] for r in rs if r.get("tracer_rss_kb")]
+            s[m]["tracer_peak_rss_kb"] = max(rss) if rss else None
         if wl.per_call and bare and t["checked"]:
             t["per_call_us"] = (t["median_ms"] - bare) * 1000 / t["checked"]
-            for m in ("floor", "notif"):
+            for m in ["floor", "notif"] + [c for c in modes if c in COMPARE_BINS]:
                 if m in modes:
                     # The floors trap the same calls on this workload (files.py).
                     s[m]["per_call_us"] = (s[m]["median_ms"] - bare) * 1000 / t["checked"]
@@ -620,7 +655,8 @@ def evaluate(results, modes, percall=()):
                     "" if g is None else f"{g:.3f}x over {len(ok)} workloads"
                     + (f" (the C floor tracer: {gf:.3f}x; tracecell / floor: {g / gf:.3f}x"
                        + (f"; the user-notif floor: {gn:.3f}x" if gn else "") + ")"
-                       if gf else "")))
+                       if gf else "")
+                    + compare_note(ok, modes, g)))
     for mode, name in (("tracecell", "faster than strace on every workload"),
                        ("nofreeze", "(for comparison) tracecell --no-freeze faster than strace on every workload")):
         if "strace" in modes and mode in modes:
@@ -629,6 +665,20 @@ def evaluate(results, modes, percall=()):
                             ("not faster on: " + ", ".join(slower)) if slower else
                             f"all {len(ok)} workloads"))
     return targets
+
+
+def compare_note(ok, modes, g):
+    """ "; tracecell LABEL: 1.234x, tracecell / LABEL: 0.950x" for every
+    --compare mode (the geometric means of the same workloads)."""
+    out = ""
+    for m in modes:
+        if m not in COMPARE_BINS:
+            continue
+        gc = geomean([r[m].get("ratio") for r in ok])
+        if gc:
+            out += f"; {MODE_LABELS[m]}: {gc:.3f}x" + (
+                f", tracecell / {MODE_LABELS[m]}: {g / gc:.3f}x" if g else "")
+    return out
 
 
 def floor_note(r):
@@ -643,6 +693,24 @@ def fmt_cell(r, m):
     if "ratio" in c:
         return f"{c['median_ms']:.1f} ({c['ratio']:.2f}x)"
     return f"{c['median_ms']:.1f}"
+
+
+def tracer_cpu_markdown(ok, modes):
+    """With --compare: the tracer's own CPU per workload (median ms), each
+    tracecell build beside the other."""
+    cmp = [m for m in modes if m in COMPARE_BINS]
+    if "tracecell" not in modes or not cmp or not ok:
+        return []
+    L = ["Tracer CPU (median ms of the same runs: the run's user+system CPU less the "
+         "tree's, from the report; what the tracer itself spent):", ""]
+    L.append("| workload | tracecell | " + " | ".join(MODE_LABELS[m] for m in cmp) + " |")
+    L.append("|---|---:|" + "---:|" * len(cmp))
+    for r in ok:
+        cells = [f"{r[m]['tracer_cpu_ms']:.1f}" if "tracer_cpu_ms" in r[m] else "?"
+                 for m in ["tracecell"] + cmp]
+        L.append(f"| {r['label']} | " + " | ".join(cells) + " |")
+    L.append("")
+    return L
 
 
 def percall_markdown(rows, note, runs, n):
@@ -760,6 +828,7 @@ def markdown(results, info, targets, modes, elapsed, rss_source, percall=(), per
             L.append(f"Note: {r['name']} had {r['tracecell']['denied']} denial(s) under tracecell; "
                      f"first: `{json.dumps(r['tracecell'].get('first_denial'))}`.")
         L.append("")
+    L += tracer_cpu_markdown(ok, modes)
     L += percall_markdown(percall, percall_note, info["runs"], percall_n)
     L.append("Targets (a MISS is reported, never fatal):")
     L.append("")
@@ -791,6 +860,11 @@ def parse_args(argv):
                         " SECCOMP_RET_USER_NOTIF variant bench/floor_notif.c, skipped on"
                         " kernels without it, nofreeze is"
                         " tracecell --no-freeze)")
+    p.add_argument("--compare", action="append", default=[], metavar="BIN[:LABEL]",
+                   help="another tracecell binary (e.g. the build before a change) to run as"
+                        " one more mode after tracecell, interleaved with the others, in its"
+                        " own column and geometric mean; LABEL names it (default: its"
+                        " --version); repeatable")
     p.add_argument("--only", default="", help="comma-separated workload names")
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--tmpfs-dir", default="/dev/shm")
@@ -807,6 +881,22 @@ def parse_args(argv):
         a.modes.remove("bare")
         a.modes.insert(0, "bare")
     a.only = [n.strip() for n in a.only.split(",") if n.strip()]
+    a.compare_bins = []
+    for i, spec in enumerate(a.compare, 1):
+        path, _, label = spec.partition(":")
+        if not os.access(path, os.X_OK) or os.path.isdir(path):
+            p.error(f"--compare {spec}: {path} is not an executable file")
+        path = os.path.abspath(path)
+        if not label:
+            label = (run_text([path, "--version"]).replace("tracecell version ", "")
+                     or os.path.basename(path))
+        mode = f"cmp{i}"
+        COMPARE_BINS[mode] = path
+        MODE_LABELS[mode] = f"tracecell {label}"
+        a.compare_bins.append({"mode": mode, "path": path, "label": label})
+        # Right after tracecell (or last): the pair is run back to back.
+        at = a.modes.index("tracecell") + i if "tracecell" in a.modes else len(a.modes)
+        a.modes.insert(at, mode)
     if a.quick:
         a.runs = 1
     if a.scale is None:
@@ -849,7 +939,8 @@ def main(argv):
         f.write(md)
     with open(os.path.join(a.results, stem + ".json"), "w") as f:
         json.dump({"machine": info, "elapsed_seconds": round(elapsed, 1),
-                   "modes": a.modes, "tracer_rss_source": bench.rss_source,
+                   "modes": a.modes, "compare": a.compare_bins,
+                   "tracer_rss_source": bench.rss_source,
                    "workloads": results, "percall": bench.percall_results,
                    "targets": [{"target": n, "verdict": v, "detail": d}
                                for n, v, d in targets],

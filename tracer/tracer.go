@@ -25,7 +25,6 @@ import (
 	"github.com/tracecell/tracecell/arch"
 	"github.com/tracecell/tracecell/filter"
 	"github.com/tracecell/tracecell/internal/caps"
-	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
@@ -302,6 +301,10 @@ type tracer struct {
 	// chainLeft: the root process may still make its one InitialChain exec.
 	chainLeft bool
 
+	// spin decides how long the loop polls wait4 before it blocks
+	// (spin.go).
+	spin spinPolicy
+
 	// mainStatus is the root process's end, nil until it has ended.
 	mainStatus *unix.WaitStatus
 }
@@ -332,6 +335,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 		readsChecked: cfg.Policy.Config().ChecksReads(),
 		chainLeft:    len(cfg.InitialChain) > 0,
 		rec:          recorder{maxDenials: cfg.MaxDenials, onEvent: cfg.OnEvent},
+		spin:         newSpinPolicy(),
 	}
 	t.tree.init()
 	t.fz.tree = &t.tree
@@ -617,14 +621,24 @@ func (t *tracer) loop() error {
 		// A program that makes checked calls in a row stops again within
 		// microseconds: poll for that stop for a short while instead of
 		// sleeping, because waking a sleeping tracer costs a cross-CPU
-		// interrupt (expensive in virtual machines) on every call.
+		// interrupt (expensive in virtual machines) on every call; but
+		// only while that pays (spin.go). Every task of the tree may be
+		// running now: none is held stopped past the thaw above.
 		// No rusage: for every stop it reports, wait4 with one sums the
 		// CPU time of all the stopped task's threads (wait_task_stopped
 		// calls getrusage(RUSAGE_BOTH)); the tree's totals come from
 		// RUSAGE_CHILDREN at the end.
-		tid, err := pollWait4(&ws, spinFor)
+		begin := time.Now()
+		var tid int
+		var err error
+		if d := t.spin.budget(len(t.tree.tasks), begin); d > 0 {
+			tid, err = pollWait4(&ws, d)
+		}
 		if tid == 0 && err == nil {
 			tid, err = unix.Wait4(-1, &ws, unix.WALL, nil)
+		}
+		if tid > 0 {
+			t.spin.observe(time.Since(begin))
 		}
 		if err == unix.EINTR {
 			continue
@@ -653,7 +667,7 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 	if tk == nil {
 		// A new child can report its first stop before its parent's fork
 		// event; its thread group is settled when the event arrives.
-		tk = t.tree.add(tid, tgidOf(tid))
+		tk = t.tree.add(tid, firstStopTgid(tid))
 		tk.waitStop = true
 		t.rec.taskBorn(tk)
 	}
@@ -759,12 +773,4 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) {
 	if tk != nil {
 		t.removeTask(tid)
 	}
-}
-
-func tgidOf(tid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
-	if err != nil {
-		return tid
-	}
-	return procfs.StatusInt(b, "Tgid:", tid)
 }

@@ -2,7 +2,6 @@ package procfs
 
 import (
 	"bytes"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -67,23 +66,29 @@ func ReadStat(pid int) (Stat, bool) {
 }
 
 func readStat(pid int) ([]byte, error) {
-	return os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return Read("/proc/"+strconv.Itoa(pid)+"/stat", make([]byte, ReadMax))
 }
 
 // StateOf is the state letter of a /proc/<pid>/stat text, the field after
-// the command; 0 when there is none.
+// the command (which is in parentheses and may itself hold ") "); 0 when
+// there is none. It allocates nothing: the freeze asks it in a loop.
 func StateOf(b []byte) byte {
-	f := fieldsAfterComm(b)
-	if len(f) == 0 {
-		return 0
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == ')' {
+			if i+2 < len(b) && b[i+1] == ' ' {
+				return b[i+2]
+			}
+			return 0
+		}
 	}
-	return f[0][0]
+	return 0
 }
 
 // StateLetter is the state letter of /proc/<pid>/stat, 0 when the process
 // is gone.
 func StateLetter(pid int) byte {
-	b, err := readStat(pid)
+	var buf [ReadMax]byte
+	b, err := Read("/proc/"+strconv.Itoa(pid)+"/stat", buf[:])
 	if err != nil {
 		return 0
 	}
