@@ -60,6 +60,11 @@ type futexWord struct {
 	arg  string // "uaddr", "uaddr2", "waiters[1]"
 }
 
+// RestartUnknown is Env.FutexRestart's answer for a task whose saved
+// restart is not known: a new task before its parent's clone, fork or vfork
+// event (the child inherits the parent's restart_block).
+const RestartUnknown = ^uint64(0)
+
 // futex checks the shared futex words of futex, futex_wait,
 // futex_wake, futex_waitv and futex_requeue.
 func (d *Decoder) futex() *policy.Op {
@@ -79,6 +84,14 @@ func (d *Decoder) futex() *policy.Op {
 		addr := d.Env.FutexRestart()
 		if addr == 0 {
 			d.Out = PassOutcome() // restarts a sleep, poll or private wait: nothing to check
+			return nil
+		}
+		if addr == RestartUnknown {
+			// A new task before its parent's clone event: it may have
+			// inherited a shared wait's restart (a fork in a signal
+			// handler that interrupted one) at an address that is now
+			// a host file's.
+			d.Out = FailClosedWith(syscall.EPERM, "restart_syscall in a new task whose parent's clone event tracecell has not seen yet, so it cannot tell which futex word the kernel would wait on", policy.Path{})
 			return nil
 		}
 		// Kept until the restart is allowed (futex_wait_restart then

@@ -120,6 +120,8 @@ func TestDecodeFutex(t *testing.T) {
 			check: futexNote(FutexNote{Passed: true, Exit: anonWord, ClearRestart: true})},
 		{name: "restart_syscall of a wait now on a read-only mapping", call: "restart_syscall",
 			env: func(e *fakeEnv) { futexMaps(e); e.futexRestart = shrWord }, kind: syscalls.KindFutex, check: denied("uaddr", "/dev/shm/sem.x")},
+		{name: "restart_syscall of a new task whose inherited restart is not known fails closed", call: "restart_syscall",
+			env: func(e *fakeEnv) { futexMaps(e); e.futexRestart = RestartUnknown }, want: FailClosed, errno: syscall.EPERM},
 	}
 	run(t, cases)
 }

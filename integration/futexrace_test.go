@@ -206,3 +206,68 @@ func TestFutexZombieLeader(t *testing.T) {
 		t.Errorf("denials:\n%s", r.report.denialList())
 	}
 }
+
+// TestFutexRestartInherited: red team 6, F1. A child made in a signal
+// handler that interrupted a timed shared FUTEX_WAIT inherits the saved
+// restart (copy_process copies restart_block with the task_struct); it maps
+// a host file read-only over the word and calls restart_syscall. The
+// tracer checks the inherited word like the parent's: refused
+// (futex-memory, EPERM), and the host's waker finds no one of the tree
+// waiting on its word. On c8759d5 the restart ran on the host's futex (the
+// host's wake woke it), unreported, for a fork child and for a thread.
+func TestFutexRestartInherited(t *testing.T) {
+	bin := futexrace(t)
+	for _, mode := range []string{"restart-fork", "restart-thread"} {
+		t.Run(mode, func(t *testing.T) {
+			file := hostFile(t)
+			h := startHostFutex(t, bin, "host-wake", file)
+			sbx := realDir(t)
+			r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, bin, mode, file)
+			if n := h.woke(t); n != 0 {
+				t.Errorf("ESCAPED: the host's wakes woke %d of the tree's waiters on the host file's word (program: %q)", n, strings.TrimSpace(r.stdout))
+			}
+			if got := strings.TrimSpace(r.stdout); got != "restart r=-1 errno=1" {
+				t.Errorf("program said %q, want the restart refused with EPERM\nstderr:\n%s", got, r.stderr)
+			}
+			if e, ok := denialBy(r, "restart_syscall", "futex-memory"); !ok || !e.hasResolved(file) {
+				t.Errorf("no futex-memory denial of restart_syscall naming %s; denials:\n%s", file, r.report.denialList())
+			}
+		})
+	}
+}
+
+// TestWriteOnlyMemory: red team 6, F2/F3. A path in a PROT_WRITE-only page
+// is read by the kernel (x86_64 pages are readable when writable) but not by
+// process_vm_readv; the tracer reads it through PTRACE_PEEKDATA as the
+// kernel does. Inside the sandbox the open runs (c8759d5 failed it with
+// EFAULT, unreported); outside it is denied and reported (c8759d5: EFAULT,
+// no denial, and a source route in such memory went unchecked).
+func TestWriteOnlyMemory(t *testing.T) {
+	bin := futexrace(t)
+	sbx := realDir(t)
+	inside := filepath.Join(sbx, "inside")
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, bin, "wo-open", inside)
+	if got := strings.TrimSpace(r.stdout); got != "wo-open fd=0 errno=0" {
+		t.Errorf("inside: program said %q, want the open to run\nstderr:\n%s", got, r.stderr)
+	}
+	if _, err := os.Stat(inside); err != nil {
+		t.Errorf("inside: %v", err)
+	}
+	outside := filepath.Join(hostFileDir(t), "outside")
+	r = runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, bin, "wo-open", outside)
+	if got := strings.TrimSpace(r.stdout); got != "wo-open fd=-1 errno=13" {
+		t.Errorf("outside: program said %q, want EACCES\nstderr:\n%s", got, r.stderr)
+	}
+	if _, err := os.Lstat(outside); err == nil {
+		t.Errorf("ESCAPED: %s was created", outside)
+	}
+	if e, ok := denialBy(r, "openat", "outside-writable-roots"); !ok || !e.hasResolved(outside) {
+		t.Errorf("no outside-writable-roots denial of openat naming %s; denials:\n%s", outside, r.report.denialList())
+	}
+}
+
+// hostFileDir is a fresh directory outside the sandbox the tree may read.
+func hostFileDir(t *testing.T) string {
+	t.Helper()
+	return filepath.Dir(hostFile(t))
+}

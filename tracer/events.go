@@ -45,6 +45,10 @@ func (t *tracer) event(tk *task, cause int) error {
 				n.waitStop = true
 				t.rec.taskBorn(n)
 			}
+			// The child inherits the parent's saved restart
+			// (copy_process: restart_block is part of the copied
+			// task_struct), a shared futex wait's among them.
+			n.futexRestart = tk.futexRestart
 			if pp, cp := t.tree.procs[tk.tgid], t.tree.procs[n.tgid]; n.tgid != tk.tgid && pp != nil && cp != nil &&
 				pp.page == pageMapped && cp.page == pageUnknown && cp.execs == 0 {
 				// fork copies the path page, clone(CLONE_VM) and vfork
@@ -80,6 +84,8 @@ func (t *tracer) execEvent(tk *task) error {
 		// A non-leader thread exec'd: it now carries the leader's tid.
 		if old := t.tree.tasks[int(msg)]; old != nil {
 			approved, initial, chain = old.approvedExec, old.initialExec, old.chainExec
+			// Its saved restart too: exec does not reset restart_block.
+			tk.futexRestart = old.futexRestart
 			t.removeTask(int(msg))
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/arch"
+	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/filter"
 	"github.com/tracecell/tracecell/internal/caps"
 	"github.com/tracecell/tracecell/pathres"
@@ -669,6 +670,8 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 		// event; its thread group is settled when the event arrives.
 		tk = t.tree.add(tid, firstStopTgid(tid))
 		tk.waitStop = true
+		// Its parent's saved restart is not known before that event.
+		tk.futexRestart = decode.RestartUnknown
 		t.rec.taskBorn(tk)
 	}
 	if t.tree.dying.Load() {

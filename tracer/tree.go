@@ -54,7 +54,10 @@ type task struct {
 	// FUTEX_WAIT_BITSET with a timeout in flight, resumed to its syscall
 	// exit (futex.go), 0 when none; futexRestart is the word of such a
 	// wait that ended with -ERESTART_RESTARTBLOCK: the kernel saved it
-	// for restart_syscall, which is checked against it.
+	// for restart_syscall, which is checked against it. A new task
+	// inherits its parent's (copy_process copies the task_struct, and
+	// restart_block with it), so it is copied at the clone, fork or vfork
+	// event; until that event it is decode.RestartUnknown.
 	futexExit, futexRestart uint64
 	// bindIno is the socket of this task's allowed inet bind in flight,
 	// resumed to its syscall exit (listen.go), 0 when none.

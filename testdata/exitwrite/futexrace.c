@@ -40,6 +40,19 @@
 //       shared FUTEX_WAKE on an anonymous MAP_SHARED page of the process and
 //       prints "zleader wake=R errno=E" (R=0, E=0: it was allowed).
 //
+//   futexrace restart-fork|restart-thread HOST
+//       (red team 6, F1) a timed shared FUTEX_WAIT on an anonymous word
+//       (allowed) is interrupted by SIGALRM; the handler forks (or starts a
+//       thread), which inherits the saved restart (restart_block is copied
+//       with the task_struct), maps HOST read-only over the word's page and
+//       calls restart_syscall: were it let through, the kernel would wait on
+//       the host file's futex (host-wake then finds a waiter). Prints
+//       "restart r=R errno=E" (R=-1, E=EPERM: refused).
+//   futexrace wo-open PATH
+//       (red team 6, F2/F3) open(PATH, O_WRONLY|O_CREAT) with PATH in a
+//       PROT_WRITE-only page (the kernel reads it; process_vm_readv does
+//       not): prints "wo-open fd=R errno=E".
+//
 // With FUTEXRACE_RESERVE set, requeue and waitv first map PROT_NONE memory
 // over 7.5-8.5 GiB, where tracecell keeps its path page, so that no copy
 // can be made.
@@ -279,7 +292,69 @@ static int zleader(void) {
     pthread_exit(NULL);
 }
 
+static int *rword;
+static const char *rhost;
+static int rthread;
+
+static void *restartIn(void *a) {
+    int fd = open(rhost, O_RDONLY);
+    if (fd < 0 || mmap(rword, 4096, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0) != rword) {
+        perror("map the host file");
+        _exit(1);
+    }
+    long r = syscall(SYS_restart_syscall);
+    printf("restart r=%ld errno=%d\n", r, r < 0 ? errno : 0);
+    fflush(stdout);
+    return NULL;
+}
+
+static void restartHandler(int sig) {
+    if (rthread) {
+        pthread_t t;
+        pthread_create(&t, NULL, restartIn, NULL);
+        pthread_join(t, NULL);
+        return;
+    }
+    pid_t p = fork();
+    if (p == 0) {
+        restartIn(NULL);
+        _exit(0);
+    }
+    waitpid(p, NULL, 0);
+}
+
+static int restart(const char *host, int thread) {
+    rhost = host;
+    rthread = thread;
+    rword = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    struct sigaction sa = {0};
+    sa.sa_handler = restartHandler; // no SA_RESTART: the wait is interrupted, its restart saved
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(1);
+    struct timespec to = {3, 0};
+    syscall(SYS_futex, rword, FUTEX_WAIT, 0, &to, NULL, 0); // shared: no FUTEX_PRIVATE_FLAG
+    return 0;
+}
+
+static int woOpen(const char *path) {
+    char *p = mmap(NULL, 4096, PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED || strlen(path) >= 4096) {
+        perror("mmap");
+        return 1;
+    }
+    memcpy(p, path, strlen(path) + 1);
+    int r = open(p, O_WRONLY | O_CREAT, 0644);
+    printf("wo-open fd=%d errno=%d\n", r < 0 ? -1 : 0, r < 0 ? errno : 0);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "restart-fork"))
+        return restart(argv[2], 0);
+    if (argc == 3 && !strcmp(argv[1], "restart-thread"))
+        return restart(argv[2], 1);
+    if (argc == 3 && !strcmp(argv[1], "wo-open"))
+        return woOpen(argv[2]);
     if (argc == 5 && !strcmp(argv[1], "requeue"))
         return race(0, argv[2], atoi(argv[3]), atol(argv[4]));
     if (argc == 5 && !strcmp(argv[1], "waitv"))
@@ -290,6 +365,6 @@ int main(int argc, char **argv) {
         return hostWake(argv[2]);
     if (argc == 2 && !strcmp(argv[1], "zleader"))
         return zleader();
-    fprintf(stderr, "usage: futexrace requeue|waitv HOST SECONDS TRIES | host-wait|host-wake HOST | zleader\n");
+    fprintf(stderr, "usage: futexrace requeue|waitv HOST SECONDS TRIES | host-wait|host-wake HOST | zleader | restart-fork|restart-thread HOST | wo-open PATH\n");
     return 2;
 }
