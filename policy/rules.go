@@ -30,7 +30,9 @@ const (
 	RuleNetLoopback      Rule = "net-loopback"
 	RuleNetFamily        Rule = "net-family"
 	// RuleKernelRewritten denies a call whose checked memory the kernel
-	// itself overwrites, in the same call, before it reads it (sendmmsg).
+	// itself overwrites, in the same call, before it reads it (sendmmsg),
+	// or that the exit of a task killed during the freeze could write
+	// after the check where no copy can be made (copy and freeze).
 	RuleKernelRewritten Rule = "kernel-rewritten-input"
 	// RuleForeignABI: a system call of another ABI (int 0x80, x32) killed
 	// its process (decided by the filter and the tracer, never by Decide).
@@ -128,7 +130,7 @@ var rules = []RuleInfo{
 	{RuleNetDeny, true, "a network connection, bind or send while the network is off (--net deny)"},
 	{RuleNetLoopback, true, "a network address other than this machine's loopback under --net loopback"},
 	{RuleNetFamily, true, "a socket family the network mode does not allow"},
-	{RuleKernelRewritten, true, "a call whose checked memory the kernel overwrites before it reads it (sendmmsg)"},
+	{RuleKernelRewritten, true, "a call whose checked memory the kernel overwrites before it reads it (sendmmsg), or that a killed task's exit could write after the check where no copy can be made (Copy and freeze)"},
 	{RuleForeignABI, true, "a system call of another ABI (int 0x80, x32): the process is killed"},
 	{RuleUnreachable, true, "an address never reachable whatever the network mode (a socket of the program that runs the sandbox)"},
 	{RuleOutsideTree, true, "a signal or process call on a process outside the traced tree"},
