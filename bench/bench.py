@@ -545,12 +545,15 @@ def summarize(wl, runs, modes):
             s[m]["denied"] = max(r["denied"] for r in rs)
             rss = [r["tracer_rss_kb"] for r in rs if r.get("tracer_rss_kb")]
             s[m]["tracer_peak_rss_kb"] = max(rss) if rss else None
-        if wl.per_call and bare and t["checked"]:
-            t["per_call_us"] = (t["median_ms"] - bare) * 1000 / t["checked"]
-            for m in ["floor", "notif"] + [c for c in modes if c in COMPARE_BINS]:
-                if m in modes:
-                    # The floors trap the same calls on this workload (files.py).
-                    s[m]["per_call_us"] = (s[m]["median_ms"] - bare) * 1000 / t["checked"]
+    # Per checked call, from tracecell's count of checked calls (without
+    # tracecell among the modes there is no count).
+    t = s.get("tracecell")
+    if wl.per_call and bare and t and t["checked"]:
+        t["per_call_us"] = (t["median_ms"] - bare) * 1000 / t["checked"]
+        for m in ["floor", "notif"] + [c for c in modes if c in COMPARE_BINS]:
+            if m in modes:
+                # The floors trap the same calls on this workload (files.py).
+                s[m]["per_call_us"] = (s[m]["median_ms"] - bare) * 1000 / t["checked"]
     return s
 
 

@@ -46,6 +46,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "floor_filter.h"
 
 #if defined(__x86_64__)
 #define ARCH AUDIT_ARCH_X86_64
@@ -72,33 +73,8 @@ static double now_us(void) {
 }
 
 static void child(char **argv) {
-	/* kill(2) and the path calls files.py makes (unlink, unlinkat, mkdir,
-	 * mkdirat, rmdir) always; openat(2) only when its flags ask to write. */
-	/* TRACE_AT: the distance from the kill jump to the RET TRACE below. */
-#define TRACE_AT 8
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_kill, TRACE_AT, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlinkat, TRACE_AT - 1, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdirat, TRACE_AT - 2, 0),
-#ifdef SYS_unlink
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlink, TRACE_AT - 3, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdir, TRACE_AT - 4, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rmdir, TRACE_AT - 5, 0),
-#else
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-#endif
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
+	/* The calls of floor_filter.h trap (SECCOMP_RET_TRACE). */
+	FLOOR_FILTER(f, SECCOMP_RET_TRACE);
 	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	raise(SIGSTOP); /* wait for PTRACE_SEIZE */

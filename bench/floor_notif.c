@@ -56,6 +56,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "floor_filter.h"
 
 #if defined(__x86_64__)
 #define ARCH AUDIT_ARCH_X86_64
@@ -128,31 +129,8 @@ static int recv_fd(int sock) {
 }
 
 static void child(int sock, char **argv) {
-	/* floor.c's filter with RET_USER_NOTIF for RET_TRACE. */
-#define NOTIF_AT 8
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_kill, NOTIF_AT, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlinkat, NOTIF_AT - 1, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdirat, NOTIF_AT - 2, 0),
-#ifdef SYS_unlink
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_unlink, NOTIF_AT - 3, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mkdir, NOTIF_AT - 4, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rmdir, NOTIF_AT - 5, 0),
-#else
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-#endif
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, O_WRONLY | O_RDWR | O_CREAT | O_TRUNC, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
+	/* floor.c's filter (floor_filter.h) with RET_USER_NOTIF for RET_TRACE. */
+	FLOOR_FILTER(f, SECCOMP_RET_USER_NOTIF);
 	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
