@@ -153,12 +153,16 @@ func (d *Decoder) readMsg(addr uint64) (msg, error) {
 			return m, syscall.ENOBUFS
 		}
 		m.read = append(m.read, MkSpan(ctl, n))
-		// Unreadable control data is the kernel's EFAULT, not ours to
-		// report.
-		if cm, err := d.Env.ReadBytes(uintptr(ctl), int(n)); err == nil {
-			m.ctlb = cm
-			m.srLevel, m.sr = ctlSourceRoute(cm)
+		// Unreadable control data is the kernel's EFAULT too
+		// (____sys_sendmsg copies it whole before it sends): the call
+		// fails so, never runs on data the check did not see (red team
+		// pass 7: a source route in memory only the task could read).
+		cm, err := d.Env.ReadBytes(uintptr(ctl), int(n))
+		if err != nil {
+			return m, syscall.EFAULT
 		}
+		m.ctlb = cm
+		m.srLevel, m.sr = ctlSourceRoute(cm)
 	}
 	return m, nil
 }

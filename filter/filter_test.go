@@ -1062,8 +1062,8 @@ func TestPathPageOff(t *testing.T) {
 		// with its load) instead of a comparison with each trapped one.
 		// Both together (merged): x86_64 551 (reads off), aarch64 479.
 		// Then io_setup and io_submit forbidden (native AIO, red team 4).
-		"x86_64":  {559, 581, 564, 586, 593, 616, 598, 621}, // +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {483, 506, 480, 503, 515, 540, 512, 537}, // +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"x86_64":  {567, 589, 572, 594, 602, 624, 606, 625}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {489, 514, 486, 511, 523, 548, 520, 545}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

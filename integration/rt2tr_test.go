@@ -406,3 +406,31 @@ print("io_submit", "OK" if r == 0 else errno.errorcode[ctypes.get_errno()])
 		}
 	}
 }
+
+// TestRT7MemfdSecret: red team pass 7. Memory of memfd_secret (5.14) is
+// readable by the task itself (the kernel's copy of a call's arguments) but
+// by no other process: the tracer could not read a path or a source route
+// kept there, so the call was decided unread (a sendmsg's source route went
+// out; c8759d5 let memfd_secret run). memfd_secret is forbidden and
+// reported; process_mrelease (5.15) with it.
+func TestRT7MemfdSecret(t *testing.T) {
+	if noPython != "" {
+		t.Skip(noPython)
+	}
+	code := `import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.syscall(447, 0)
+print("memfd_secret", "OK" if r >= 0 else errno.errorcode[ctypes.get_errno()])
+`
+	sbx := realDir(t)
+	if r := runBare(t, sbx, runEnv(t, sbx), python, "-c", code); !strings.Contains(r.stdout, "memfd_secret OK") {
+		t.Skipf("memfd_secret does not work bare here (%q): nothing to forbid", strings.TrimSpace(r.stdout))
+	}
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, python, "-c", code)
+	if !strings.Contains(r.stdout, "memfd_secret EPERM") {
+		t.Errorf("want memfd_secret EPERM in stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+	}
+	if _, ok := denialBy(r, "memfd_secret", "forbidden-syscall"); !ok {
+		t.Errorf("no forbidden-syscall denial of memfd_secret:\n%s", r.report.denialList())
+	}
+}

@@ -320,6 +320,15 @@ var forbidden = []string{
 	// io_setup there is no AIO context to submit to. glibc's POSIX aio
 	// (aio_read, lio_listio) uses threads, not these calls.
 	"io_setup", "io_submit",
+	// memfd_secret (5.14) maps memory removed from the kernel's direct map:
+	// no other process can read it, the tracer neither (process_vm_readv
+	// and PTRACE_PEEKDATA both fail; the kernel's own copy of a call's
+	// arguments, made in the task, reads it). A path, sockaddr or control
+	// message kept there would be decided unread: a source route in such
+	// control data went unchecked (red team pass 7). process_mrelease
+	// (5.15) reaps the memory of another process being killed: a process
+	// call the tree has no use for.
+	"memfd_secret", "process_mrelease",
 }
 
 // mqFdCalls are the forbidden calls whose first argument is a queue
