@@ -46,7 +46,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "floor_filter.h"
+#include "floor_common.h"
 
 #if defined(__x86_64__)
 #define ARCH AUDIT_ARCH_X86_64
@@ -73,7 +73,7 @@ static double now_us(void) {
 }
 
 static void child(char **argv) {
-	/* The calls of floor_filter.h trap (SECCOMP_RET_TRACE). */
+	/* The calls of floor_common.h trap (SECCOMP_RET_TRACE). */
 	FLOOR_FILTER(f, SECCOMP_RET_TRACE);
 	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -173,17 +173,7 @@ int main(int argc, char **argv) {
 				ssize_t n = process_vm_readv(p, &local, 1, &remote, 1, 0);
 				if (n > 0) {
 					path[n] = 0;
-					struct stat sb;
-					char *slash = strrchr(path, '/');
-					if (path[0] == '/' && slash) {
-						*slash = 0;
-						stat(slash == path ? "/" : path, &sb);
-						*slash = '/';
-						lstat(path, &sb);
-					} else {
-						snprintf(full, sizeof full, "%s/%s", cwd, path);
-						lstat(full, &sb);
-					}
+					floor_stat_path(path, cwd, full, sizeof full);
 				}
 			}
 			ptrace(PTRACE_CONT, p, 0, 0);

@@ -56,7 +56,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "floor_filter.h"
+#include "floor_common.h"
 
 #if defined(__x86_64__)
 #define ARCH AUDIT_ARCH_X86_64
@@ -129,7 +129,7 @@ static int recv_fd(int sock) {
 }
 
 static void child(int sock, char **argv) {
-	/* floor.c's filter (floor_filter.h) with RET_USER_NOTIF for RET_TRACE. */
+	/* floor.c's filter (floor_common.h) with RET_USER_NOTIF for RET_TRACE. */
 	FLOOR_FILTER(f, SECCOMP_RET_USER_NOTIF);
 	struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -267,17 +267,7 @@ int main(int argc, char **argv) {
 			ssize_t n = process_vm_readv(req->pid, &local, 1, &remote, 1, 0);
 			if (n > 0 && id_valid(lfd, req->id)) {
 				path[n] = 0;
-				struct stat sb;
-				char *slash = strrchr(path, '/');
-				if (path[0] == '/' && slash) {
-					*slash = 0;
-					stat(slash == path ? "/" : path, &sb);
-					*slash = '/';
-					lstat(path, &sb);
-				} else {
-					snprintf(full, sizeof full, "%s/%s", cwd, path);
-					lstat(full, &sb);
-				}
+				floor_stat_path(path, cwd, full, sizeof full);
 			}
 		}
 		resp->id = req->id;

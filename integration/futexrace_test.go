@@ -50,20 +50,9 @@ type hostFutex struct {
 // waits for it to be ready (host-wait: its waiter sleeps on the word).
 func startHostFutex(t *testing.T, bin, mode, file string) *hostFutex {
 	t.Helper()
-	h := &hostFutex{cmd: exec.Command(bin, mode, file), lines: make(chan string, 4)}
-	h.cmd.Stderr = os.Stderr
-	var err error
-	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := h.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { h.cmd.Process.Kill(); h.cmd.Wait() })
+	h := &hostFutex{lines: make(chan string, 4)}
+	var out io.Reader
+	h.cmd, h.stdin, out = startPiped(t, []string{bin, mode, file})
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {

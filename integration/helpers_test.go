@@ -30,6 +30,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -636,4 +637,26 @@ func mkdir(t *testing.T, p string) {
 	if err := os.MkdirAll(p, 0o755); err != nil {
 		t.Fatalf("mkdir %s: %v", p, err)
 	}
+}
+
+// startPiped starts argv outside the traced tree (a host process of a
+// test) with pipes to its stdin and from its stdout, its stderr the test's;
+// it is killed and reaped when the test ends.
+func startPiped(t *testing.T, argv []string) (*exec.Cmd, io.WriteCloser, io.Reader) {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start host %q: %v", argv, err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd, stdin, stdout
 }

@@ -49,20 +49,9 @@ func startUnlinkedHost(t *testing.T, p string) *unlinkedHost {
 	if noPython != "" {
 		t.Skip(noPython)
 	}
-	h := &unlinkedHost{cmd: exec.Command(argv[0], argv[1:]...)}
-	h.cmd.Stderr = os.Stderr
-	var err error
-	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	so, err := h.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.cmd.Start(); err != nil {
-		t.Fatalf("start host %q: %v", argv, err)
-	}
-	t.Cleanup(func() { h.cmd.Process.Kill(); h.cmd.Wait() })
+	h := &unlinkedHost{}
+	var so io.Reader
+	h.cmd, h.stdin, so = startPiped(t, argv)
 	h.out = bufio.NewReader(so)
 	line, err := h.out.ReadString('\n')
 	if _, err2 := fmt.Sscan(line, &h.pid, &h.fd); err != nil || err2 != nil {

@@ -114,7 +114,7 @@ func TestCopyDestination(t *testing.T) {
 		name      string
 		abs, dst  string
 		wantDst   string
-		wantComps string // joined with "/"
+		wantComps string    // joined with "/"
 		wantCode  ErrorCode // the API error code, "" for none
 	}{
 		{"default-base-name", "/data/in.csv", "", "in.csv", "in.csv", ""},

@@ -1,13 +1,16 @@
-/* floor_filter.h: the seccomp filter of the C floor tracers (floor.c with
- * SECCOMP_RET_TRACE, floor_notif.c with SECCOMP_RET_USER_NOTIF), one copy so
- * that both trap exactly the same calls: kill(2) and the path calls files.py
+/* floor_common.h: what the two C floor tracers (floor.c with ptrace stops,
+ * floor_notif.c with seccomp user notification) share, one copy so that both
+ * trap the same calls and do the same work per call.
+ *
+ * The seccomp filter (floor.c returns SECCOMP_RET_TRACE, floor_notif.c
+ * SECCOMP_RET_USER_NOTIF) traps kill(2) and the path calls files.py
  * makes (unlink, unlinkat, mkdir, mkdirat, rmdir) always; openat(2) only
  * when its flags ask to write. Needs ARCH (the audit arch of the build).
  *
  * FLOOR_FILTER(f, RET) declares struct sock_filter f[] returning RET for a
  * trapped call and SECCOMP_RET_ALLOW otherwise. */
-#ifndef FLOOR_FILTER_H
-#define FLOOR_FILTER_H
+#ifndef FLOOR_COMMON_H
+#define FLOOR_COMMON_H
 
 /* FLOOR_TRAP_AT: the distance from the kill jump to the trapping RET. */
 #define FLOOR_TRAP_AT 8
@@ -40,5 +43,23 @@
 		BPF_STMT(BPF_RET | BPF_K, RET),                                       \
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),                         \
 	}
+
+/* floor_stat_path: the file-system calls tracecell makes for a path it
+ * checks (path, NUL-terminated, read from the tracee): stat the directory
+ * and lstat the name of an absolute path, lstat cwd/name of a relative one.
+ * full is scratch space of fullsz bytes. */
+static inline void floor_stat_path(char *path, const char *cwd, char *full, size_t fullsz) {
+	struct stat sb;
+	char *slash = strrchr(path, '/');
+	if (path[0] == '/' && slash) {
+		*slash = 0;
+		stat(slash == path ? "/" : path, &sb);
+		*slash = '/';
+		lstat(path, &sb);
+	} else {
+		snprintf(full, fullsz, "%s/%s", cwd, path);
+		lstat(full, &sb);
+	}
+}
 
 #endif
