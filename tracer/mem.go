@@ -28,9 +28,7 @@ type memReader struct {
 // Precondition: tid is stopped in a ptrace stop of this tracer.
 func (m *memReader) read(tid int, addr uintptr, p []byte) error {
 	if !m.noVMRead {
-		n, err := unix.ProcessVMReadv(tid,
-			[]unix.Iovec{{Base: &p[0], Len: uint64(len(p))}},
-			[]unix.RemoteIovec{{Base: addr, Len: len(p)}}, 0)
+		n, err := processVMReadv(tid, addr, p)
 		if err == nil && n == len(p) {
 			return nil
 		}

@@ -205,7 +205,7 @@ func (t *tracer) runCopied(c *call) error {
 	tk.slot, tk.slotArg, tk.slotOrig = c.slot+1, c.copyArg, orig
 	t.page.copies++
 	// The call runs, and stops at its syscall exit.
-	if err := unix.PtraceSyscall(tk.tid, 0); err != nil {
+	if err := ptraceResume(unix.PTRACE_SYSCALL, tk.tid, 0); err != nil {
 		if err == unix.ESRCH {
 			return nil // killed meanwhile: removeTask frees the slot
 		}
@@ -309,7 +309,7 @@ func (t *tracer) mapPage(tk *task, p *proc) error {
 			return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SETREGSET) pid %d", tid), err)
 		}
 	}
-	if err := unix.PtraceSyscall(tid, 0); err != nil {
+	if err := ptraceResume(unix.PTRACE_SYSCALL, tid, 0); err != nil {
 		if err == unix.ESRCH {
 			return nil
 		}

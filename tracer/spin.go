@@ -4,9 +4,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/tracecell/tracecell/internal/procfs"
+	"golang.org/x/sys/unix"
 )
 
 // The wait4 spin.
@@ -100,16 +101,32 @@ func loadavgRunning(b []byte) int {
 	return n
 }
 
+// loadavgFD is /proc/loadavg, opened once for the process (every tracer
+// of a session server reads it) and read with pread at offset 0, which
+// formats the file afresh: two system calls a millisecond fewer than
+// opening and closing it (400 of each on the 3000-file benchmark).
+var loadavgFD = sync.OnceValue(func() int {
+	fd, err := unix.Open("/proc/loadavg", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	return fd
+})
+
 // machineRunning is how many tasks of the machine are runnable now: the
 // running count of /proc/loadavg, nr_running() summed over the CPUs at
 // the read (the reader included), -1 when it cannot be read.
 func machineRunning() int {
-	var buf [128]byte
-	b, err := procfs.Read("/proc/loadavg", buf[:])
-	if err != nil {
+	fd := loadavgFD()
+	if fd < 0 {
 		return -1
 	}
-	return loadavgRunning(b)
+	var buf [128]byte
+	n, err := unix.Pread(fd, buf[:], 0)
+	if err != nil || n <= 0 {
+		return -1
+	}
+	return loadavgRunning(buf[:n])
 }
 
 // spinPolicy is the loop's state for spinBudget. Only the tracer thread

@@ -734,9 +734,9 @@ func stopEvent(ws unix.WaitStatus) int {
 func (t *tracer) resume(tid int, sig int) error {
 	var err error
 	if t.probeState == 1 && tid == t.tree.rootPid {
-		err = unix.PtraceSyscall(tid, sig)
+		err = ptraceResume(unix.PTRACE_SYSCALL, tid, sig)
 	} else {
-		err = unix.PtraceCont(tid, sig)
+		err = ptraceResume(unix.PTRACE_CONT, tid, sig)
 	}
 	if err == unix.ESRCH {
 		// Killed meanwhile (exit_group, SIGKILL): its exit is reported by wait4.
