@@ -221,14 +221,21 @@ func Run(ctx context.Context, cfg *Config) (*Result, error) {
 	go func() {
 		// ptrace requests are only accepted from the tracer thread, and
 		// Pdeathsig fires when the thread that forked dies: one locked
-		// thread for the tracer's whole life. The thread is never unlocked,
-		// so Go retires it when this goroutine ends.
+		// thread for the tracer's whole life. After a failure the thread
+		// stays locked, so Go retires it when this goroutine ends: a task
+		// of the tree may still be attached to it.
 		runtime.LockOSThread()
 		r, err := t.run(ctx, &sc)
 		if err != nil {
 			errc <- err
 			return
 		}
+		// The loop ended at ECHILD: the thread has no child left, traced
+		// or not, so nothing ties it to the tree. Given back, it spares
+		// the runtime the exit of a locked thread and the start of
+		// another while the caller waits for the result (0.2 ms off the
+		// median of 100 interleaved `run -- /bin/true`, bench VM).
+		runtime.UnlockOSThread()
 		res <- r
 	}()
 	select {
