@@ -10,14 +10,18 @@ import (
 )
 
 // The requests of every checked call (read the registers, set one, read
-// the path, resume) are made with RawSyscall: none of them waits for
-// anything but the stopped task's state, so the Go scheduler need not be
-// told, which saves its entersyscall/exitsyscall pair around each (0.4 µs
-// of the ~4 µs a checked call spends in Go, perf on the 3000-file
-// benchmark, 2026-11-26). The longest they can take is
-// wait_task_inactive's wait for a task that has just stopped to leave its
-// CPU (kernel/sched/core.c: one tick at worst), during which the thread
-// keeps its P.
+// the path, resume) are made with RawSyscall: they wait for nothing but
+// the stopped task, so the Go scheduler need not be told, which saves its
+// entersyscall/exitsyscall pair around each (0.2 to 0.6 µs a checked
+// call, bench/results/2026-11-26-gaps.md). The longest a ptrace request
+// can take is wait_task_inactive's wait for a task that has just stopped
+// to leave its CPU (kernel/sched/core.c: one tick at worst);
+// process_vm_readv may fault a page of the task in (swap, a file
+// mapping), as the kernel's own read of the argument would. Meanwhile the
+// thread keeps its P: other goroutines run on the others, and a garbage
+// collection that must stop the world waits. The file system calls of a
+// path walk (pathres) may block on a remote file system and keep
+// syscall.Syscall.
 
 // ptraceRegset calls PTRACE_GETREGSET or PTRACE_SETREGSET with an iovec over
 // buf and returns how many bytes the kernel used.
