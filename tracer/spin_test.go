@@ -1,6 +1,8 @@
 package tracer
 
 import (
+	"os"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -115,5 +117,26 @@ func TestSpinPolicyRunning(t *testing.T) {
 	}
 	if calls != 2 {
 		t.Errorf("%d loadavg reads in 1 ms + 1 ns, want 2 (every spinRecount)", calls)
+	}
+}
+
+// TestMachineRunning reads the live /proc/loadavg through the descriptor
+// kept open: the same one every time, the file named, and a count of at
+// least the reader itself.
+func TestMachineRunning(t *testing.T) {
+	fd := loadavgFD()
+	if fd < 0 {
+		t.Fatal("cannot open /proc/loadavg")
+	}
+	if again := loadavgFD(); again != fd {
+		t.Fatalf("loadavgFD opened a second descriptor: %d, then %d", fd, again)
+	}
+	if target, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err != nil || target != "/proc/loadavg" {
+		t.Fatalf("fd %d is %q (%v), want /proc/loadavg", fd, target, err)
+	}
+	for i := 0; i < 3; i++ { // pread at 0 formats the file again each time
+		if n := machineRunning(); n < 1 {
+			t.Fatalf("read %d: machineRunning() = %d, want at least 1 (the reader)", i, n)
+		}
 	}
 }

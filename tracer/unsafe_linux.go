@@ -9,19 +9,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The requests of every checked call (read the registers, set one, read
-// the path, resume) are made with RawSyscall: they wait for nothing but
-// the stopped task, so the Go scheduler need not be told, which saves its
-// entersyscall/exitsyscall pair around each (0.2 to 0.6 µs a checked
-// call, bench/results/2026-11-26-gaps.md). The longest a ptrace request
-// can take is wait_task_inactive's wait for a task that has just stopped
-// to leave its CPU (kernel/sched/core.c: one tick at worst);
-// process_vm_readv may fault a page of the task in (swap, a file
-// mapping), as the kernel's own read of the argument would. Meanwhile the
-// thread keeps its P: other goroutines run on the others, and a garbage
-// collection that must stop the world waits. The file system calls of a
-// path walk (pathres) may block on a remote file system and keep
-// syscall.Syscall.
+// The ptrace requests of every checked call (read the registers, set one,
+// resume) are made with RawSyscall: they touch no memory of the task and
+// wait for nothing but its stop, so the Go scheduler need not be told,
+// which saves its entersyscall/exitsyscall pair around each (0.2 to 0.6
+// µs a checked call with the allocation-free path read below,
+// bench/results/2026-11-26-gaps.md). The longest one takes is
+// wait_task_inactive's wait for a task that has just stopped to leave its
+// CPU (kernel/sched/core.c: a short spin, a tick's sleep at worst while it
+// is still queued). Reading the task's memory (processVMReadv) keeps
+// syscall.Syscall: it may page in swap or a file on a slow or remote file
+// system, and under RawSyscall that wait would hold up every goroutine of
+// the process once a garbage collection stops the world (and everything
+// at GOMAXPROCS=1), the killer of a timed-out tree included.
 
 // ptraceRegset calls PTRACE_GETREGSET or PTRACE_SETREGSET with an iovec over
 // buf and returns how many bytes the kernel used.
@@ -52,12 +52,12 @@ func ptraceResume(req int, tid int, sig int) error {
 
 // processVMReadv reads len(p) bytes at addr of tid into p with one
 // process_vm_readv (3.2) and returns how many it read; unlike
-// unix.ProcessVMReadv it allocates nothing.
+// unix.ProcessVMReadv it allocates nothing. p must not be empty.
 func processVMReadv(tid int, addr uintptr, p []byte) (int, error) {
 	local := unix.Iovec{Base: &p[0]}
 	local.SetLen(len(p))
 	remote := unix.RemoteIovec{Base: addr, Len: len(p)}
-	n, _, e := unix.RawSyscall6(unix.SYS_PROCESS_VM_READV, uintptr(tid),
+	n, _, e := unix.Syscall6(unix.SYS_PROCESS_VM_READV, uintptr(tid),
 		uintptr(unsafe.Pointer(&local)), 1, uintptr(unsafe.Pointer(&remote)), 1, 0)
 	if e != 0 {
 		return 0, e
