@@ -170,21 +170,15 @@ func (d *Decoder) sockaddrOp(kind syscalls.Kind, addr uintptr, n int, arg int, r
 			op.Addr = net.IP(b[4:8]).String()
 		}
 	case afInet:
-		if n < 8 {
-			d.Out = KernelFailsWith(syscall.EINVAL)
+		// struct sockaddr_in: family, port, 4-byte address at 4.
+		if !d.inetAddr(op, "inet", b, n, 4, 4) {
 			return nil
 		}
-		op.Family = "inet"
-		op.Port = int(binary.BigEndian.Uint16(b[2:]))
-		op.Addr = net.IP(b[4:8]).String()
 	case afInet6:
-		if n < 24 {
-			d.Out = KernelFailsWith(syscall.EINVAL)
+		// struct sockaddr_in6: family, port, flow info, 16-byte address at 8.
+		if !d.inetAddr(op, "inet6", b, n, 8, 16) {
 			return nil
 		}
-		op.Family = "inet6"
-		op.Port = int(binary.BigEndian.Uint16(b[2:]))
-		op.Addr = net.IP(b[8:24]).String()
 	case afUnix:
 		op.Family = "unix"
 		sp := b[2:n]
@@ -239,4 +233,18 @@ func indexNul(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// inetAddr fills op's family, port (network order at 2) and address (size
+// bytes at off) from the n-byte sockaddr b; false, with the call failed
+// EINVAL as the kernel fails it, when n is shorter than the address's end.
+func (d *Decoder) inetAddr(op *policy.Op, family string, b []byte, n, off, size int) bool {
+	if n < off+size {
+		d.Out = KernelFailsWith(syscall.EINVAL)
+		return false
+	}
+	op.Family = family
+	op.Port = int(binary.BigEndian.Uint16(b[2:]))
+	op.Addr = net.IP(b[off : off+size]).String()
+	return true
 }
