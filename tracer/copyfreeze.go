@@ -361,23 +361,23 @@ func spanExitWritable(tid int, vmas memMaps, s span) string {
 	return ""
 }
 
-// msgCopy lays out a sendmsg's struct msghdr hdr (sizeofMsghdr bytes, as
+// msgCopy lays out a sendmsg's struct msghdr hdr (unix.SizeofMsghdr bytes, as
 // read), its name and its control data for a slot at addr: the msghdr
-// first, msg_name pointed at the name after it (at sizeofMsghdr), and
+// first, msg_name pointed at the name after it (at unix.SizeofMsghdr), and
 // msg_control at the control data after the name (8-byte aligned).
 // msg_iov stays: the data sent is not checked. A nil name or control keeps
 // the caller's pointer (not read: NULL, a zero length, control shorter
 // than one cmsghdr, which the kernel parses as no message). It returns nil
 // when the whole does not fit a slot.
 func msgCopy(hdr, name, ctl []byte, addr uint64) []byte {
-	nameOff := uint64(sizeofMsghdr)
+	nameOff := uint64(unix.SizeofMsghdr)
 	ctlOff := (nameOff + uint64(len(name)) + 7) &^ 7
 	end := ctlOff + uint64(len(ctl))
 	if end > syscalls.PathSlotSize {
 		return nil
 	}
 	b := make([]byte, end)
-	copy(b, hdr[:sizeofMsghdr])
+	copy(b, hdr[:unix.SizeofMsghdr])
 	if name != nil {
 		copy(b[nameOff:], name)
 		binary.LittleEndian.PutUint64(b[0:], addr+nameOff)

@@ -10,10 +10,6 @@ import (
 	"github.com/tracecell/tracecell/internal/procfs"
 )
 
-const (
-	sizeofMsghdr = unix.SizeofMsghdr // struct user_msghdr: 56 bytes on 64-bit (x86_64, aarch64)
-)
-
 // span is a range of tracee memory (decode.Span).
 type span = decode.Span
 

@@ -290,7 +290,7 @@ print(" ".join(out))
 // the lengths kept; pointers not read kept; too big for a slot: nil.
 func TestMsgCopy(t *testing.T) {
 	const slot = 0x200003000
-	hdr := make([]byte, sizeofMsghdr)
+	hdr := make([]byte, unix.SizeofMsghdr)
 	le := binary.LittleEndian
 	le.PutUint64(hdr[0:], 0x7000)  // msg_name
 	le.PutUint32(hdr[8:], 110)     // msg_namelen
