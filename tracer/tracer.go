@@ -26,6 +26,7 @@ import (
 	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/filter"
 	"github.com/tracecell/tracecell/internal/caps"
+	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
@@ -416,7 +417,7 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	// A blocking read on the tracer thread: parking the locked goroutine
 	// in the poller would cost a hand-off between threads.
 	var ready [1]byte
-	if n, _ := readFull(int(readyR.Fd()), ready[:]); n != 1 {
+	if b, _ := procfs.ReadFD(int(readyR.Fd()), ready[:]); len(b) != 1 {
 		// The child ended before it could be seized: its report is on
 		// the error pipe.
 		se := readStartError(errR, sc)
@@ -509,25 +510,6 @@ func (t *tracer) run(ctx context.Context, sc *startConfig) (*Result, error) {
 	}
 	r.ScratchLeft = t.ledger.left()
 	return r, nil
-}
-
-// readFull reads len(b) bytes from a blocking fd, retrying on EINTR.
-func readFull(fd int, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		m, err := unix.Read(fd, b[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		if m == 0 {
-			return n, io.EOF
-		}
-		n += m
-	}
-	return n, nil
 }
 
 // readStartError reads the child's failure report from the error pipe and

@@ -22,6 +22,13 @@ func Read(path string, buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	return ReadFD(fd, buf)
+}
+
+// ReadFD reads the blocking fd into buf until buf is full or the end of the
+// file, retrying on EINTR, with plain read(2) (no netpoller), and returns
+// what it read. On an error the bytes read so far are dropped.
+func ReadFD(fd int, buf []byte) ([]byte, error) {
 	n := 0
 	for n < len(buf) {
 		m, err := unix.Read(fd, buf[n:])

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRead checks the raw /proc reader against os.ReadFile, and that a
@@ -35,5 +37,29 @@ func TestRead(t *testing.T) {
 	}
 	if _, err := Read("/proc/0/status", make([]byte, 64)); err == nil {
 		t.Error("Read of a pid that cannot exist succeeded")
+	}
+}
+
+// TestReadFD: a pipe read to the end of what was written (the writer
+// closed: a short result), and to a full buffer with more left.
+func TestReadFD(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	unix.Write(p[1], []byte("ab"))
+	unix.Write(p[1], []byte("cdef"))
+	var full [3]byte
+	if b, err := ReadFD(p[0], full[:]); err != nil || string(b) != "abc" {
+		t.Fatalf("ReadFD into 3 bytes = %q, %v; want \"abc\"", b, err)
+	}
+	unix.Close(p[1])
+	var rest [8]byte
+	if b, err := ReadFD(p[0], rest[:]); err != nil || string(b) != "def" {
+		t.Fatalf("ReadFD after close = %q, %v; want \"def\"", b, err)
+	}
+	if b, err := ReadFD(-1, rest[:]); err == nil || b != nil {
+		t.Fatalf("ReadFD(-1) = %q, %v; want an error", b, err)
 	}
 }
