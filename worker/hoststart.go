@@ -205,22 +205,23 @@ type workerPipes struct {
 // openPipes makes the worker's pipes and starts reading the host's ends:
 // output into h.stdout and h.stderr, responses into h.resps.
 func (h *host) openPipes() (*workerPipes, error) {
-	reqR, reqW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("worker-host %d: request pipe: %w", os.Getpid(), err)
+	names := [...]string{"request", "response", "stdout", "stderr"}
+	var ends [len(names)][2]*os.File // read and write end of each
+	for i, name := range names {
+		r, w, err := os.Pipe()
+		if err != nil {
+			for _, e := range ends[:i] {
+				e[0].Close()
+				e[1].Close()
+			}
+			return nil, fmt.Errorf("worker-host %d: %s pipe: %w", os.Getpid(), name, err)
+		}
+		ends[i] = [2]*os.File{r, w}
 	}
-	respR, respW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("worker-host %d: response pipe: %w", os.Getpid(), err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("worker-host %d: stdout pipe: %w", os.Getpid(), err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("worker-host %d: stderr pipe: %w", os.Getpid(), err)
-	}
+	reqR, reqW := ends[0][0], ends[0][1]
+	respR, respW := ends[1][0], ends[1][1]
+	outR, outW := ends[2][0], ends[2][1]
+	errR, errW := ends[3][0], ends[3][1]
 	h.reqW = reqW
 	h.stdout = newStream("stdout", outR, h.cfg.MaxOutput)
 	h.stderr = newStream("stderr", errR, h.cfg.MaxOutput)
