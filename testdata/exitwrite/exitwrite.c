@@ -46,23 +46,16 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "selfkill.h"
 
 static char stk[65536] __attribute__((aligned(16)));
 static int pfd[2];
 static long delay_ns;
 
 static int child(void *a) {
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = SIGKILL;
-    int tid;
     char c = 1;
-    if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &tid))
+    if (selfkill_arm(delay_ns))
         syscall(SYS_exit, 1);
-    struct itimerspec its = {0};
-    its.it_value.tv_nsec = delay_ns;
-    syscall(SYS_timer_settime, tid, 0, &its, 0);
     syscall(SYS_write, pfd[1], &c, 1);
     for (;;)
         syscall(SYS_pause);

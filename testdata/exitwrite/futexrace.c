@@ -76,6 +76,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "selfkill.h"
 
 #ifndef SYS_futex_waitv
 #define SYS_futex_waitv 449 // the same number on x86_64 and aarch64
@@ -99,17 +100,8 @@ static long delay_ns;
 
 // child is P2: it kills itself with its own timer.
 static int child(void *a) {
-    struct sigevent ev;
-    memset(&ev, 0, sizeof ev);
-    ev.sigev_notify = SIGEV_SIGNAL;
-    ev.sigev_signo = SIGKILL;
-    timer_t t;
-    if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &ev, &t))
+    if (selfkill_arm(delay_ns))
         _exit(3);
-    struct itimerspec its;
-    memset(&its, 0, sizeof its);
-    its.it_value.tv_nsec = delay_ns;
-    syscall(SYS_timer_settime, t, 0, &its, NULL);
     for (;;)
         pause();
 }
