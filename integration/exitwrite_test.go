@@ -160,14 +160,22 @@ func TestExitWriteNoPage(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "escaped=no tries=") {
 		t.Fatalf("program said %q\nstderr:\n%s", r.stdout, r.stderr)
 	}
-	e, ok := denialBy(r, "mkdirat", "kernel-rewritten-input")
+	wantNoCopyDenial(t, r, "mkdirat", "exitwrite")
+}
+
+// wantNoCopyDenial checks the run's denial of call by program for input a
+// killed task's exit could rewrite: EACCES, saying that the path page could
+// not take a copy and why that matters, and the notice of it.
+func wantNoCopyDenial(t *testing.T, r result, call, program string) {
+	t.Helper()
+	e, ok := denialBy(r, call, "kernel-rewritten-input")
 	if !ok {
-		t.Fatalf("no kernel-rewritten-input denial of mkdirat; denials:\n%s", r.report.denialList())
+		t.Fatalf("no kernel-rewritten-input denial of %s; denials:\n%s", call, r.report.denialList())
 	}
-	if e.Errno != "EACCES" || e.Program != "exitwrite" || e.Pid == 0 || !strings.Contains(e.Reason, "path page") || !strings.Contains(e.Reason, "killed") {
-		t.Errorf("denial %s: want EACCES by exitwrite saying why no copy and why it matters", e)
+	if e.Errno != "EACCES" || e.Program != program || e.Pid == 0 || !strings.Contains(e.Reason, "path page") || !strings.Contains(e.Reason, "killed") {
+		t.Errorf("denial %s: want EACCES by %s saying why no copy and why it matters", e, program)
 	}
-	wantNotice(t, r, "mkdirat")
+	wantNotice(t, r, call)
 }
 
 // TestExitWriteSendto: the sockaddr itself in the memory the exit writes:
