@@ -543,6 +543,13 @@ func TestPoolUsedAndEmptyPool(t *testing.T) {
 	if in2.Sandbox == in3.Sandbox {
 		t.Fatal("two sessions share a sandbox")
 	}
+	// No pre-start may be in flight when starts begin to fail: one that
+	// began before would land in the reopened pool and serve p4.
+	waitFor(t, "the pool to refill and settle", func() bool {
+		e.s.pool.mu.Lock()
+		defer e.s.pool.mu.Unlock()
+		return len(e.s.pool.ready) == 1 && e.s.pool.starting == 0
+	})
 	e.fs.fail.Store(true)
 	e.s.pool.close() // drop the warm one; further starts fail
 	e.s.pool.mu.Lock()
