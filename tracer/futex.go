@@ -45,12 +45,16 @@ const kcmpVM = 1
 // tasks sharing the mm can map something over a checked word. When kcmp
 // fails (ENOSYS without CONFIG_CHECKPOINT_RESTORE, a task gone) the answer
 // is false: freeze.
+//
+// A pair once found apart stays apart (task.mmApartBelow), so only the
+// tasks registered since tk's last yes are compared: a worker of a
+// multiprocessing pool pays its kcmp calls once, not on every futex call.
 func (t *tracer) mmAlone(tk *task) bool {
 	if p := t.tree.procs[tk.tgid]; p == nil || p.threads != 1 {
 		return false
 	}
 	for _, o := range t.tree.tasks {
-		if o.tgid == tk.tgid {
+		if o.tgid == tk.tgid || o.seq < tk.mmApartBelow {
 			continue
 		}
 		r, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(tk.tid), uintptr(o.tid), kcmpVM, 0, 0, 0)
@@ -58,5 +62,6 @@ func (t *tracer) mmAlone(tk *task) bool {
 			return false
 		}
 	}
+	tk.mmApartBelow = t.tree.seq + 1
 	return true
 }

@@ -1,7 +1,10 @@
 package tracer
 
 import (
+	"bufio"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -137,5 +140,73 @@ func TestKernelFails(t *testing.T) {
 				t.Errorf("kernelFails = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestMmAloneRemembers checks mmAlone on real processes: a single-threaded
+// process (python3 with a second thread is one whose mm another task
+// shares) is alone beside an unrelated one; the kcmp answers found apart
+// are kept, so a task already compared is not compared again (its tid is
+// pointed at a pid that does not exist: a kcmp on it would fail and say
+// no); a task registered later is compared, and one sharing the mm makes
+// the answer no.
+func TestMmAloneRemembers(t *testing.T) {
+	py := exec.Command("python3", "-c", `import threading, time, sys
+ready = threading.Event()
+def run():
+    print(threading.get_native_id(), flush=True)
+    ready.set()
+    time.sleep(60)
+threading.Thread(target=run, daemon=True).start()
+ready.wait()
+sys.stdin.read()`)
+	out, err := py.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := py.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command("sleep", "60")
+	for _, c := range []*exec.Cmd{py, other} {
+		if err := c.Start(); err != nil {
+			t.Skipf("start %s: %v", c.Path, err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	}
+	defer in.Close()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("python3 thread id: %v", err)
+	}
+	thread, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("python3 thread id %q: %v", line, err)
+	}
+	p, o := py.Process.Pid, other.Process.Pid
+	// kcmp needs the kernel's CONFIG_CHECKPOINT_RESTORE.
+	if _, _, e := unix.Syscall6(unix.SYS_KCMP, uintptr(p), uintptr(o), kcmpVM, 0, 0, 0); e == unix.ENOSYS {
+		t.Skip("kcmp: ENOSYS (no CONFIG_CHECKPOINT_RESTORE)")
+	}
+	tr := &tracer{}
+	tr.tree.init()
+	tk := tr.tree.add(p, p) // its thread is not registered: one thread
+	tr.tree.add(o, o)
+	if !tr.mmAlone(tk) {
+		t.Fatal("a one-thread process beside an unrelated one: not alone")
+	}
+	tr.tree.tasks[o].tid = noTid // compared already: not again
+	if !tr.mmAlone(tk) {
+		t.Fatal("a task found apart was compared again")
+	}
+	sharer := tr.tree.add(thread, noTid+5) // registered since, shares the mm
+	if tr.mmAlone(tk) {
+		t.Fatal("a task sharing the mm, registered after the first answer: alone")
+	}
+	tr.tree.remove(sharer.tid)
+	tr.tree.add(noTid+7, noTid+7) // registered since, kcmp fails: no
+	if tr.mmAlone(tk) {
+		t.Fatal("a task kcmp cannot compare: alone")
 	}
 }

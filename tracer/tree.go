@@ -14,6 +14,16 @@ import (
 // task is one traced thread.
 type task struct {
 	tid, tgid int
+	// seq is the task's place in the order the tree registered its tasks
+	// (tree.add, from 1): a new task object, even on a reused tid, gets a
+	// higher one.
+	seq uint64
+	// mmApartBelow: every task of another group registered before it
+	// (seq below it) was found by kcmp not to share this task's mm
+	// (mmAlone). That stays true for the pair: a task's mm changes only at
+	// its execve, to a new mm no other task has, and only a new task
+	// (clone(CLONE_VM), vfork) can come to share an existing one.
+	mmApartBelow uint64
 	// attached is set once the task's first stop was seen (a new child's
 	// SIGSTOP can arrive before its parent's fork event).
 	attached bool
@@ -116,6 +126,8 @@ type tree struct {
 	// inFlightN counts the tasks whose inFlight is set (setInFlight), so
 	// that dirCache need not look at every task on every call.
 	inFlightN int
+	// seq is the seq of the task add registered last.
+	seq uint64
 
 	// liveMu guards live, timedOut and interrupted, which the killer
 	// goroutine reads and writes.
@@ -146,7 +158,8 @@ func (tr *tree) add(tid, tgid int) *task {
 	if old := tr.tasks[tid]; old != nil {
 		tr.setInFlight(old, false)
 	}
-	tk := &task{tid: tid, tgid: tgid}
+	tr.seq++
+	tk := &task{tid: tid, tgid: tgid, seq: tr.seq}
 	tr.tasks[tid] = tk
 	p := tr.procs[tgid]
 	if p == nil {
