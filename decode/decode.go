@@ -24,7 +24,8 @@ type Memory interface {
 	// fails the call the same way. The tracer's implementation makes the
 	// copies the kernel is to read instead (its path page); an error that
 	// is no errno there fails the call with EFAULT, and the tracer decides
-	// it again.
+	// it again. The bytes may be the reader's buffer: valid until the next
+	// ReadArgString, so a caller that keeps them copies them.
 	ReadArgString(arg int, addr uintptr) ([]byte, error)
 	// ReadArgBytes reads n bytes at addr, which argument arg points to (a
 	// sockaddr, a futex_waitv array): for a frozen call, the tracer copies
@@ -63,7 +64,7 @@ type Paths interface {
 	Base(dirfd int32, hasDirfd bool) (string, error)
 	// Resolve walks given from base as the kernel would (pathres), the
 	// last component followed when follow is set.
-	Resolve(base string, given []byte, follow bool) (pathres.Result, error)
+	Resolve(base string, given string, follow bool) (pathres.Result, error)
 	// ResolveFd resolves what the task's fd refers to (pathres.ResolveFd).
 	ResolveFd(fd int32) (pathres.Result, error)
 	// CharDev is the device fd refers to when it is a character device
@@ -204,6 +205,24 @@ type FutexNote struct {
 type Decoder struct {
 	Input
 	*Result
+}
+
+// opAndPath is an operation with room for one path in the same
+// allocation: nearly every checked call decodes to an operation on one
+// path (an open, an fd's file), and one allocation a call is measurably
+// cheaper than two (issue 21).
+type opAndPath struct {
+	op   policy.Op
+	path [1]policy.Path
+}
+
+// newOp returns an operation of kind by call name on paths ps, whose first
+// path shares the operation's allocation; more paths, given here or
+// appended later, get their own array as append makes it.
+func newOp(kind syscalls.Kind, name string, ps ...policy.Path) *policy.Op {
+	x := &opAndPath{op: policy.Op{Kind: kind, Syscall: name}}
+	x.op.Paths = append(x.path[:0], ps...)
+	return &x.op
 }
 
 // New returns the decoder of in, writing into r.

@@ -127,7 +127,7 @@ func (e *fakeEnv) Base(dirfd int32, hasDirfd bool) (string, error) {
 	return p, nil
 }
 
-func (e *fakeEnv) Resolve(base string, given []byte, follow bool) (pathres.Result, error) {
+func (e *fakeEnv) Resolve(base string, given string, follow bool) (pathres.Result, error) {
 	e.follows = append(e.follows, follow)
 	p := filepath.Join(base, string(given))
 	if err := e.resErr[p]; err != nil {

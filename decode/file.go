@@ -29,7 +29,7 @@ func (d *Decoder) open() *policy.Op {
 	if !ok {
 		return nil
 	}
-	op := &policy.Op{Syscall: d.Name, Paths: []policy.Path{p}}
+	op := newOp(0, d.Name, p)
 	if flags&unix.O_CREAT != 0 || tmpfile {
 		// The mode of the file it may create: set-id bits are checked
 		// whether or not the file exists now (another task could remove
@@ -63,7 +63,7 @@ func (d *Decoder) paths() *policy.Op {
 		}
 	}
 	atEmpty := d.Spec.FlagsArg >= 0 && flags&unix.AT_EMPTY_PATH != 0 && !strings.HasPrefix(d.Name, "rename")
-	op := &policy.Op{Kind: d.Spec.Kind, Syscall: d.Name}
+	op := newOp(d.Spec.Kind, d.Name)
 	for _, pa := range d.Spec.Paths {
 		follow := true
 		switch pa.Follow {
@@ -153,7 +153,7 @@ func (d *Decoder) FdMeta(fdArg int, kind syscalls.Kind) *policy.Op {
 	if !ok {
 		return nil
 	}
-	op := &policy.Op{Kind: kind, Syscall: d.Name, Paths: []policy.Path{p}}
+	op := newOp(kind, d.Name, p)
 	if d.Spec.Handler == syscalls.HFdMeta {
 		d.PermArg(op)
 		if !d.xattrName(op) {
@@ -272,7 +272,7 @@ func (d *Decoder) chdir() *policy.Op {
 		} else {
 			p, _ = d.PathArg(d.Spec.Paths[0], true, false)
 		}
-		op = &policy.Op{Kind: syscalls.KindChdir, Syscall: d.Name, Paths: []policy.Path{p}}
+		op = newOp(syscalls.KindChdir, d.Name, p)
 		d.Out = Outcome{}
 	}
 	d.ForgetCwds = true

@@ -86,7 +86,7 @@ func (d *Decoder) PathArg(pa syscalls.PathArg, follow bool, atEmpty bool) (polic
 			v := int(dirfd)
 			p.Dirfd = &v
 		}
-		return d.resolved(p, "/", given, follow)
+		return d.resolved(p, "/", p.Given, follow)
 	}
 	if pa.Dirfd >= 0 {
 		v := int(dirfd)
@@ -98,7 +98,7 @@ func (d *Decoder) PathArg(pa syscalls.PathArg, follow bool, atEmpty bool) (polic
 		return p, false
 	}
 	p.Base = b
-	return d.resolved(p, b, given, follow)
+	return d.resolved(p, b, p.Given, follow)
 }
 
 // PathArgBytes resolves a path that is not a syscall argument (an AF_UNIX
@@ -118,10 +118,10 @@ func (d *Decoder) PathArgBytes(given []byte, follow bool) (policy.Path, bool) {
 		base = b
 		p.Base = b
 	}
-	return d.resolved(p, base, given, follow)
+	return d.resolved(p, base, p.Given, follow)
 }
 
-func (d *Decoder) resolved(p policy.Path, base string, given []byte, follow bool) (policy.Path, bool) {
+func (d *Decoder) resolved(p policy.Path, base string, given string, follow bool) (policy.Path, bool) {
 	r, err := d.Env.Resolve(base, given, follow)
 	return d.fill(p, r, err)
 }

@@ -17,7 +17,7 @@ func TestDirCache(t *testing.T) {
 	self := Task{Tgid: os.Getpid()}
 	resolve := func(c *DirCache, p string) Result {
 		t.Helper()
-		r, err := ResolveCached(self, "/", []byte(p), true, c)
+		r, err := ResolveCached(self, "/", p, true, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,8 +153,8 @@ func BenchmarkResolveCached(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c := NewDirCache(64)
-			p := []byte(bc.p)
-			if _, err := ResolveCached(self, "/", []byte(root+"/out/run/x"), false, c); err != nil {
+			p := bc.p
+			if _, err := ResolveCached(self, "/", root+"/out/run/x", false, c); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()

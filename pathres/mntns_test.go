@@ -115,7 +115,7 @@ func TestOtherMountNamespace(t *testing.T) {
 				{nil, true},
 			} {
 				noMntID = m.noMntID
-				r, err := ResolveCached(self, c.base, []byte(c.p), c.follow, m.cache)
+				r, err := ResolveCached(self, c.base, c.p, c.follow, m.cache)
 				var le *LinkError
 				if !errors.As(err, &le) {
 					t.Fatalf("Resolve(%q) (no mount ids: %v) = %+v, %v; want a *LinkError", c.p, m.noMntID, r, err)

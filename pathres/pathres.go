@@ -117,13 +117,13 @@ type Result struct {
 // errno: the caller cannot know what the kernel will do and must deny).
 // Other errors are unexpected failures of lstat or readlink.
 func Resolve(t Task, base string, p []byte, follow bool) (Result, error) {
-	return ResolveCached(t, base, p, follow, nil)
+	return ResolveCached(t, base, string(p), follow, nil)
 }
 
 // ResolveCached is Resolve with a cache of directories already walked (nil
 // for none): see DirCache for when that is sound. With a cache, base must be
 // a directory path without symlinks that the caller has checked.
-func ResolveCached(t Task, base string, p []byte, follow bool, c *DirCache) (Result, error) {
+func ResolveCached(t Task, base string, p string, follow bool, c *DirCache) (Result, error) {
 	if len(p) == 0 {
 		return Result{}, pathErr(p, syscall.ENOENT)
 	}
@@ -133,13 +133,13 @@ func ResolveCached(t Task, base string, p []byte, follow bool, c *DirCache) (Res
 	cur := "/"
 	if p[0] != '/' {
 		if !strings.HasPrefix(base, "/") {
-			return Result{}, &os.PathError{Op: "resolve", Path: string(p),
+			return Result{}, &os.PathError{Op: "resolve", Path: p,
 				Err: fmt.Errorf("base %q is not a directory: %w", base, syscall.ENOTDIR)}
 		}
 		cur = path.Clean(base)
 	}
 	w := walker{t: t, orig: p, follow: follow, cache: c, proc: inProc(cur)}
-	r, err := w.run(cur, string(p))
+	r, err := w.run(cur, p)
 	r.ViaProc = w.proc
 	return r, err
 }
@@ -174,13 +174,13 @@ func ResolveFd(t Task, fd int) (Result, error) {
 	return Resolve(t, "/", []byte(p), true)
 }
 
-func pathErr(p []byte, errno syscall.Errno) error {
-	return &os.PathError{Op: "resolve", Path: string(p), Err: errno}
+func pathErr(p string, errno syscall.Errno) error {
+	return &os.PathError{Op: "resolve", Path: p, Err: errno}
 }
 
 type walker struct {
 	t      Task
-	orig   []byte
+	orig   string
 	follow bool // follow the last component (sticky once a last link was followed)
 	links  int  // symlinks expanded so far
 	isDir  bool // a trailing slash asked for a directory
@@ -193,7 +193,11 @@ type walker struct {
 const deletedSuffix = " (deleted)"
 
 func (w *walker) run(cur, rest string) (Result, error) {
-	var last *info // lstat of cur when the walk ended on a component
+	// last is the lstat of cur when the walk ended on a component
+	// (haveLast); a value, not a pointer to the loop's own, which would
+	// be a heap allocation per component.
+	var last info
+	haveLast := false
 	// jumped: the walk (re)starts at cur, where cached directories may take
 	// it further down rest at once.
 	jumped := true
@@ -216,7 +220,7 @@ func (w *walker) run(cur, rest string) (Result, error) {
 		if isLast && rest != "" {
 			w.isDir = true
 		}
-		last = nil
+		haveLast = false
 		switch name {
 		case ".":
 			continue
@@ -262,7 +266,7 @@ func (w *walker) run(cur, rest string) (Result, error) {
 			// (a path without symlinks: checked by CheckLink).
 			cur = r.Path
 			if strings.Trim(rest, "/") == "" {
-				last = &info{mode: obj.Mode, dev: obj.Dev, ino: obj.Ino}
+				last, haveLast = info{mode: obj.Mode, dev: obj.Dev, ino: obj.Ino}, true
 			}
 			jumped = true
 			continue
@@ -303,14 +307,14 @@ func (w *walker) run(cur, rest string) (Result, error) {
 		if w.cache != nil && fi.IsDir() {
 			w.cache.add(cur, fi)
 		}
-		last = &fi
+		last, haveLast = fi, true
 	}
-	if last == nil {
+	if !haveLast {
 		fi, err := lstat(cur, false)
 		if err != nil {
 			return w.stop(cur, "", err)
 		}
-		last = &fi
+		last = fi
 	}
 	r := Result{Path: cur, Exists: true, IsDir: last.IsDir(), Mode: last.mode}
 	if w.isDir && !r.IsDir && r.Mode&fs.ModeSymlink == 0 {
@@ -334,7 +338,7 @@ func (w *walker) count() error {
 // (fs/proc/self.c, fs/proc/thread_self.c).
 func (w *walker) procSelf(name string) (string, error) {
 	if w.t.Tgid <= 0 {
-		return "", &os.PathError{Op: "resolve", Path: string(w.orig),
+		return "", &os.PathError{Op: "resolve", Path: w.orig,
 			Err: fmt.Errorf("/proc/%s needs the task's pid: %w", name, syscall.EINVAL)}
 	}
 	if name == "self" {
@@ -447,14 +451,14 @@ func isMemfd(name string) bool {
 
 // linkErr wraps a *LinkError for the caller, naming the path walked.
 func (w *walker) linkErr(err error) error {
-	return &os.PathError{Op: "resolve", Path: string(w.orig), Err: err}
+	return &os.PathError{Op: "resolve", Path: w.orig, Err: err}
 }
 
 // stop ends the walk at next, which could not be looked up.
 func (w *walker) stop(next, rest string, err error) (Result, error) {
-	var errno syscall.Errno
-	if !errors.As(err, &errno) {
-		return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: err}
+	errno, ok := asErrno(err)
+	if !ok {
+		return Result{}, &os.PathError{Op: "resolve", Path: w.orig, Err: err}
 	}
 	more := strings.Trim(rest, "/") != ""
 	switch errno {
@@ -475,19 +479,31 @@ func (w *walker) stop(next, rest string, err error) (Result, error) {
 		r.Exists = true
 		return r, nil
 	case syscall.ELOOP:
-		return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: errno}
+		return Result{}, &os.PathError{Op: "resolve", Path: w.orig, Err: errno}
 	case syscall.ENAMETOOLONG:
 		if i := strings.LastIndexByte(next, '/'); len(next)-i-1 > nameMax {
 			// A component longer than NAME_MAX: the kernel's answer too.
-			return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: errno}
+			return Result{}, &os.PathError{Op: "resolve", Path: w.orig, Err: errno}
 		}
 		// Not the kernel's (paths of any length are walked, long.go):
 		// no errno, so that the caller denies and reports it.
-		return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig),
+		return Result{}, &os.PathError{Op: "resolve", Path: w.orig,
 			Err: fmt.Errorf("at %s (%d bytes): tracecell's own lookup failed: %v", next, len(next), err)}
 	}
 	// Say which component failed: lstat returns the bare errno.
-	return Result{}, &os.PathError{Op: "resolve", Path: string(w.orig), Err: fmt.Errorf("at %s: %w", next, err)}
+	return Result{}, &os.PathError{Op: "resolve", Path: w.orig, Err: fmt.Errorf("at %s: %w", next, err)}
+}
+
+// asErrno is the errno err is or wraps. The bare errno that lstat returns
+// is taken without errors.As, whose target would be a heap allocation on
+// every walk that stops at a missing name (every create).
+func asErrno(err error) (syscall.Errno, bool) {
+	if e, ok := err.(syscall.Errno); ok {
+		return e, true
+	}
+	var e syscall.Errno
+	ok := errors.As(err, &e)
+	return e, ok
 }
 
 // lexical ends a walk that cannot go on at next (missing, or not a

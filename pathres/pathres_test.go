@@ -360,7 +360,7 @@ func checkCase(t *testing.T, c tcase, self Task, mode string, cache *DirCache) {
 	if mode == "" {
 		got, err = Resolve(task, c.base, []byte(c.p), c.follow)
 	} else {
-		got, err = ResolveCached(task, c.base, []byte(c.p), c.follow, cache)
+		got, err = ResolveCached(task, c.base, c.p, c.follow, cache)
 	}
 	if c.errno != 0 {
 		if !errors.Is(err, c.errno) {
@@ -540,7 +540,7 @@ func TestStopPermission(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			w := walker{orig: []byte(c.next)}
+			w := walker{orig: c.next}
 			got, err := w.stop(c.next, c.rest, &fs.PathError{Op: "lstat", Path: c.next, Err: syscall.EACCES})
 			if err != nil || got != c.want {
 				t.Fatalf("stop(%q, %q, EACCES) = %+v, %v; want %+v", c.next, c.rest, got, err, c.want)

@@ -37,7 +37,7 @@ func lstat(p string, follow bool) (info, error) {
 	}
 	var st unix.Stat_t
 	for {
-		err := unix.Fstatat(dirfd, name, &st, flags)
+		err := fstatat(dirfd, name, &st, flags)
 		if err == syscall.EINTR {
 			continue // a FUSE file system can be interrupted; os.Lstat retries too
 		}

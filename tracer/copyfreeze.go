@@ -180,11 +180,7 @@ func (t *tracer) copyFrozen(c *call, arg int, mk func(addr uint64) []byte, from 
 // copyPathArg copies path s (no NUL), read from addr for argument arg of a
 // frozen call.
 func (t *tracer) copyPathArg(c *call, arg int, addr uint64, s []byte) {
-	t.copyFrozen(c, arg, func(uint64) []byte {
-		buf := make([]byte, len(s)+1)
-		copy(buf, s)
-		return buf
-	}, decode.MkSpan(addr, uint64(len(s)+1)))
+	t.copyFrozen(c, arg, func(uint64) []byte { return withNUL(s) }, decode.MkSpan(addr, uint64(len(s)+1)))
 }
 
 // setCopies points c's copied arguments at their slots, just before the

@@ -30,9 +30,13 @@ type decEnv struct {
 // page slot; the call is decided again, frozen (call.copyFail).
 var errCopyFailed = errors.New("path not copied to the path page")
 
-// decoder returns the decode stage of c, writing into c's Result.
+// decoder returns the decode stage of c, writing into c's Result. It is
+// the tracer's one decoder, set up anew for each call: valid until the next
+// decoder call.
 func (t *tracer) decoder(c *call) *decode.Decoder {
-	return decode.New(decode.Input{Name: c.name, Spec: c.spec, Regs: t.regs, Table: t.table, Env: decEnv{t, c}}, &c.Result)
+	t.env = decEnv{t, c}
+	t.dec = decode.Decoder{Input: decode.Input{Name: c.name, Spec: c.spec, Regs: t.regs, Table: t.table, Env: &t.env}, Result: &c.Result}
+	return &t.dec
 }
 
 // ReadBytes reads memory the kernel reads again in place: for a frozen
@@ -73,7 +77,7 @@ func (e decEnv) Base(dirfd int32, hasDirfd bool) (string, error) {
 // Resolve walks with the walk cache (dirCache) and notes a resolution a
 // copied call cannot rely on (uncopyable): the call is then decided again,
 // frozen.
-func (e decEnv) Resolve(base string, given []byte, follow bool) (pathres.Result, error) {
+func (e decEnv) Resolve(base string, given string, follow bool) (pathres.Result, error) {
 	r, err := resolvePath(pathres.Task{Tgid: e.c.tk.tgid, Tid: e.c.tk.tid}, base, given, follow, e.t.dirCache())
 	if e.c.copying && err == nil && uncopyable(e.c, r) {
 		e.c.copyUnsafe = true

@@ -71,7 +71,9 @@ func (m *memReader) peek(tid int, addr uintptr, p []byte) error {
 }
 
 // readString reads a NUL-terminated string of at most maxPath bytes
-// including the NUL. It returns EFAULT for unreadable memory and
+// including the NUL. The bytes it returns are the reader's buffer, valid
+// until its next readString (a copy a call would be an allocation on every
+// checked call), with the NUL after them in the buffer. It returns EFAULT for unreadable memory and
 // ENAMETOOLONG when no NUL comes within maxPath bytes: the kernel would fail
 // the call the same way, so the tracer denies with that errno.
 func (m *memReader) readString(tid int, addr uintptr) ([]byte, error) {
@@ -92,8 +94,8 @@ func (m *memReader) readString(tid int, addr uintptr) ([]byte, error) {
 			return nil, err
 		}
 		if i := bytes.IndexByte(chunk, 0); i >= 0 {
-			out = out[:len(out)+i]
-			return append([]byte(nil), out...), nil
+			// The string's NUL stays right after it (withNUL).
+			return out[:len(out)+i], nil
 		}
 		out = out[:len(out)+n]
 		addr += uintptr(n)
@@ -119,4 +121,13 @@ func (m *memReader) readBytes(tid int, addr uintptr, n int) ([]byte, error) {
 		off += c
 	}
 	return p, nil
+}
+
+// withNUL returns s with its NUL terminator: readString's bytes, the NUL
+// already after them, without a copy; a copy for any other slice.
+func withNUL(s []byte) []byte {
+	if n := len(s); cap(s) > n && s[:n+1][n] == 0 {
+		return s[:n+1]
+	}
+	return append(append(make([]byte, 0, len(s)+1), s...), 0)
 }

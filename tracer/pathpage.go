@@ -169,8 +169,7 @@ func (t *tracer) copyPath(c *call, given []byte) bool {
 	}
 	f, err := p.memFile(c.tk.tid)
 	if err == nil {
-		buf := make([]byte, len(given)+1)
-		copy(buf, given)
+		buf := withNUL(given)
 		var n int
 		n, err = f.WriteAt(buf, int64(slotAddr(c.slot)))
 		if err == nil && n != len(buf) {

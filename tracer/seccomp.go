@@ -50,7 +50,7 @@ func (t *tracer) stopCall(tk *task) (c *call, fr *freezer, done bool, err error)
 	// A call noted for its syscall exit is over by now (ptyDone reads the
 	// memory it named: never for another call).
 	tk.ptyPending = false
-	c = &call{tk: tk, nr: nr, name: t.table.Name(nr)}
+	c = tk.newCall(nr, t.table.Name(nr))
 	spec, ok := syscalls.Lookup(c.name)
 	if !ok {
 		// Our filter traps only calls the tables describe; this stop came

@@ -293,6 +293,10 @@ type tracer struct {
 	mem    memReader
 	regs   *arch.Regs
 	regBuf []byte
+	// dec and env are the decode stage of the call being decided
+	// (decoder), kept here so that a stop allocates neither.
+	dec decode.Decoder
+	env decEnv
 	// ledger records the scratch entries the tree owns (ledger.go).
 	ledger ledger
 	// bound holds the inet sockets (by inode) that a bind of the tree's

@@ -381,8 +381,8 @@ func TestNoForcedSSBD(t *testing.T) {
 func TestUnresolvableAndFailedCalls(t *testing.T) {
 	orig := resolvePath
 	t.Cleanup(func() { resolvePath = orig })
-	resolvePath = func(tk pathres.Task, base string, p []byte, follow bool, c *pathres.DirCache) (pathres.Result, error) {
-		if strings.Contains(string(p), "unresolvable") {
+	resolvePath = func(tk pathres.Task, base string, p string, follow bool, c *pathres.DirCache) (pathres.Result, error) {
+		if strings.Contains(p, "unresolvable") {
 			return pathres.Result{}, errors.New("injected resolver failure")
 		}
 		return orig(tk, base, p, follow, c)

@@ -82,6 +82,16 @@ type task struct {
 	ptyPending bool
 	ptyFd      int32
 	ptyArg     uint64
+	// call is the record of the task's checked call at its seccomp stop
+	// (newCall): a task is in one stop at a time, and the record is not
+	// kept past it, so each stop reuses it instead of allocating one.
+	call call
+}
+
+// newCall returns tk's call record, emptied, for call nr named name.
+func (tk *task) newCall(nr int, name string) *call {
+	tk.call = call{tk: tk, nr: nr, name: name}
+	return &tk.call
 }
 
 // proc is one traced process (thread group).
