@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // raceSeconds is how long each race case attacks under tracecell. Before
@@ -398,4 +401,58 @@ func hostSocket(t *testing.T, mode, path string) func() (string, bool) {
 			return a.msg, a.ok
 		}
 	}
+}
+
+// TestRaceXattrName: a thread flips setxattr's attribute name between
+// user.tracecell-xattr and security.capability while the main thread sets
+// it, under --keep-cap setfcap, so that the kernel itself would let the
+// tree give a file capabilities. The policy denies security.capability
+// (file-capabilities); the name the kernel reads must be the one decided
+// on. Before, a multi-threaded setxattr ran on a path page copy of its path
+// alone, and the kernel read the name from the program's memory after the
+// check (found by review; the file got cap_net_raw). The ground truth is
+// the file's security.capability as the test reads it; the bare run
+// proves that the attack sets it within seconds.
+func TestRaceXattrName(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: only CAP_SETFCAP lets the kernel set security.capability")
+	}
+	caps := func(f string) bool {
+		_, err := unix.Getxattr(f, "security.capability", make([]byte, 64))
+		return err == nil
+	}
+	t.Run("bare", func(t *testing.T) {
+		sbx := realDir(t)
+		f := filepath.Join(sbx, "capfile")
+		r := runBare(t, sbx, runEnv(t, sbx), raceBin, "xattrname", f, "5")
+		if !caps(f) {
+			t.Fatalf("bare run did not set security.capability: %s", resultOf(r.stdout))
+		}
+	})
+	t.Run("traced", func(t *testing.T) {
+		sbx := realDir(t)
+		f := filepath.Join(sbx, "capfile")
+		r := runTraced(t, sbx, runEnv(t, sbx), []string{"--keep-cap", "setfcap"}, raceBin, "xattrname", f, raceSeconds)
+		res := resultOf(r.stdout)
+		if caps(f) {
+			t.Fatalf("ESCAPED: %s has security.capability after %v (%s)", f, r.wall.Round(time.Millisecond), res)
+		}
+		var set, denied, tries int
+		var got string
+		if _, err := fmt.Sscanf(res, "xattr set=%d denied=%d tries=%d caps=%s", &set, &denied, &tries, &got); err != nil || r.status != 0 {
+			t.Fatalf("race program: status %d, result %q (%v)\nstderr:\n%s", r.status, res, err, tail(r.stderr, 2000))
+		}
+		// Both names must have been tried: the user.* name set, the
+		// other denied and reported as file-capabilities.
+		if set == 0 || denied == 0 {
+			t.Errorf("attack did not exercise both names: %s", res)
+		}
+		for _, e := range r.report.Denials {
+			if e.Rule != "file-capabilities" || !strings.HasSuffix(e.Syscall, "setxattr") {
+				t.Errorf("unexpected denial %s", e)
+				break
+			}
+		}
+		t.Logf("%s in %v", res, r.wall.Round(time.Millisecond))
+	})
 }

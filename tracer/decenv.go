@@ -43,8 +43,21 @@ func (t *tracer) decoder(c *call) *decode.Decoder {
 // call the span is recorded and the call marked uncopied (uncopiedRead),
 // so that it runs only if no exit can write it.
 func (e decEnv) ReadBytes(addr uintptr, n int) ([]byte, error) {
+	e.c.readUncopied()
 	e.t.uncopiedRead(e.c, decode.MkSpan(uint64(addr), uint64(n)))
 	return e.t.mem.readBytes(e.c.tk.tid, addr, n)
+}
+
+// readUncopied notes that c reads memory besides the path it runs on a
+// copy of: were c a copied call, the kernel would read that memory again
+// from the program, which another thread can change after the check (a
+// setxattr name). Such a call is decided again, frozen, where every read
+// is copied or judged (copyUnsafe). copyArg keeps the calls known to read
+// more from being copied; this catches any it misses.
+func (c *call) readUncopied() {
+	if c.copying {
+		c.copyUnsafe = true
+	}
 }
 
 // ReadArgString reads the string and copies it where the kernel will read
@@ -63,6 +76,8 @@ func (e decEnv) ReadArgString(arg int, addr uintptr) ([]byte, error) {
 			return nil, errCopyFailed
 		}
 		c.copied = true
+	} else {
+		c.readUncopied()
 	}
 	// A frozen call: the kernel reads a copy of these very bytes
 	// too (copy and freeze, pathpage.go).
@@ -157,6 +172,7 @@ func (e decEnv) Lstat(resolved string) (exists, isDir bool) {
 // the kernel reads a copy of these very bytes (copy and freeze,
 // copyfreeze.go).
 func (e decEnv) ReadArgBytes(arg int, addr uintptr, n int) ([]byte, error) {
+	e.c.readUncopied()
 	b, err := e.t.mem.readBytes(e.c.tk.tid, addr, n)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ import (
 	"os"
 	"testing"
 	"unsafe"
+
+	"github.com/tracecell/tracecell/syscalls"
 )
 
 // TestReadStringView reads a string of this process's own memory: the
@@ -41,5 +43,43 @@ func TestReadStringView(t *testing.T) {
 		if !bytes.Equal(s[:cap(s)], before) {
 			t.Errorf("withNUL(%q) changed its argument's array: %q, was %q", s, s[:cap(s)], before)
 		}
+	}
+}
+
+// TestCopiedCallReadsMore: a call running on a path page copy of its path
+// that reads any other memory of the program (a setxattr name, bytes) is
+// marked to be decided again frozen (copyUnsafe), where every read is
+// copied: the kernel would read that memory again from the program. Reading
+// the copied path itself is not such a read (its copy fails here, with no
+// page: copyFail), and a call not running on a copy is never marked.
+func TestCopiedCallReadsMore(t *testing.T) {
+	mem := []byte("user.name\x00")
+	addr := uintptr(unsafe.Pointer(&mem[0]))
+	spec, _ := syscalls.Lookup("setxattr")
+	for _, tc := range []struct {
+		name    string
+		copying bool
+		read    func(e decEnv) error
+		unsafe  bool
+	}{
+		{"the name of a copied call", true, func(e decEnv) error { _, err := e.ReadArgString(1, addr); return err }, true},
+		{"bytes of a copied call", true, func(e decEnv) error { _, err := e.ReadBytes(addr, 4); return err }, true},
+		{"argument bytes of a copied call", true, func(e decEnv) error { _, err := e.ReadArgBytes(1, addr, 4); return err }, true},
+		{"the copied path", true, func(e decEnv) error { e.ReadArgString(0, addr); return nil }, false},
+		{"the name of a call not copied", false, func(e decEnv) error { _, err := e.ReadArgString(1, addr); return err }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := &tracer{cfg: &Config{}}
+			tr.tree.init()
+			tk := tr.tree.add(os.Getpid(), os.Getpid())
+			c := tk.newCall(0, "setxattr")
+			c.spec, c.copying, c.copyArg = spec, tc.copying, 0
+			if err := tc.read(decEnv{tr, c}); err != nil {
+				t.Fatal(err)
+			}
+			if c.copyUnsafe != tc.unsafe {
+				t.Errorf("copyUnsafe = %v, want %v", c.copyUnsafe, tc.unsafe)
+			}
+		})
 	}
 }

@@ -124,7 +124,18 @@ func (t *tracer) copyArg(c *call) (syscalls.PathArg, bool) {
 		// replaced by a symlink; the walk cache forgets on those
 		// (movesDirs), which must not happen while walks are under way.
 		return pa, c.name != "rmdir" && !(s.FlagsArg >= 0 && t.flagsArg(c)&unix.AT_REMOVEDIR != 0)
-	case syscalls.KindChmod, syscalls.KindChown, syscalls.KindWrite, syscalls.KindXattr:
+	case syscalls.KindXattr:
+		if s.NameArg >= 0 {
+			// setxattr's attribute name is decided on too (never
+			// security.capability), and only the path is copied: the
+			// kernel would read the name from the program's memory,
+			// where another thread can turn user.x into
+			// security.capability after the check. Frozen, the name
+			// is copied as well (frozenCopies).
+			return pa, false
+		}
+		return pa, !(s.FlagsArg >= 0 && t.flagsArg(c)&unix.AT_EMPTY_PATH != 0)
+	case syscalls.KindChmod, syscalls.KindChown, syscalls.KindWrite:
 		// AT_EMPTY_PATH acts on the dirfd (an fd number: dup2).
 		return pa, !(s.FlagsArg >= 0 && t.flagsArg(c)&unix.AT_EMPTY_PATH != 0)
 	}

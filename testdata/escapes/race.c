@@ -35,6 +35,15 @@
 //   race pagefirst OKPATH VICTIM SECONDS the program maps the page's range itself,
 //                                        writable, first; a thread writes VICTIM
 //                                        into every slot; main opens OKPATH
+//   race xattrname FILE SECONDS         a thread flips the name buffer between
+//                                        "user.tracecell-xattr" and
+//                                        "security.capability"; main sets that name on
+//                                        FILE (in the sandbox) to a file capability
+//                                        (cap_net_raw, effective) until the kernel set
+//                                        security.capability or SECONDS have passed.
+//                                        Prints "result: xattr set=N denied=D tries=T
+//                                        caps=yes|no" (caps: getxattr after the loop;
+//                                        the test reads the file itself)
 //   race argregs DIR N                   not an attack: with a second thread alive (so
 //                                        checked calls run on tracecell's path page),
 //                                        N raw openat(O_CREAT) and unlink(at) calls of
@@ -66,6 +75,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -595,9 +605,45 @@ static void *fifo_reader(void *arg) {
 	return NULL;
 }
 
+// xattrname sets a name flipped by a thread (flipper, over buf) on file
+// until security.capability is there or secs have passed. The value is a
+// struct vfs_cap_data revision 2 (linux/capability.h): magic_etc
+// VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE, permitted cap_net_raw.
+static int xattrname(const char *file, double secs) {
+	int fd = open(file, O_CREAT | O_WRONLY, 0755);
+	if (fd < 0) {
+		perror("open");
+		return 2;
+	}
+	close(fd);
+	unsigned int cap[5] = {0x02000000 | 1, 1u << 13, 0, 0, 0};
+	pa = "user.tracecell-xattr";
+	pb = "security.capability";
+	memcpy(buf, pa, strlen(pa) + 1);
+	pthread_t th;
+	pthread_create(&th, NULL, flipper, NULL);
+	long set = 0, denied = 0, tries = 0;
+	char v[64];
+	double end = now() + secs;
+	while (now() < end && getxattr(file, pb, v, sizeof v) < 0) {
+		for (int k = 0; k < 64; k++) {
+			tries++;
+			if (setxattr(file, buf, cap, sizeof cap, 0) == 0)
+				set++;
+			else if (errno == EACCES || errno == EPERM)
+				denied++;
+		}
+	}
+	atomic_store(&stop, 1);
+	pthread_join(th, NULL);
+	printf("result: xattr set=%ld denied=%ld tries=%ld caps=%s\n", set, denied, tries,
+	       getxattr(file, pb, v, sizeof v) > 0 ? "yes" : "no");
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 2) {
-		fprintf(stderr, "usage: race flip|flipshm|swap|cwd|page|pagefirst|fifo|fdswap|dotdot|stuck|argregs ARGS...\n");
+		fprintf(stderr, "usage: race flip|flipshm|swap|cwd|page|pagefirst|fifo|fdswap|dotdot|stuck|xattrname|argregs ARGS...\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -665,6 +711,8 @@ int main(int argc, char **argv) {
 		waitpid(pid, NULL, 0);
 		return 0;
 	}
+	if (!strcmp(c, "xattrname") && argc == 4)
+		return xattrname(argv[2], atof(argv[3]));
 	if (!strcmp(c, "argregs") && argc == 4)
 		return argregs(argv[2], atoi(argv[3]));
 	if (!strcmp(c, "page") && argc == 5) {
