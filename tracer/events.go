@@ -28,6 +28,10 @@ func (t *tracer) event(tk *task, cause int) error {
 		if err == nil {
 			nt := int(msg)
 			n := t.tree.tasks[nt]
+			if n != nil && staleExecer(n) {
+				t.retireStale(n) // stale.go
+				n = nil
+			}
 			if n == nil {
 				// A fork or vfork event's child leads its own group,
 				// as it always has here. Not quite the kernel's rule:
@@ -82,13 +86,15 @@ func (t *tracer) execEvent(tk *task) error {
 	approved, initial, chain := tk.approvedExec, tk.initialExec, tk.chainExec
 	if msg, err := unix.PtraceGetEventMsg(tid); err == nil && int(msg) != tid {
 		// A non-leader thread exec'd: it now carries the leader's tid.
-		if old := t.tree.tasks[int(msg)]; old != nil {
+		// Its record is the one of the group under the former tid, or
+		// aside if a new task got that tid first (stale.go).
+		if old := t.formerRecord(int(msg), tk.tgid); old != nil {
 			approved, initial, chain = old.approvedExec, old.initialExec, old.chainExec
 			// Its saved restart too: exec does not reset restart_block.
 			tk.futexRestart = old.futexRestart
-			t.removeTask(int(msg))
 		}
 	}
+	tk.execing = false // the leader now
 	// The thread that exec'd may have had its own cwd (clone without
 	// CLONE_FS) and now carries the leader's tid. It is in no call left to
 	// finish unfrozen (a leader that was is gone, and its syscall-exit stop

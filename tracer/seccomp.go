@@ -59,6 +59,9 @@ func (t *tracer) stopCall(tk *task) (c *call, fr *freezer, done bool, err error)
 		return nil, nil, true, t.resume(tid, 0)
 	}
 	c.spec = spec
+	if spec.Handler == syscalls.HExec && tk.tid != tk.tgid {
+		tk.execing = true // its tid may be freed without a status (stale.go)
+	}
 	// Another task of the tree could change what the call's arguments name
 	// between this check and the kernel's use: copy its path where no task
 	// can write (pathpage.go), or stop them all before the arguments are

@@ -658,6 +658,10 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 		return nil
 	}
 	tk := t.tree.tasks[tid]
+	if tk != nil && staleExecer(tk) {
+		t.retireStale(tk) // a new task with the tid of a thread that exec'd (stale.go)
+		tk = nil
+	}
 	if tk == nil {
 		// A new child can report its first stop before its parent's fork
 		// event; its thread group is settled when the event arrives.
@@ -746,6 +750,7 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) {
 	if tk != nil && tk.tid == tk.tgid {
 		// With __WALL a group leader is reported once its whole thread
 		// group has exited (the kernel delays the leader's reaping).
+		t.dropExecers(tk.tgid)
 		t.lifecycle(tk.tgid, tid, "exit", func(ev *report.Event) {
 			if ws.Signaled() {
 				ev.Signal = syscalls.SignalName(int(ws.Signal()))

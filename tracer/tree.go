@@ -82,6 +82,13 @@ type task struct {
 	ptyPending bool
 	ptyFd      int32
 	ptyArg     uint64
+	// execing: a thread other than its group's leader stopped at an
+	// execve here. If the exec goes through, the kernel frees the
+	// thread's tid in de_thread, before the exec event reports it and
+	// with no exit status, and may give it to a new task of the tree
+	// meanwhile: such a record is stale once its tid is no longer in its
+	// group (staleExecer).
+	execing bool
 	// call is the record of the task's checked call at its seccomp stop
 	// (newCall): a task is in one stop at a time, and the record is not
 	// kept past it, so each stop reuses it instead of allocating one.
@@ -138,6 +145,11 @@ type tree struct {
 	inFlightN int
 	// seq is the seq of the task add registered last.
 	seq uint64
+	// departed holds, by their old tid, the records of execing threads
+	// found stale (a new task got the tid) before their group's exec
+	// event, which takes its exec's details from there
+	// (tracer.formerRecord); dropped with the group (dropExecers).
+	departed map[int]*task
 
 	// liveMu guards live, timedOut and interrupted, which the killer
 	// goroutine reads and writes.
@@ -158,6 +170,7 @@ func (tr *tree) init() {
 	tr.procs = map[int]*proc{}
 	tr.ever = map[int]bool{}
 	tr.live = map[int]bool{}
+	tr.departed = map[int]*task{}
 }
 
 // add registers task tid of thread group tgid, and the group if it is
