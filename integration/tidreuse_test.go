@@ -8,10 +8,12 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // tidreuse is testdata/escapes/tidreuse.c, compiled once.
@@ -35,14 +37,14 @@ func TestTidReuseAfterExec(t *testing.T) {
 		t.Skipf("pid_max is %d: cycling the pid space to a given tid takes too long for a test", n)
 	}
 	bin := tidreuse(t)
-	run := func(t *testing.T, traced bool, rounds string) (res string, outside int) {
+	run := func(t *testing.T, traced bool, rounds string, mode ...string) (res string, outside int) {
 		dir := realDir(t)
 		sbx, host := filepath.Join(dir, "sbx"), filepath.Join(dir, "host")
 		mkdir(t, sbx)
 		mkdir(t, host)
 		os.Chmod(dir, 0o755)
 		os.Chmod(host, 0o777) // the as-nobody run could write there, were it let
-		argv := []string{bin, "/bin/true", sbx, host, rounds}
+		argv := append([]string{bin, "/bin/true", sbx, host, rounds}, mode...)
 		var r result
 		if traced {
 			r = runTraced(t, sbx, runEnv(t, sbx), []string{"--allow-exec", "/bin/true"}, argv...)
@@ -64,8 +66,24 @@ func TestTidReuseAfterExec(t *testing.T) {
 			t.Fatalf("bare run: %s, %d files in the host directory; want the tid reused and files there", res, outside)
 		}
 	})
-	t.Run("traced", func(t *testing.T) {
-		res, outside := run(t, true, "1500")
+	for _, mode := range [][]string{nil, {"firststop"}} {
+		name := "traced"
+		if mode != nil {
+			// A second red team: the child's first stop reaped by a
+			// freeze of another process's call was taken as a freeze
+			// stop under the dead thread's record, and the child,
+			// recorded at its clone event as not yet stopped, was left
+			// out of every later freeze: 263-350 of 2000 files outside.
+			name = "traced-first-stop-in-a-freeze"
+		}
+		t.Run(name, func(t *testing.T) { tidReuseTraced(t, run, mode) })
+	}
+}
+
+// tidReuseTraced is one traced case of TestTidReuseAfterExec.
+func tidReuseTraced(t *testing.T, run func(*testing.T, bool, string, ...string) (string, int), mode []string) {
+	{
+		res, outside := run(t, true, "1500", mode...)
 		if outside != 0 {
 			t.Fatalf("ESCAPED: %d files created in the host directory (%s)", outside, res)
 		}
@@ -77,5 +95,43 @@ func TestTidReuseAfterExec(t *testing.T) {
 			t.Errorf("the flip did not reach both directories at the check: %s", res)
 		}
 		t.Log(res)
-	})
+	}
+}
+
+// TestTidReuseKillsNoHostProcess: the tree's root exits while the tid of a
+// thread of the tree that is still in its exec belongs to a process
+// outside the tree (a busy host process forking every 5 ms got it):
+// tracecell kills what is left of the tree and must not kill that host
+// process. It did (a second red team): the killer signalled the tids it
+// had with kill(2); it now uses tgkill with each task's group.
+func TestTidReuseKillsNoHostProcess(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n > 1<<17 {
+		t.Skipf("pid_max is %d: cycling the pid space to a given tid takes too long for a test", n)
+	}
+	bin := tidreuse(t)
+	host := exec.Command(bin, "hostspawn", "120")
+	var out strings.Builder
+	host.Stdout = &out
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { host.Process.Kill(); host.Wait() }()
+	sbx := realDir(t)
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"--allow-exec", "/bin/true"}, bin, "/bin/true", "killhost")
+	res := resultOf(r.stdout)
+	if !strings.Contains(res, "taken=yes") {
+		t.Fatalf("no host process got the tid in 10 attempts: %s\nstderr:\n%s", res, tail(r.stderr, 2000))
+	}
+	time.Sleep(3500 * time.Millisecond) // the host's children live 3 s
+	host.Process.Signal(os.Interrupt)
+	host.Process.Kill()
+	host.Wait()
+	if strings.Contains(out.String(), "killed by signal 9") {
+		t.Fatalf("tracecell killed a host process: %s(%s)", out.String(), res)
+	}
+	t.Log(res)
 }

@@ -28,8 +28,9 @@ func (t *tracer) event(tk *task, cause int) error {
 		if err == nil {
 			nt := int(msg)
 			n := t.tree.tasks[nt]
+			held := 0
 			if n != nil && staleExecer(n) {
-				t.retireStale(n) // stale.go
+				held = t.retireStale(n) // stale.go
 				n = nil
 			}
 			if n == nil {
@@ -47,6 +48,7 @@ func (t *tracer) event(tk *task, cause int) error {
 				}
 				n = t.tree.add(nt, tgid)
 				n.waitStop = true
+				n.held = held
 				t.rec.taskBorn(n)
 			}
 			// The child inherits the parent's saved restart

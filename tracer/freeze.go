@@ -498,9 +498,12 @@ func (f *freezer) take(s *freezeState, tid int, ws unix.WaitStatus) {
 		return
 	}
 	delete(f.waiting, tid)
-	if o := s.tree.tasks[tid]; o != nil && o.attached && o.held == 0 && stopEvent(ws) == unix.PTRACE_EVENT_STOP {
+	if o := s.tree.tasks[tid]; o != nil && o.attached && o.held == 0 && stopEvent(ws) == unix.PTRACE_EVENT_STOP && !staleExecer(o) {
 		// The freeze's interrupt (or a group-stop): the loop would only
-		// resume it; the thaw does.
+		// resume it; the thaw does. Not under the record of a thread
+		// gone in its exec: that stop is a new task's first (stale.go),
+		// which the loop must see, or the task would be recorded as
+		// never having stopped and be left out of every freeze.
 		s.hold(tid)
 		return
 	}

@@ -15,7 +15,12 @@ import "golang.org/x/sys/unix"
 // freeze stops and no kcmp sees (a red-team finding: a clone(CLONE_VM|
 // CLONE_FILES) child flipping a dirfd with dup2 while its parent's
 // openat(dirfd, O_CREAT) was checked "frozen" created files outside the
-// sandbox; the same took the mmAlone answers past the child).
+// sandbox; the same took the mmAlone answers past the child). A second
+// red team found two more ways in: a freeze that reaped the new task's
+// first stop took it, under the old record, for a freeze stop and held it
+// (freezer.take now leaves such a stop to the loop), and the killer, which
+// signalled bare tids, killed a process outside the tree that got the tid
+// (tree.killAll now uses tgkill with the task's group).
 
 // staleExecer reports whether tk is the record of such a thread that is
 // gone: it stopped at an execve (task.execing) and its tid is no longer a
@@ -30,11 +35,14 @@ func staleExecer(tk *task) bool {
 // retireStale takes stale record tk out of the table, so that the new task
 // with its tid gets a record of its own. The exec's details go to
 // tree.departed for the group's exec event. Unlike removeTask, the
-// statuses waiting under the tid are kept: they are the new task's.
-func (t *tracer) retireStale(tk *task) {
+// statuses waiting under the tid are kept: they are the new task's, and
+// held, their count, is for the caller to give the new record.
+func (t *tracer) retireStale(tk *task) (held int) {
 	t.tree.remove(tk.tid)
 	t.page.release(tk)
 	t.tree.departed[tk.tid] = tk
+	held, tk.held = tk.held, 0
+	return held
 }
 
 // formerRecord takes out and returns the record of the thread of group

@@ -658,14 +658,16 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 		return nil
 	}
 	tk := t.tree.tasks[tid]
+	held := 0
 	if tk != nil && staleExecer(tk) {
-		t.retireStale(tk) // a new task with the tid of a thread that exec'd (stale.go)
+		held = t.retireStale(tk) // a new task with the tid of a thread that exec'd (stale.go)
 		tk = nil
 	}
 	if tk == nil {
 		// A new child can report its first stop before its parent's fork
 		// event; its thread group is settled when the event arrives.
 		tk = t.tree.add(tid, firstStopTgid(tid))
+		tk.held = held
 		tk.waitStop = true
 		// Its parent's saved restart is not known before that event.
 		tk.futexRestart = decode.RestartUnknown

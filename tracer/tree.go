@@ -154,8 +154,11 @@ type tree struct {
 	// liveMu guards live, timedOut and interrupted, which the killer
 	// goroutine reads and writes.
 	liveMu sync.Mutex
-	// live is the set of tids, shared with the killer goroutine.
-	live map[int]bool
+	// live maps the tids to their thread groups, shared with the killer
+	// goroutine, which signals each with tgkill: a tid freed without an
+	// exit status (a non-leader's exec, stale.go) that a process outside
+	// the tree got meanwhile is in another group, and tgkill misses it.
+	live map[int]int
 	// timedOut and interrupted say why the killer stopped the tree
 	// (Config.Timeout, the run's context).
 	timedOut, interrupted bool
@@ -169,7 +172,7 @@ func (tr *tree) init() {
 	tr.tasks = map[int]*task{}
 	tr.procs = map[int]*proc{}
 	tr.ever = map[int]bool{}
-	tr.live = map[int]bool{}
+	tr.live = map[int]int{}
 	tr.departed = map[int]*task{}
 }
 
@@ -192,7 +195,7 @@ func (tr *tree) add(tid, tgid int) *task {
 	}
 	p.threads++
 	tr.liveMu.Lock()
-	tr.live[tid] = true
+	tr.live[tid] = tgid
 	tr.liveMu.Unlock()
 	return tk
 }
@@ -258,8 +261,8 @@ func (tr *tree) killAll() int {
 	defer tr.liveMu.Unlock()
 	tr.dying.Store(true)
 	n := 0
-	for tid := range tr.live {
-		if unix.Kill(tid, unix.SIGKILL) == nil {
+	for tid, tgid := range tr.live {
+		if unix.Tgkill(tgid, tid, unix.SIGKILL) == nil {
 			n++
 		}
 	}

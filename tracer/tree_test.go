@@ -27,7 +27,7 @@ func checkTree(t *testing.T, tr *tree) {
 		if tk.inFlight {
 			inFlight++
 		}
-		if !tr.live[tid] {
+		if _, ok := tr.live[tid]; !ok {
 			t.Errorf("task %d not live", tid)
 		}
 	}

@@ -2,7 +2,9 @@
 // is going through, before the tracer has seen that exec (stale task
 // records, tracer/stale.go), and uses its being unknown to the tracer.
 //
-//   tidreuse EXE SBXDIR HOSTDIR ROUNDS
+//   tidreuse EXE SBXDIR HOSTDIR ROUNDS [firststop]
+//   tidreuse EXE killhost
+//   tidreuse hostspawn SECONDS
 //
 // A forked process G makes its memory large (so that its exec takes a
 // while to free it) and starts a thread T. The pid counter is moved, by
@@ -17,6 +19,25 @@
 //   result: tidreuse reused=yes|no created=N denied=D outside=M
 // where outside counts HOSTDIR's escN files (the test lists HOSTDIR
 // itself). Up to 5 attempts are made at getting the tid reused.
+//
+// firststop (a second red team): the new task's first stop is to come in
+// while a freeze of another process's call is under way, so that the
+// freeze, not the tracer's loop, reaps it. A helper process H, on CPU 1,
+// waits on a pipe and then makes 200 checked openat(100, O_CREAT) calls,
+// each a freeze; the main process, on CPU 0, wakes it just before the
+// clone, and that clone (of a process with 512 MiB populated, without
+// CLONE_VM) copies page tables long enough for a freeze to catch it. G's
+// memory is 1 GiB, so that its exec event comes well after the freeze.
+//
+// killhost (the same red team): once T's tid is free, the main process
+// waits for a process outside the tree to get it (hostspawn, run beside
+// the tree, forks a child every millisecond) and exits at once, before
+// G's exec event: tracecell then kills what is left of the tree, and
+// must not kill that host process under the tid it still has for T.
+// Prints "result: killhost tid=T taken=yes|no".
+// hostspawn forks a child that sleeps 3 s every 5 ms for SECONDS (a fork
+// between the counter's move and T's exec would take the tid first)
+// and prints "HOST child PID killed by signal N" for any killed.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +50,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 struct shared {
@@ -38,6 +60,30 @@ struct shared {
 static struct shared *sh;
 static const char *exe;
 static int sbxfd, hostfd;
+static int hpipe[2];
+
+static void pin(int cpu) {
+	cpu_set_t cs;
+	CPU_ZERO(&cs);
+	CPU_SET(cpu, &cs);
+	sched_setaffinity(0, sizeof cs, &cs); // one CPU: the race is only less likely
+}
+
+// freezer is H: 200 checked creates once woken.
+static void freezer(void) {
+	pin(1);
+	char c;
+	if (read(hpipe[0], &c, 1) != 1)
+		_exit(0);
+	for (int i = 0; i < 200; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "h%d", i);
+		int fd = openat(100, name, O_CREAT | O_WRONLY | O_EXCL, 0644);
+		if (fd >= 0)
+			close(fd);
+	}
+	_exit(0);
+}
 
 static int alive(int tid) {
 	char p[64];
@@ -94,31 +140,36 @@ static int advance(int target) {
 	return 0;
 }
 
-int main(int argc, char **argv) {
-	if (argc != 5) {
-		fprintf(stderr, "usage: tidreuse EXE SBXDIR HOSTDIR ROUNDS\n");
-		return 2;
+// hostspawn is the busy host process beside the tree (killhost).
+static int hostspawn(int secs) {
+	time_t end = time(NULL) + secs;
+	int st;
+	pid_t w;
+	while (time(NULL) < end) {
+		pid_t p = fork();
+		if (p == 0) {
+			sleep(3);
+			_exit(0);
+		}
+		usleep(5000);
+		while ((w = waitpid(-1, &st, WNOHANG)) > 0)
+			if (WIFSIGNALED(st))
+				printf("HOST child %d killed by signal %d\n", w, WTERMSIG(st));
 	}
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	exe = argv[1];
-	int rounds = atoi(argv[4]);
-	sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	char *stack = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	sbxfd = open(argv[2], O_RDONLY | O_DIRECTORY);
-	hostfd = open(argv[3], O_RDONLY | O_DIRECTORY);
-	if (sh == MAP_FAILED || stack == MAP_FAILED || sbxfd < 0 || hostfd < 0) {
-		perror("tidreuse: set-up");
-		return 2;
-	}
-	dup2(sbxfd, 100);
-	int reused = 0, child = -1;
-	for (int attempt = 0; attempt < 5 && !reused; attempt++) {
+	while ((w = waitpid(-1, &st, 0)) > 0)
+		if (WIFSIGNALED(st))
+			printf("HOST child %d killed by signal %d\n", w, WTERMSIG(st));
+	return 0;
+}
+
+// killhost exits as soon as a process outside the tree has T's freed tid.
+static int killhost(void) {
+	for (int attempt = 0; attempt < 10; attempt++) {
 		sh->tid = 0;
 		sh->go = 0;
 		pid_t g = fork();
 		if (g == 0) {
-			size_t n = 256UL << 20;
-			mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+			mmap(NULL, 1024UL << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 			pthread_t th;
 			pthread_create(&th, NULL, execer, NULL);
 			for (;;)
@@ -135,7 +186,88 @@ int main(int argc, char **argv) {
 		sh->go = 1;
 		while (alive(t))
 			;
-		child = clone(flipper, stack + (1 << 16), CLONE_VM | CLONE_FILES | SIGCHLD, NULL);
+		for (long i = 0; i < 2000000 && !alive(t); i++)
+			;
+		if (alive(t)) {
+			printf("result: killhost tid=%d taken=yes\n", t);
+			_exit(0); // G is still in its exec: tracecell kills the rest
+		}
+		kill(g, SIGKILL);
+		waitpid(g, NULL, 0);
+	}
+	printf("result: killhost tid=0 taken=no\n");
+	return 0;
+}
+
+int main(int argc, char **argv) {
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 3 && !strcmp(argv[1], "hostspawn"))
+		return hostspawn(atoi(argv[2]));
+	sh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (argc == 3 && !strcmp(argv[2], "killhost")) {
+		exe = argv[1];
+		return killhost();
+	}
+	int firststop = argc == 6 && !strcmp(argv[5], "firststop");
+	if (argc != 5 && !firststop) {
+		fprintf(stderr, "usage: tidreuse EXE SBXDIR HOSTDIR ROUNDS [firststop]\n");
+		return 2;
+	}
+	exe = argv[1];
+	int rounds = atoi(argv[4]);
+	char *stack = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	sbxfd = open(argv[2], O_RDONLY | O_DIRECTORY);
+	hostfd = open(argv[3], O_RDONLY | O_DIRECTORY);
+	if (sh == MAP_FAILED || stack == MAP_FAILED || sbxfd < 0 || hostfd < 0) {
+		perror("tidreuse: set-up");
+		return 2;
+	}
+	dup2(sbxfd, 100);
+	pid_t h = -1;
+	if (firststop) {
+		if (pipe(hpipe) != 0) {
+			perror("tidreuse: pipe");
+			return 2;
+		}
+		pin(0);
+		h = fork();
+		if (h == 0)
+			freezer();
+	}
+	size_t gsize = (firststop ? 1024UL : 256UL) << 20, bigsize = 512UL << 20;
+	int reused = 0, child = -1;
+	for (int attempt = 0; attempt < 5 && !reused; attempt++) {
+		sh->tid = 0;
+		sh->go = 0;
+		pid_t g = fork();
+		if (g == 0) {
+			mmap(NULL, gsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+			pthread_t th;
+			pthread_create(&th, NULL, execer, NULL);
+			for (;;)
+				pause();
+		}
+		while (sh->tid == 0)
+			;
+		int t = sh->tid;
+		if (!advance(t)) {
+			kill(g, SIGKILL);
+			waitpid(g, NULL, 0);
+			continue;
+		}
+		char *big = NULL;
+		if (firststop)
+			big = mmap(NULL, bigsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		sh->go = 1;
+		while (alive(t))
+			;
+		if (firststop) {
+			if (write(hpipe[1], "x", 1) != 1)
+				perror("tidreuse: wake");
+			child = clone(flipper, stack + (1 << 16), CLONE_FILES | SIGCHLD, NULL);
+			munmap(big, bigsize);
+		} else
+			child = clone(flipper, stack + (1 << 16), CLONE_VM | CLONE_FILES | SIGCHLD, NULL);
 		waitpid(g, NULL, 0);
 		if (child == t) {
 			reused = 1;
@@ -145,6 +277,8 @@ int main(int argc, char **argv) {
 		waitpid(child, NULL, 0);
 		sh->go = 0;
 	}
+	if (reused && firststop)
+		sleep(3); // G's exec event and H's freezes are over
 	int created = 0, denied = 0, outside = 0;
 	if (reused) {
 		for (int i = 0; i < rounds; i++) {
@@ -165,6 +299,10 @@ int main(int argc, char **argv) {
 		}
 		sh->go = 2;
 		waitpid(child, NULL, 0);
+	}
+	if (h > 0) {
+		kill(h, SIGKILL);
+		waitpid(h, NULL, 0);
 	}
 	printf("result: tidreuse reused=%s created=%d denied=%d outside=%d\n", reused ? "yes" : "no", created, denied, outside);
 	return 0;
