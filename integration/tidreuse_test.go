@@ -16,8 +16,16 @@ import (
 	"time"
 )
 
-// tidreuse is testdata/escapes/tidreuse.c, compiled once.
+// tidreuse is testdata/escapes/tidreuse.c, compiled once. It skips where
+// pid_max is large: its attacks cycle the pid space to a given tid.
 func tidreuse(t *testing.T) string {
+	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n > 1<<17 {
+		t.Skipf("pid_max is %d: cycling the pid space to a given tid takes too long for a test", n)
+	}
 	return cProgram(t, "TRACECELL_TIDREUSE_BIN", "escapes/tidreuse.c", "-pthread")
 }
 
@@ -29,13 +37,6 @@ func tidreuse(t *testing.T) string {
 // files were created in the host directory. The host directory, listed by
 // the test, is the ground truth; the bare run shows the flip reaches it.
 func TestTidReuseAfterExec(t *testing.T) {
-	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n > 1<<17 {
-		t.Skipf("pid_max is %d: cycling the pid space to a given tid takes too long for a test", n)
-	}
 	bin := tidreuse(t)
 	run := func(t *testing.T, traced bool, rounds string, mode ...string) (res string, outside int) {
 		dir := realDir(t)
@@ -105,13 +106,6 @@ func tidReuseTraced(t *testing.T, run func(*testing.T, bool, string, ...string) 
 // process. It did (a second red team): the killer signalled the tids it
 // had with kill(2); it now uses tgkill with each task's group.
 func TestTidReuseKillsNoHostProcess(t *testing.T) {
-	b, err := os.ReadFile("/proc/sys/kernel/pid_max")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := strconv.Atoi(strings.TrimSpace(string(b))); n > 1<<17 {
-		t.Skipf("pid_max is %d: cycling the pid space to a given tid takes too long for a test", n)
-	}
 	bin := tidreuse(t)
 	host := exec.Command(bin, "hostspawn", "120")
 	var out strings.Builder

@@ -140,6 +140,31 @@ static int advance(int target) {
 	return 0;
 }
 
+// start_g forks G, of mem bytes of memory, with its thread T (execer),
+// and moves the pid counter so that the next pid handed out is T's tid,
+// put in *t. It returns G, or -1 (G killed) when the counter went past.
+static pid_t start_g(size_t mem, int *t) {
+	sh->tid = 0;
+	sh->go = 0;
+	pid_t g = fork();
+	if (g == 0) {
+		mmap(NULL, mem, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		pthread_t th;
+		pthread_create(&th, NULL, execer, NULL);
+		for (;;)
+			pause();
+	}
+	while (sh->tid == 0)
+		;
+	*t = sh->tid;
+	if (!advance(*t)) {
+		kill(g, SIGKILL);
+		waitpid(g, NULL, 0);
+		return -1;
+	}
+	return g;
+}
+
 // hostspawn is the busy host process beside the tree (killhost).
 static int hostspawn(int secs) {
 	time_t end = time(NULL) + secs;
@@ -165,24 +190,10 @@ static int hostspawn(int secs) {
 // killhost exits as soon as a process outside the tree has T's freed tid.
 static int killhost(void) {
 	for (int attempt = 0; attempt < 10; attempt++) {
-		sh->tid = 0;
-		sh->go = 0;
-		pid_t g = fork();
-		if (g == 0) {
-			mmap(NULL, 1024UL << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-			pthread_t th;
-			pthread_create(&th, NULL, execer, NULL);
-			for (;;)
-				pause();
-		}
-		while (sh->tid == 0)
-			;
-		int t = sh->tid;
-		if (!advance(t)) {
-			kill(g, SIGKILL);
-			waitpid(g, NULL, 0);
+		int t;
+		pid_t g = start_g(1024UL << 20, &t);
+		if (g < 0)
 			continue;
-		}
 		sh->go = 1;
 		while (alive(t))
 			;
@@ -237,24 +248,10 @@ int main(int argc, char **argv) {
 	size_t gsize = (firststop ? 1024UL : 256UL) << 20, bigsize = 512UL << 20;
 	int reused = 0, child = -1;
 	for (int attempt = 0; attempt < 5 && !reused; attempt++) {
-		sh->tid = 0;
-		sh->go = 0;
-		pid_t g = fork();
-		if (g == 0) {
-			mmap(NULL, gsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-			pthread_t th;
-			pthread_create(&th, NULL, execer, NULL);
-			for (;;)
-				pause();
-		}
-		while (sh->tid == 0)
-			;
-		int t = sh->tid;
-		if (!advance(t)) {
-			kill(g, SIGKILL);
-			waitpid(g, NULL, 0);
+		int t;
+		pid_t g = start_g(gsize, &t);
+		if (g < 0)
 			continue;
-		}
 		char *big = NULL;
 		if (firststop)
 			big = mmap(NULL, bigsize, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
