@@ -32,7 +32,8 @@ type task struct {
 	// its own code (see freeze.go).
 	waitStop bool
 	// vforkParent is the tid that vforked this task, until this task
-	// execs: that thread sleeps in the kernel until then (see freeze.go).
+	// execs or that thread's record goes (tree.remove): that thread
+	// sleeps in the kernel until then (see freeze.go).
 	vforkParent int
 	// held counts this task's statuses waiting in freezeState.backlog: it
 	// is stopped in a ptrace stop that the tracer has not answered yet.
@@ -211,6 +212,16 @@ func (tr *tree) remove(tid int) *task {
 	}
 	delete(tr.tasks, tid)
 	tr.setInFlight(tk, false)
+	// A vfork child whose parent record goes (the parent killed, or gone
+	// in an exec) has no sleeping parent any more: a new task that gets
+	// the tid would otherwise be taken for that parent, which a freeze
+	// interrupts but does not wait for (freeze.go), and run during a
+	// frozen call.
+	for _, o := range tr.tasks {
+		if o.vforkParent == tid {
+			o.vforkParent = 0
+		}
+	}
 	if p := tr.procs[tk.tgid]; p != nil {
 		p.threads--
 		if p.threads <= 0 {

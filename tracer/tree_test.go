@@ -155,6 +155,28 @@ func TestTreeRemoveDropsPage(t *testing.T) {
 	}
 }
 
+// TestTreeRemoveForgetsVforkParent: a vfork child whose parent's record
+// goes has no sleeping parent left, so a new task that gets the parent's
+// tid is not taken for one (a freeze would not wait for it); other
+// children keep theirs.
+func TestTreeRemoveForgetsVforkParent(t *testing.T) {
+	var tr tree
+	tr.init()
+	tr.add(noTid, noTid)
+	other := tr.add(noTid+1, noTid+1)
+	child := tr.add(noTid+2, noTid+2)
+	otherChild := tr.add(noTid+3, noTid+3)
+	child.vforkParent, otherChild.vforkParent = noTid, other.tid
+	tr.remove(noTid)
+	if child.vforkParent != 0 {
+		t.Errorf("vfork child keeps removed parent %d", child.vforkParent)
+	}
+	if otherChild.vforkParent != other.tid {
+		t.Errorf("another vfork child's parent changed to %d", otherChild.vforkParent)
+	}
+	checkTree(t, &tr)
+}
+
 // TestTreeKillAll: the tree is marked dying whatever is left to kill,
 // and the killer's reason is kept.
 func TestTreeKillAll(t *testing.T) {
