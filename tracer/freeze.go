@@ -250,6 +250,9 @@ func (t *tracer) needsFreeze(c *call) bool {
 
 // queue holds a status for the loop.
 func (s *freezeState) queue(tid int, ws unix.WaitStatus) {
+	if stopEvent(ws) == unix.PTRACE_EVENT_EXEC {
+		s.dropBefore(tid)
+	}
 	s.backlog = append(s.backlog, pending{tid, ws})
 	if s.frozen != nil && s.frozen.in[tid] {
 		// A tid stopped by a freeze reports nothing more until it is let
@@ -264,6 +267,32 @@ func (s *freezeState) queue(tid int, ws unix.WaitStatus) {
 	if tk := s.tree.tasks[tid]; tk != nil {
 		tk.held++
 	}
+}
+
+// dropBefore takes tid's statuses out of the backlog ahead of its exec
+// event. An exec event is the first status of the program it starts: a
+// leader that execs was running its execve, with nothing waiting; a
+// thread that execs takes its leader's tid, and what waits under it is
+// the old leader's, killed in that stop by de_thread (fs/exec.c).
+// Answered, such a status would act on the new program's exec stop: read
+// its registers as the dead leader's call and resume it before its exec
+// is checked (execEvent). Kernels since 5.12 (dbb5afad100a, "ptrace: make
+// ptrace() fail if the tracee changed its pid unexpectedly") refuse
+// requests on that stop only until its exec event is reaped, which it is
+// by now.
+func (s *freezeState) dropBefore(tid int) {
+	kept := s.backlog[:0]
+	for _, p := range s.backlog {
+		if p.tid != tid {
+			kept = append(kept, p)
+			continue
+		}
+		if tk := s.tree.tasks[tid]; tk != nil && tk.held > 0 {
+			tk.held--
+		}
+	}
+	clear(s.backlog[len(kept):])
+	s.backlog = kept
 }
 
 // queued reports whether statuses wait in the backlog.

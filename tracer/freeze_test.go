@@ -105,6 +105,28 @@ func TestBacklogAndFrozenSet(t *testing.T) {
 			t.Fatalf("held a=%d after unqueue", a.held)
 		}
 	})
+	t.Run("an exec event drops the old leader's statuses ahead of it", func(t *testing.T) {
+		// a's call stopped (the old leader's), b's stop, then the exec of a
+		// thread that took a's tid: only b's stop and the exec are left.
+		exec := unix.WaitStatus(0x7f | int(unix.SIGTRAP)<<8 | unix.PTRACE_EVENT_EXEC<<16)
+		tr.fz.queue(a.tid, seccomp)
+		tr.fz.queue(b.tid, seccomp)
+		tr.fz.queue(a.tid, seccomp)
+		tr.fz.queue(a.tid, exec)
+		if a.held != 1 || b.held != 1 {
+			t.Fatalf("held a=%d b=%d", a.held, b.held)
+		}
+		var got []pending
+		for len(tr.fz.backlog) > 0 {
+			got = append(got, tr.fz.unqueue())
+		}
+		if want := []pending{{b.tid, seccomp}, {a.tid, exec}}; !slices.Equal(got, want) {
+			t.Fatalf("backlog %v, want %v", got, want)
+		}
+		if a.held != 0 || b.held != 0 {
+			t.Fatalf("held a=%d b=%d after unqueue", a.held, b.held)
+		}
+	})
 	t.Run("a task is held once", func(t *testing.T) {
 		tr.fz.hold(a.tid)
 		tr.fz.hold(a.tid)
