@@ -97,6 +97,9 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 			return t.thawIfDue() // killed meanwhile: wait4 reports it
 		}
 	}
+	if f == nil && allowed && c.spec.Handler == syscalls.HExec && c.tk.tid != c.tk.tgid && !t.cfg.NoFreeze {
+		return t.runExec(c.tk) // execrun.go
+	}
 	if f == nil {
 		if c.tk.bindIno != 0 || len(c.tk.pendingScratch) > 0 || c.tk.ptyPending || c.tk.futexExit != 0 {
 			return t.resumeToExit(c.tk)

@@ -91,6 +91,13 @@ static int alive(int tid) {
 	return access(p, F_OK) == 0;
 }
 
+// in_group reports whether tid is a thread of process g.
+static int in_group(int g, int tid) {
+	char p[64];
+	snprintf(p, sizeof p, "/proc/%d/task/%d", g, tid);
+	return access(p, F_OK) == 0;
+}
+
 static void *execer(void *arg) {
 	(void)arg;
 	sh->tid = (int)syscall(SYS_gettid);
@@ -195,7 +202,11 @@ static int killhost(void) {
 		if (g < 0)
 			continue;
 		sh->go = 1;
-		while (alive(t))
+		// T's tid leaves G when its exec goes through. A tracer that
+		// keeps the tree frozen through the exec (tracer/execrun.go)
+		// lets this process run again only after it, when a host
+		// process may have the tid already.
+		while (in_group(g, t))
 			;
 		for (long i = 0; i < 2000000 && !alive(t); i++)
 			;

@@ -1,0 +1,89 @@
+package tracer
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A thread other than its group's leader that execs. de_thread (fs/exec.c)
+// kills the other threads, the leader among them, whatever stop they are in,
+// and gives the leader's tid to the thread, which reports PTRACE_EVENT_EXEC
+// under it (ptrace(2), "execve(2) under ptrace"). Until that event is
+// reaped the tid names a stopped task the tracer takes for the old leader:
+// a request made on it then (the leader's call answered, a freeze's thaw)
+// would act on the new program's exec stop, and PTRACE_CONT would resume
+// the new program past its exec event, which wait4 then never reports: no
+// exec check (execEvent), and the old process's records (its path page
+// among them) kept for the new address space. Kernels since 5.12
+// (dbb5afad100a, "ptrace: make ptrace() fail if the tracee changed its pid
+// unexpectedly", backported to some stable series) refuse such requests
+// with ESRCH; 4.18 does not.
+//
+// So the exec of a non-leader runs with the tree frozen until its outcome
+// is known: no other task of its group is answered or resumed while the
+// tid may change hands. The exec event comes under the leader's tid
+// (success: the queued statuses of the dead leader ahead of it are dropped,
+// freezeState.dropBefore, and the frozen leader is not thawed,
+// freezeState.queue); a failed execve comes back to its syscall-exit stop
+// (the call is resumed with PTRACE_SYSCALL; a successful one is resumed
+// from its exec event with PTRACE_CONT, so it makes none). Most programs
+// exec from their only thread (a forked child): only a process that execs
+// from a second thread pays for this freeze.
+
+// runExec lets tk, a thread other than its leader that stopped at an
+// allowed execve, run the call with the tree frozen until its outcome.
+//
+// Precondition: tk is in its seccomp stop, its execve allowed; the calling
+// goroutine is locked to the tracer thread.
+func (t *tracer) runExec(tk *task) error {
+	f, done, err := t.freezeCaller(tk)
+	if done {
+		return err
+	}
+	tid, leader := tk.tid, tk.tgid
+	if err := unix.PtraceSyscall(tid, 0); err != nil {
+		if err == unix.ESRCH {
+			return t.thawIfDue() // killed meanwhile: wait4 reports it
+		}
+		t.thaw()
+		return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_SYSCALL) pid %d", tid), err)
+	}
+	// No time bound: the exec ends (its event, its failure) or the group
+	// dies, and each is reported. An exec that sleeps (a binary on a slow
+	// file system, de_thread waiting for a thread in an uninterruptible
+	// sleep) keeps the tree frozen that long; the killer (tree.dying) ends
+	// the wait.
+	for !t.tree.dying.Load() {
+		x, ws, err := pollUntil(time.Now().Add(freezeBlocked))
+		if err != nil {
+			t.thaw()
+			return err
+		}
+		// A status under tid once the thread has gone in its exec is a
+		// new task's that got the tid (stale.go): freezer.take files it.
+		own := x == tid && !staleExecer(tk)
+		switch {
+		case x == 0:
+			continue
+		case own && ws.Stopped() && ws.StopSignal() == unix.SIGTRAP|0x80:
+			// The execve returned: it failed. The leader, if frozen, is
+			// the old one still.
+			if err := t.resume(tid, 0); err != nil {
+				t.thaw()
+				return err
+			}
+			return t.thawIfDue()
+		case own, x == leader && stopEvent(ws) == unix.PTRACE_EVENT_EXEC:
+			// The exec event (under the leader's tid), or the thread
+			// killed in its exec: the loop answers it.
+			t.fz.queue(x, ws)
+			return t.thawIfDue()
+		default:
+			f.take(&t.fz, x, ws)
+		}
+	}
+	return t.thaw()
+}
