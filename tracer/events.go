@@ -34,19 +34,18 @@ func (t *tracer) event(tk *task, cause int) error {
 				n = nil
 			}
 			if n == nil {
-				// A fork or vfork event's child leads its own group,
-				// as it always has here. Not quite the kernel's rule:
-				// kernel_clone picks the event from CLONE_VFORK and
-				// the exit signal (SIGCHLD: fork), not CLONE_THREAD,
-				// so a clone(2) of a thread with CLONE_VFORK or exit
-				// signal SIGCHLD reports them too; cloneTgid would be
-				// exact there as well (a change of behaviour of its
-				// own, not made here).
-				tgid := nt
-				if cause == unix.PTRACE_EVENT_CLONE {
-					tgid = cloneTgid(tk.tgid, nt)
-				}
-				n = t.tree.add(nt, tgid)
+				// The event does not tell a thread from a process:
+				// kernel_clone picks it from CLONE_VFORK and the exit
+				// signal (SIGCHLD: fork), not CLONE_THREAD, so a
+				// clone(2) of a thread with exit signal SIGCHLD comes
+				// as a fork event. Taken for a process of its own, such
+				// a thread was decided on its own /proc/self, cwd and
+				// group while the kernel used its leader's (a red team:
+				// /proc/self/cwd/x with O_CREAT, the leader's cwd
+				// outside the sandbox: 500 of 500 files outside), and
+				// the killer's tgkill missed it. cloneTgid asks the
+				// kernel for every event.
+				n = t.tree.add(nt, cloneTgid(tk.tgid, nt))
 				n.waitStop = true
 				n.held = held
 				t.rec.taskBorn(n)

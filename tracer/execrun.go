@@ -57,6 +57,13 @@ func (t *tracer) runExec(tk *task) error {
 	// sleep) keeps the tree frozen that long; the killer (tree.dying) ends
 	// the wait.
 	for !t.tree.dying.Load() {
+		// Once tid has left its group the exec is past de_thread, which
+		// waited for the old leader's death: every status under the
+		// leader's tid reaped from now on is the new program's. Not
+		// only its exec event: a load that fails after the point of no
+		// return kills it (SIGSEGV) with no exec event (a red team: the
+		// wait never ended). The old leader is not resumed.
+		through := t.execThrough(tk)
 		x, ws, err := pollUntil(time.Now().Add(freezeBlocked))
 		if err != nil {
 			t.thaw()
@@ -66,6 +73,11 @@ func (t *tracer) runExec(tk *task) error {
 		// new task's that got the tid (stale.go): freezer.take files it.
 		own := x == tid && !staleExecer(tk)
 		switch {
+		case x == 0 && through && (t.fz.holds(leader) || groupProbe(leader, leader) == unix.ESRCH):
+			// Past de_thread, and the new program's status (a signal
+			// stop, taken before the exec was seen through) waits in
+			// the backlog, or the group is gone and reaped.
+			return t.thawIfDue()
 		case x == 0:
 			continue
 		case own && ws.Stopped() && ws.StopSignal() == unix.SIGTRAP|0x80:
@@ -76,14 +88,28 @@ func (t *tracer) runExec(tk *task) error {
 				return err
 			}
 			return t.thawIfDue()
-		case own, x == leader && stopEvent(ws) == unix.PTRACE_EVENT_EXEC:
-			// The exec event (under the leader's tid), or the thread
-			// killed in its exec: the loop answers it.
+		case own, x == leader && (through || ws.Exited() || ws.Signaled() || stopEvent(ws) == unix.PTRACE_EVENT_EXEC):
+			// The exec event (under the leader's tid) or the new
+			// program's end, or the thread killed in its exec: the
+			// loop answers it.
 			t.fz.queue(x, ws)
 			return t.thawIfDue()
 		default:
 			f.take(&t.fz, x, ws)
 		}
 	}
+	t.execThrough(tk)
 	return t.thaw()
+}
+
+// execThrough reports whether tk, a thread that stopped at an execve, has
+// left its group in the exec (staleExecer); if so its group's leader is
+// taken out of the frozen set: the tid names the new program now, which
+// the thaw must not resume before its exec event is reaped.
+func (t *tracer) execThrough(tk *task) bool {
+	if !staleExecer(tk) {
+		return false
+	}
+	t.fz.forget(tk.tgid)
+	return true
 }

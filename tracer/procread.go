@@ -19,7 +19,9 @@ var groupProbe = func(tgid, tid int) error { return unix.Tgkill(tgid, tid, 0) }
 
 // cloneTgid is the thread group of nt, the task that a task of group
 // parentTgid has just created (nt from PTRACE_GETEVENTMSG at the parent's
-// PTRACE_EVENT_CLONE stop). The kernel's facts it rests on:
+// PTRACE_EVENT_CLONE, _FORK or _VFORK stop: a thread made with exit signal
+// SIGCHLD or CLONE_VFORK comes as a fork or vfork event). The kernel's
+// facts it rests on:
 //
 //   - copy_process gives a CLONE_THREAD child its parent's tgid and any
 //     other child its own pid as tgid; CLONE_THREAD needs CLONE_SIGHAND,
