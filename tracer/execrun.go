@@ -32,6 +32,13 @@ import (
 // from its exec event with PTRACE_CONT, so it makes none). Most programs
 // exec from their only thread (a forked child): only a process that execs
 // from a second thread pays for this freeze.
+//
+// Not closed: an exec that sleeps until another task of the tree acts keeps
+// the tree frozen until the tree is killed (--timeout, SIGTERM). The one
+// known way is 4.18's: before 5.9 do_open_execat opens the file before it
+// checks S_ISREG, so the exec of an executable FIFO at an allowed path
+// waits in fifo_open for a writer the freeze holds (a red team's reading,
+// not reproducible on this kernel). It harms only the program itself.
 
 // runExec lets tk, a thread other than its leader that stopped at an
 // allowed execve, run the call with the tree frozen until its outcome.
