@@ -65,11 +65,13 @@ func (t *tracer) runExec(tk *task) error {
 	// the wait.
 	for !t.tree.dying.Load() {
 		// Once tid has left its group the exec is past de_thread, which
-		// waited for the old leader's death: every status under the
-		// leader's tid reaped from now on is the new program's. Not
-		// only its exec event: a load that fails after the point of no
-		// return kills it (SIGSEGV) with no exec event (a red team: the
-		// wait never ended). The old leader is not resumed.
+		// waited for the old leader's death (and a dead task's stop can
+		// no longer be reaped): every status under the leader's tid
+		// reaped from now on is the new program's. Its first is its
+		// exec event, unless the load failed past the point of no
+		// return: then the failed call's syscall-exit stop and its
+		// death (SIGSEGV), with no exec event (a red team: the wait
+		// never ended). The old leader is not resumed.
 		through := t.execThrough(tk)
 		x, ws, err := pollUntil(time.Now().Add(freezeBlocked))
 		if err != nil {
@@ -80,11 +82,8 @@ func (t *tracer) runExec(tk *task) error {
 		// new task's that got the tid (stale.go): freezer.take files it.
 		own := x == tid && !staleExecer(tk)
 		switch {
-		case x == 0 && through && (t.fz.holds(leader) || groupProbe(leader, leader) == unix.ESRCH):
-			// Past de_thread, and the new program's status (a signal
-			// stop, taken before the exec was seen through) waits in
-			// the backlog, or the group is gone and reaped.
-			return t.thawIfDue()
+		case x == 0 && through && groupProbe(leader, leader) == unix.ESRCH:
+			return t.thawIfDue() // the group is gone, its end reaped
 		case x == 0:
 			continue
 		case own && ws.Stopped() && ws.StopSignal() == unix.SIGTRAP|0x80:
@@ -95,10 +94,17 @@ func (t *tracer) runExec(tk *task) error {
 				return err
 			}
 			return t.thawIfDue()
-		case own, x == leader && (through || ws.Exited() || ws.Signaled() || stopEvent(ws) == unix.PTRACE_EVENT_EXEC):
-			// The exec event (under the leader's tid) or the new
-			// program's end, or the thread killed in its exec: the
-			// loop answers it.
+		case own:
+			// The thread killed in its exec: the loop answers it.
+			t.fz.queue(x, ws)
+			return t.thawIfDue()
+		case x == leader && newProgram(ws, through || t.execThrough(tk)):
+			// What waits under the tid ahead of it is the dead old
+			// leader's (queued before the exec began, or taken since):
+			// never to be answered on the new program (a red team:
+			// the wait ended on such a status, and the loop read the
+			// dead leader's call from the new program's registers).
+			t.fz.dropBefore(leader)
 			t.fz.queue(x, ws)
 			return t.thawIfDue()
 		default:
@@ -107,6 +113,25 @@ func (t *tracer) runExec(tk *task) error {
 	}
 	t.execThrough(tk)
 	return t.thaw()
+}
+
+// newProgram reports whether ws, a status reaped under the leader's tid
+// while a thread of its group execs, is the new program's: its exec event,
+// the group's end (a leader's exit is reported only once every thread's
+// is), or, once the thread is through (has left its group), a stop that is
+// no ptrace event: the syscall-exit stop of an exec that failed past its
+// point of no return (the thread was resumed with PTRACE_SYSCALL), or on
+// 4.18 the signal-delivery stop of the SIGSEGV that kills it. The old
+// leader's stops are taken for its own while the thread is not through;
+// one reaped just before it died and the thread went through would be
+// taken for the new program's, which needs that stop (of a call it was
+// left to finish, or a signal) to come at that very moment.
+func newProgram(ws unix.WaitStatus, through bool) bool {
+	switch {
+	case ws.Exited(), ws.Signaled(), stopEvent(ws) == unix.PTRACE_EVENT_EXEC:
+		return true
+	}
+	return through && ws.Stopped() && stopEvent(ws) == 0
 }
 
 // execThrough reports whether tk, a thread that stopped at an execve, has

@@ -295,16 +295,6 @@ func (s *freezeState) dropBefore(tid int) {
 	s.backlog = kept
 }
 
-// holds reports whether a status of tid waits in the backlog.
-func (s *freezeState) holds(tid int) bool {
-	for _, p := range s.backlog {
-		if p.tid == tid {
-			return true
-		}
-	}
-	return false
-}
-
 // queued reports whether statuses wait in the backlog.
 func (s *freezeState) queued() bool { return len(s.backlog) > 0 }
 
