@@ -89,6 +89,10 @@ func (t *tracer) execEvent(tk *task) error {
 		// A non-leader thread exec'd: it now carries the leader's tid.
 		// Its record is the one of the group under the former tid, or
 		// aside if a new task got that tid first (stale.go).
+		// The leader it replaced is dead, a vfork parent or not (a red
+		// team: its vfork child still named the tid, and freezes then
+		// did not wait for the new program).
+		t.tree.vforkParentGone(tid)
 		if old := t.formerRecord(int(msg), tk.tgid); old != nil {
 			approved, initial, chain = old.approvedExec, old.initialExec, old.chainExec
 			// Its saved restart too: exec does not reset restart_block.

@@ -212,16 +212,7 @@ func (tr *tree) remove(tid int) *task {
 	}
 	delete(tr.tasks, tid)
 	tr.setInFlight(tk, false)
-	// A vfork child whose parent record goes (the parent killed, or gone
-	// in an exec) has no sleeping parent any more: a new task that gets
-	// the tid would otherwise be taken for that parent, which a freeze
-	// interrupts but does not wait for (freeze.go), and run during a
-	// frozen call.
-	for _, o := range tr.tasks {
-		if o.vforkParent == tid {
-			o.vforkParent = 0
-		}
-	}
+	tr.vforkParentGone(tid)
 	if p := tr.procs[tk.tgid]; p != nil {
 		p.threads--
 		if p.threads <= 0 {
@@ -234,6 +225,20 @@ func (tr *tree) remove(tid int) *task {
 	delete(tr.live, tid)
 	tr.liveMu.Unlock()
 	return tk
+}
+
+// vforkParentGone forgets tid as the sleeping parent of its vfork
+// children: its record went (the parent killed, or gone in an exec), or a
+// thread's exec killed it and gave its tid to the new program. A task under
+// that tid would otherwise be taken for the parent, which a freeze
+// interrupts but does not wait for (freeze.go), and run during a frozen
+// call.
+func (tr *tree) vforkParentGone(tid int) {
+	for _, o := range tr.tasks {
+		if o.vforkParent == tid {
+			o.vforkParent = 0
+		}
+	}
 }
 
 // setInFlight sets tk.inFlight and keeps tr.inFlightN in step.
