@@ -5,6 +5,7 @@ package integration
 // escapes/sigthread.c.
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -99,4 +100,39 @@ func TestExecFailsPastPointOfNoReturn(t *testing.T) {
 		t.Fatalf("status %d, exit %+v after %v; want the program's SIGSEGV", r.status, r.report.Exit, r.wall)
 	}
 	t.Logf("ended after %v", r.wall.Round(time.Millisecond))
+}
+
+// TestExecFromThreadBreaksALease: a thread execs a program in the sandbox
+// on which another process of the tree holds a write lease, given up in
+// its SIGIO handler: the exec's open waits for that. The freeze around a
+// thread's exec held the holder, and the tree stalled until the kernel
+// broke the lease itself, fs.lease-break-time later (45 s; a red team).
+// The exec, asleep before de_thread, is now interrupted and checked again
+// once the tree has run. The run must end well before the kernel's break.
+func TestExecFromThreadBreaksALease(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/fs/lease-break-time")
+	if err != nil {
+		t.Skipf("no lease-break-time: %v", err)
+	}
+	var breakTime int
+	if _, err := fmt.Sscan(string(b), &breakTime); err != nil || breakTime < 10 {
+		t.Skipf("fs.lease-break-time is %q: too short to tell a stall from the kernel's break", b)
+	}
+	bin := sigthread(t)
+	sbx := realDir(t)
+	prog := filepath.Join(sbx, "prog")
+	src, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(prog, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"--allow-exec", prog}, bin, "lease", prog)
+	if r.status != 0 || r.report.Counts.Execs != 2 {
+		t.Fatalf("status %d, %d execs\nstderr:\n%s", r.status, r.report.Counts.Execs, tail(r.stderr, 2000))
+	}
+	if limit := time.Duration(breakTime) * time.Second / 2; r.wall > limit {
+		t.Fatalf("the exec took %v, past half the kernel's lease break time (%d s): the lease holder was kept frozen", r.wall, breakTime)
+	}
 }

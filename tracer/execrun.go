@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tracecell/tracecell/internal/procfs"
 )
 
 // A thread other than its group's leader that execs. de_thread (fs/exec.c)
@@ -33,12 +35,14 @@ import (
 // exec from their only thread (a forked child): only a process that execs
 // from a second thread pays for this freeze.
 //
-// Not closed: an exec that sleeps until another task of the tree acts keeps
-// the tree frozen until the tree is killed (--timeout, SIGTERM). The one
-// known way is 4.18's: before 5.9 do_open_execat opens the file before it
-// checks S_ISREG, so the exec of an executable FIFO at an allowed path
-// waits in fifo_open for a writer the freeze holds (a red team's reading,
-// not reproducible on this kernel). It harms only the program itself.
+// An exec can wait for another task of the tree: to give up a lease on the
+// program (break_lease in the open), or on 4.18, where do_open_execat opens
+// the file before it checks S_ISREG, for a writer of an executable FIFO.
+// Frozen, that task never acts; so an exec asleep (interruptibly) before
+// de_thread for freezeBlocked is interrupted, comes back, and is checked
+// again once the tree has run. Not closed: such a wait in an
+// uninterruptible sleep keeps the tree frozen until the kill (--timeout,
+// SIGTERM); it harms only the program itself.
 
 // runExec lets tk, a thread other than its leader that stopped at an
 // allowed execve, run the call with the tree frozen until its outcome.
@@ -63,6 +67,7 @@ func (t *tracer) runExec(tk *task) error {
 	// file system, de_thread waiting for a thread in an uninterruptible
 	// sleep) keeps the tree frozen that long; the killer (tree.dying) ends
 	// the wait.
+	interrupted := false
 	for !t.tree.dying.Load() {
 		// Once tid has left its group the exec is past de_thread, which
 		// waited for the old leader's death (and a dead task's stop can
@@ -84,6 +89,20 @@ func (t *tracer) runExec(tk *task) error {
 		switch {
 		case x == 0 && through && groupProbe(leader, leader) == unix.ESRCH:
 			return t.thawIfDue() // the group is gone, its end reaped
+		case x == 0 && !through && !interrupted && procfs.StateLetter(tid) == 'S':
+			// Asleep before de_thread, for longer than freezeBlocked:
+			// the exec may wait for a task the freeze holds (a lease
+			// on the program to break, whose holder must give it up:
+			// a red team stalled the tree for fs.lease-break-time,
+			// 45 s; 4.18's FIFO). Interrupt it: the wait ends, the
+			// call comes back to its syscall-exit stop (-ERESTARTSYS:
+			// failed, below), the tree is let go, and the restarted
+			// execve is checked again.
+			if err := unix.PtraceInterrupt(tid); err != nil && err != unix.ESRCH {
+				t.thaw()
+				return os.NewSyscallError(fmt.Sprintf("ptrace(PTRACE_INTERRUPT) pid %d", tid), err)
+			}
+			interrupted = true
 		case x == 0:
 			continue
 		case own && ws.Stopped() && ws.StopSignal() == unix.SIGTRAP|0x80:

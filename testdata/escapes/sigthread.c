@@ -14,6 +14,13 @@
 //     A thread spins in user space for ever while the leader alone exits
 //     (SYS_exit): a tracer that kills the tree by the wrong group leaves
 //     it running. Prints "result: sigthread spinning" first.
+//   sigthread lease PROG
+//     Copies /bin/true to PROG (a path in the sandbox), and a forked child
+//     takes a write lease on it (F_SETLEASE), given up in its SIGIO
+//     handler. A thread of the parent then execs PROG: the exec's open
+//     must break the lease and waits, interruptibly, for the holder. A
+//     tracer that keeps the holder frozen through the exec stalls it for
+//     fs.lease-break-time. Exits 0 (/bin/true) when the exec is through.
 //   sigthread exec EXE
 //     A thread sets RLIMIT_AS to 200 kB and execs EXE: the exec fails
 //     after its point of no return (the new image does not fit), and the
@@ -64,12 +71,60 @@ static int spinner(void *arg)
 
 static int execer(void *arg)
 {
-	(void)arg;
-	struct rlimit r = {200000, 200000};
-	setrlimit(RLIMIT_AS, &r);
+	if (arg) {
+		struct rlimit r = {200000, 200000};
+		setrlimit(RLIMIT_AS, &r);
+	}
 	char *argv[] = {(char *)exe, NULL};
 	execv(exe, argv);
 	syscall(SYS_exit_group, 2); // the exec failed before its point of no return
+	return 0;
+}
+
+static int leasefd = -1;
+
+static void giveup(int sig)
+{
+	(void)sig;
+	fcntl(leasefd, F_SETLEASE, F_UNLCK);
+}
+
+// lease: see the top. 0 when set up (the exec follows), else 2.
+static int lease(const char *prog)
+{
+	int in = open("/bin/true", O_RDONLY), out = open(prog, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	char buf[65536];
+	ssize_t n;
+	if (in < 0 || out < 0) {
+		perror("sigthread: copy /bin/true");
+		return 2;
+	}
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, n) != n)
+			return 2;
+	close(in);
+	close(out);
+	int ready[2];
+	if (pipe(ready) != 0)
+		return 2;
+	pid_t holder = fork();
+	if (holder == 0) {
+		signal(SIGIO, giveup);
+		leasefd = open(prog, O_RDONLY);
+		if (leasefd < 0 || fcntl(leasefd, F_SETLEASE, F_WRLCK) != 0) {
+			perror("sigthread: F_SETLEASE");
+			_exit(2);
+		}
+		if (write(ready[1], "x", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	char c;
+	if (holder < 0 || read(ready[0], &c, 1) != 1) {
+		fprintf(stderr, "sigthread: no lease\n");
+		return 2;
+	}
 	return 0;
 }
 
@@ -117,15 +172,17 @@ int main(int argc, char **argv)
 		printf("result: sigthread spinning\n");
 		syscall(SYS_exit, 0); // the leader alone
 	}
-	if (argc == 3 && !strcmp(argv[1], "exec")) {
+	if (argc == 3 && (!strcmp(argv[1], "exec") || !strcmp(argv[1], "lease"))) {
 		exe = argv[2];
-		if (start(execer, NULL, CLONE_FS | CLONE_FILES) < 0) {
+		if (!strcmp(argv[1], "lease") && lease(exe) != 0)
+			return 2;
+		if (start(execer, (void *)(long)!strcmp(argv[1], "exec"), CLONE_FS | CLONE_FILES) < 0) {
 			perror("sigthread: clone");
 			return 2;
 		}
 		for (;;)
 			pause();
 	}
-	fprintf(stderr, "usage: sigthread cwd SBXDIR HOSTDIR N | spin | exec EXE\n");
+	fprintf(stderr, "usage: sigthread cwd SBXDIR HOSTDIR N | spin | exec EXE | lease PROG\n");
 	return 2;
 }
