@@ -28,35 +28,17 @@ func TestThreadReportedAsFork(t *testing.T) {
 	bin := sigthread(t)
 	for _, traced := range []bool{false, true} {
 		t.Run(map[bool]string{false: "bare", true: "traced"}[traced], func(t *testing.T) {
-			dir := realDir(t)
-			sbx, host := filepath.Join(dir, "sbx"), filepath.Join(dir, "host")
-			mkdir(t, sbx)
-			mkdir(t, host)
-			os.Chmod(dir, 0o755)
-			os.Chmod(host, 0o777) // the as-nobody run could write there, were it let
-			argv := []string{bin, "cwd", sbx, host, "100"}
-			var r result
-			if traced {
-				r = runTraced(t, sbx, runEnv(t, sbx), nil, argv...)
-			} else {
-				r = runBare(t, sbx, runEnv(t, sbx), argv...)
-			}
-			if r.status != 0 {
-				t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, tail(r.stderr, 2000))
-			}
-			ents, err := os.ReadDir(host)
-			if err != nil {
-				t.Fatal(err)
-			}
-			res := resultOf(r.stdout)
+			res, outside := runOutside(t, traced, nil, func(sbx, host string) []string {
+				return []string{bin, "cwd", sbx, host, "100"}
+			})
 			if !traced {
-				if len(ents) != 100 {
-					t.Fatalf("bare run: %s, %d files in the host directory; want 100", res, len(ents))
+				if outside != 100 {
+					t.Fatalf("bare run: %s, %d files in the host directory; want 100", res, outside)
 				}
 				return
 			}
-			if len(ents) != 0 {
-				t.Fatalf("ESCAPED: %d files created in the host directory (%s)", len(ents), res)
+			if outside != 0 {
+				t.Fatalf("ESCAPED: %d files created in the host directory (%s)", outside, res)
 			}
 			if want := "sigthread created=0 denied=100"; res != want {
 				t.Fatalf("result %q, want %q", res, want)

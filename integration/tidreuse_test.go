@@ -29,6 +29,34 @@ func tidreuse(t *testing.T) string {
 	return cProgram(t, "TRACECELL_TIDREUSE_BIN", "escapes/tidreuse.c", "-pthread")
 }
 
+// runOutside runs argv(sbx, host), bare or traced with flags, in a fresh
+// sandbox sbx beside a host directory host that the tree may not write,
+// fails t unless it exits 0, and returns its result line and the number of
+// entries in host (the ground truth of an escape).
+func runOutside(t *testing.T, traced bool, flags []string, argv func(sbx, host string) []string) (res string, outside int) {
+	t.Helper()
+	dir := realDir(t)
+	sbx, host := filepath.Join(dir, "sbx"), filepath.Join(dir, "host")
+	mkdir(t, sbx)
+	mkdir(t, host)
+	os.Chmod(dir, 0o755)
+	os.Chmod(host, 0o777) // the as-nobody run could write there, were it let
+	var r result
+	if traced {
+		r = runTraced(t, sbx, runEnv(t, sbx), flags, argv(sbx, host)...)
+	} else {
+		r = runBare(t, sbx, runEnv(t, sbx), argv(sbx, host)...)
+	}
+	if r.status != 0 {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, tail(r.stderr, 2000))
+	}
+	ents, err := os.ReadDir(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resultOf(r.stdout), len(ents)
+}
+
 // TestTidReuseAfterExec: a clone(CLONE_VM|CLONE_FILES) child that got the
 // tid of a thread exec'ing in another process flips a dirfd between the
 // sandbox and a host directory with dup2 while its parent creates files
@@ -39,27 +67,9 @@ func tidreuse(t *testing.T) string {
 func TestTidReuseAfterExec(t *testing.T) {
 	bin := tidreuse(t)
 	run := func(t *testing.T, traced bool, rounds string, mode ...string) (res string, outside int) {
-		dir := realDir(t)
-		sbx, host := filepath.Join(dir, "sbx"), filepath.Join(dir, "host")
-		mkdir(t, sbx)
-		mkdir(t, host)
-		os.Chmod(dir, 0o755)
-		os.Chmod(host, 0o777) // the as-nobody run could write there, were it let
-		argv := append([]string{bin, "/bin/true", sbx, host, rounds}, mode...)
-		var r result
-		if traced {
-			r = runTraced(t, sbx, runEnv(t, sbx), []string{"--allow-exec", "/bin/true"}, argv...)
-		} else {
-			r = runBare(t, sbx, runEnv(t, sbx), argv...)
-		}
-		if r.status != 0 {
-			t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, tail(r.stderr, 2000))
-		}
-		ents, err := os.ReadDir(host)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resultOf(r.stdout), len(ents)
+		return runOutside(t, traced, []string{"--allow-exec", "/bin/true"}, func(sbx, host string) []string {
+			return append([]string{bin, "/bin/true", sbx, host, rounds}, mode...)
+		})
 	}
 	t.Run("bare", func(t *testing.T) {
 		res, outside := run(t, false, "20000")
