@@ -34,6 +34,9 @@
 // the tree, forks a child every millisecond) and exits at once, before
 // G's exec event: tracecell then kills what is left of the tree, and
 // must not kill that host process under the tid it still has for T.
+// (A tracer that freezes the tree through a thread's exec, as
+// tracer/execrun.go does, lets the main process run again only after the
+// exec; G has 256 MiB here, enough for a tracer that does not.)
 // Prints "result: killhost tid=T taken=yes|no".
 // hostspawn forks a child that sleeps 3 s every 5 ms for SECONDS (a fork
 // between the counter's move and T's exec would take the tid first)
@@ -198,7 +201,7 @@ static int hostspawn(int secs) {
 static int killhost(void) {
 	for (int attempt = 0; attempt < 10; attempt++) {
 		int t;
-		pid_t g = start_g(1024UL << 20, &t);
+		pid_t g = start_g(256UL << 20, &t);
 		if (g < 0)
 			continue;
 		sh->go = 1;
