@@ -53,7 +53,8 @@ demo: build
 # staticcheck (default checks, U1000 unused code among them) fails on any
 # finding, for both architectures; deadcode -test lists functions that no
 # program or test reaches, and any line it prints fails the target
-# (`deps.sh lint` builds both tools into bin/).
+# (`deps.sh lint` builds both tools into bin/). bench/test_bench.py checks
+# the benchmark's statistics.
 unit: deps
 	@scripts/deps.sh lint
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*')); \
@@ -65,6 +66,7 @@ unit: deps
 	@dead=$$(bin/deadcode -test ./...) || exit 1; \
 	if [ -n "$$dead" ]; then echo "$$dead"; echo "deadcode: the functions above are unreachable: remove them" >&2; exit 1; fi
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+	$(PY) -m unittest discover -s bench -p 'test_*.py'
 	GOARCH=arm64 $(GO) test -count=1 -exec /bin/true ./... >/dev/null
 	@scripts/deps.sh helmtest
 	cd deploy/helmtest && $(GO) vet ./... && $(GO) test -count=1 ./...

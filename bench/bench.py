@@ -34,6 +34,7 @@ import json
 import math
 import os
 import platform
+import random
 import re
 import resource
 import shutil
@@ -522,6 +523,16 @@ def summarize(wl, runs, modes):
     for m in modes:
         if m != "bare" and bare:
             s[m]["ratio"] = s[m]["median_ms"] / bare
+    if "floor" in modes:
+        # Over the floor round by round (paired_ratios): what the
+        # machine's drift does to the ratio of medians shows against it.
+        fl = [r["ms"] for r in runs["floor"]]
+        for m in modes:
+            if m not in ("bare", "floor", "notif", "strace"):
+                pr = paired_ratios([r["ms"] for r in runs[m]], fl)
+                if pr:
+                    s[m]["over_floor_rounds"] = [round(x, 4) for x in pr]
+                    s[m]["over_floor_paired"] = statistics.median(pr)
     if "tracecell" in modes:
         t = s["tracecell"]
         rs = runs["tracecell"]
@@ -560,6 +571,33 @@ def summarize(wl, runs, modes):
 def geomean(xs):
     xs = [x for x in xs if x and x > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def paired_ratios(a, b):
+    """Each run of a over the run of b in the same round: the modes of a
+    round run one after the other, so a ratio within a round cancels most of
+    the machine's drift, which a ratio of medians over all rounds keeps."""
+    return [x / y for x, y in zip(a, b) if x > 0 and y > 0]
+
+
+def paired_geomean(rounds, resamples=2000, level=0.90, seed=20261127):
+    """The geometric mean over workloads of each workload's median paired
+    ratio, and a bootstrap interval at level: each resample draws every
+    workload's rounds again with replacement. rounds: one list of per-round
+    ratios per workload. Returns (geomean, low, high), low and high None
+    when a workload has fewer than 3 rounds; None without rounds."""
+    rounds = [r for r in rounds if r]
+    if not rounds:
+        return None
+    g = geomean([statistics.median(r) for r in rounds])
+    if min(len(r) for r in rounds) < 3:
+        return g, None, None
+    rng = random.Random(seed)
+    gs = sorted(geomean([statistics.median(rng.choices(r, k=len(r))) for r in rounds])
+                for _ in range(resamples))
+    lo = gs[int((1 - level) / 2 * (resamples - 1))]
+    hi = gs[int((1 + level) / 2 * (resamples - 1))]
+    return g, lo, hi
 
 
 def run_text(cmd):
@@ -657,6 +695,7 @@ def evaluate(results, modes, percall=()):
                     "n/a" if g is None else ("PASS" if g < GEOMEAN_RATIO else "MISS"),
                     "" if g is None else f"{g:.3f}x over {len(ok)} workloads"
                     + (f" (the C floor tracer: {gf:.3f}x; tracecell / floor: {g / gf:.3f}x"
+                       + paired_note(ok)
                        + (f"; the user-notif floor: {gn:.3f}x" if gn else "") + ")"
                        if gf else "")
                     + compare_note(ok, modes, g)))
@@ -668,6 +707,15 @@ def evaluate(results, modes, percall=()):
                             ("not faster on: " + ", ".join(slower)) if slower else
                             f"all {len(ok)} workloads"))
     return targets
+
+
+def paired_note(ok):
+    """ ", per round 1.075x (90 %: 1.02–1.13)": tracecell over the floor by
+    the ratios within rounds (paired_geomean), when they were measured."""
+    pg = paired_geomean([r["tracecell"].get("over_floor_rounds") for r in ok])
+    if not pg:
+        return ""
+    return f", per round {pg[0]:.3f}x" + (f" (90 %: {pg[1]:.3f}–{pg[2]:.3f})" if pg[1] else "")
 
 
 def compare_note(ok, modes, g):
@@ -696,6 +744,50 @@ def fmt_cell(r, m):
     if "ratio" in c:
         return f"{c['median_ms']:.1f} ({c['ratio']:.2f}x)"
     return f"{c['median_ms']:.1f}"
+
+
+def over_floor_markdown(ok, modes):
+    """tracecell over the C floor tracer two ways: the ratio of the medians
+    (the main table's ratios divided) and the median of per-round ratios
+    (paired_ratios), with its spread and, for the geometric mean, a
+    bootstrap interval: how finely this run can tell two tracers apart."""
+    ms = [m for m in modes if any("over_floor_paired" in r.get(m, {}) for r in ok)]
+    if not ms or "bare" not in modes:
+        return []
+    L = ["Over the C floor tracer: the ratio of the medians above, and the median of the "
+         "ratios within a round (each run over the floor's run of the same round, which "
+         "cancels most of the machine's drift between rounds), with the middle half of "
+         "those ratios. The interval of the geometric mean is a 90 % bootstrap over the "
+         "rounds: differences smaller than it are not resolved by this run.", ""]
+    head = ["workload"]
+    for m in ms:
+        lab = MODE_LABELS.get(m, m)
+        head += [f"{lab}: medians", f"{lab}: per round (middle half)"]
+    L.append("| " + " | ".join(head) + " |")
+    L.append("|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|")
+    for r in ok:
+        row = [r["label"]]
+        for m in ms:
+            c, f = r.get(m, {}), r.get("floor", {})
+            pr = c.get("over_floor_rounds") or []
+            if "ratio" in c and "ratio" in f and pr:
+                q = statistics.quantiles(pr, n=4) if len(pr) > 1 else [pr[0], pr[0], pr[0]]
+                row += [f"{c['ratio'] / f['ratio']:.3f}x",
+                        f"{c['over_floor_paired']:.3f}x ({q[0]:.2f}–{q[2]:.2f})"]
+            else:
+                row += ["-", "-"]
+        L.append("| " + " | ".join(row) + " |")
+    row = ["**geometric mean**"]
+    for m in ms:
+        gm = geomean([r[m]["ratio"] / r["floor"]["ratio"] for r in ok
+                      if "ratio" in r.get(m, {}) and "ratio" in r.get("floor", {})])
+        pg = paired_geomean([r[m].get("over_floor_rounds") for r in ok])
+        row += [f"**{gm:.3f}x**" if gm else "-",
+                f"**{pg[0]:.3f}x**" + (f" (90 %: {pg[1]:.3f}–{pg[2]:.3f})" if pg[1] else "")
+                if pg else "-"]
+    L.append("| " + " | ".join(row) + " |")
+    L.append("")
+    return L
 
 
 def tracer_cpu_markdown(ok, modes):
@@ -831,6 +923,7 @@ def markdown(results, info, targets, modes, elapsed, rss_source, percall=(), per
             L.append(f"Note: {r['name']} had {r['tracecell']['denied']} denial(s) under tracecell; "
                      f"first: `{json.dumps(r['tracecell'].get('first_denial'))}`.")
         L.append("")
+    L += over_floor_markdown(ok, modes)
     L += tracer_cpu_markdown(ok, modes)
     L += percall_markdown(percall, percall_note, info["runs"], percall_n)
     L.append("Targets (a MISS is reported, never fatal):")
