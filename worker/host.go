@@ -127,6 +127,9 @@ type host struct {
 	events    []report.Event
 	evBytes   int
 	evDropped int
+	// evCarried counts the denials the current execution took over from
+	// the time no execution ran (takeIdle): they count against its cap.
+	evCarried int
 	walks     report.ExecWalks // guarded by evMu
 
 	// protoErr gets why the worker broke the fd 4 protocol.
@@ -156,6 +159,11 @@ type execState struct {
 	intPending bool
 	killed     bool
 	killReason string
+	// idle and idleDropped are the denials listed and counted while no
+	// execution ran, before this one started (takeIdle): code an earlier
+	// execution left running (a thread, a process) made them.
+	idle        []report.Event
+	idleDropped int
 }
 
 func (h *host) send(m *hostMessage) {

@@ -28,7 +28,7 @@ func (h *host) onEvent(ev *report.Event) {
 		size += len(p.Given) + len(p.Resolved) + len(p.Base) + len(p.Special)
 	}
 	h.evMu.Lock()
-	kept := len(h.events) < maxDenials && h.evBytes+size <= maxDenialBytes
+	kept := h.evCarried+len(h.events) < maxDenials && h.evBytes+size <= maxDenialBytes
 	merged := false
 	if kept {
 		// One event per PATH search of a refused program (report.ExecWalks);
@@ -66,9 +66,37 @@ func (h *host) takeEvents() ([]report.Event, int) {
 	h.evMu.Lock()
 	defer h.evMu.Unlock()
 	ev, n := h.events, h.evDropped
-	h.events, h.evDropped, h.evBytes = nil, 0, 0
+	h.events, h.evDropped, h.evBytes, h.evCarried = nil, 0, 0, 0
 	h.walks = report.ExecWalks{}
 	return ev, n
+}
+
+// takeIdle takes, as an execution starts, the denials listed and counted
+// since the last one ended. Code an earlier execution left running (a
+// thread, a process it started) made them; they are reported with this
+// execution, marked as not its own (finishExec), and stay counted against
+// its caps, so that the listed denials and their bytes keep their bounds.
+func (h *host) takeIdle() ([]report.Event, int) {
+	h.evMu.Lock()
+	defer h.evMu.Unlock()
+	ev, n := h.events, h.evDropped
+	h.events, h.evDropped, h.evCarried = nil, 0, len(ev)
+	h.walks = report.ExecWalks{}
+	return ev, n
+}
+
+// leftover says, as the session ends, what was denied since its last
+// execution ended: those denials reach no execution's result. Each listed
+// one was logged when it happened; the count of the rest is logged now.
+// It returns the text the session's end reason gets ("" for none).
+func (h *host) leftover() string {
+	ev, dropped := h.takeEvents()
+	if len(ev) == 0 && dropped == 0 {
+		return ""
+	}
+	h.log.Warn().Int("denials_logged", len(ev)).Int("denials_not_logged", dropped).
+		Msg("the session ended with denials made after its last execution ended, which no execution's result lists: the logged ones are above in this log, the rest were counted, not logged one by one")
+	return fmt.Sprintf("after its last execution ended, code it left running was denied %d actions, which no result lists (the server log has them)", len(ev)+dropped)
 }
 
 // interruptCur interrupts the current execution's code, now if it runs,
@@ -124,6 +152,7 @@ func (h *host) loop(client <-chan *hostRequest) int {
 				h.log.Debug().Msg("client gone: stopping the worker")
 				h.cancelRun()
 				<-h.runDone
+				h.leftover()
 				return 0
 			}
 			switch r.Op {
@@ -147,6 +176,7 @@ func (h *host) loop(client <-chan *hostRequest) int {
 			case "shutdown":
 				h.cancelRun()
 				<-h.runDone
+				h.leftover()
 				return 0
 			default:
 				h.log.Error().Str("op", r.Op).Msg("unknown request from the client")
@@ -212,6 +242,9 @@ func (h *host) loop(client <-chan *hostRequest) int {
 				}
 				h.finishExec(nil, &reason)
 			} else {
+				if more := h.leftover(); more != "" {
+					reason += "; " + more
+				}
 				h.log.Warn().Msg(reason)
 				h.send(&hostMessage{Type: "exit", Reason: reason})
 			}
@@ -249,6 +282,11 @@ func (h *host) startExec(r *hostRequest) {
 		timeout = h.cfg.DefaultTimeout
 	}
 	st := &execState{id: r.ID, token: newToken(), started: time.Now()}
+	st.idle, st.idleDropped = h.takeIdle()
+	if st.idleDropped > 0 {
+		h.log.Warn().Int64("id", st.id).Int("denials_not_logged", st.idleDropped).Int("denials_logged", len(st.idle)).
+			Msg("more denials while no execution was running than the per-execution cap: the rest were counted, not logged one by one")
+	}
 	h.expectMarker(st.token)
 	h.writeRequest(&workerRequest{Op: "execute", ID: r.ID, Code: r.Code, Token: st.token, MaxArtifacts: h.cfg.MaxArtifacts})
 	st.timer = time.NewTimer(timeout)
@@ -293,6 +331,22 @@ func (h *host) finishExec(m *workerMsg, lost *string) {
 	}
 	res.Stdout, res.Stderr = string(trimPartialRune(out, dOut > 0)), string(trimPartialRune(errb, dErr > 0))
 	ev, dropped := h.takeEvents()
+	if n, d := len(st.idle), st.idleDropped; n > 0 || d > 0 {
+		// Made between the last execution's end and this one's start:
+		// listed first, and said to be not this execution's.
+		ev = append(st.idle, ev...)
+		note := fmt.Sprintf("the first %d denials listed came while no execution was running, from code an earlier execution left running (a thread or a process it started), not from this execution's code", n)
+		switch {
+		case n == 0:
+			note = fmt.Sprintf("%d denials came while no execution was running, from code an earlier execution left running (a thread or a process it started), and were counted, not listed", d)
+		case d > 0:
+			note += fmt.Sprintf("; %d more of those were counted, not listed", d)
+		}
+		res.Notes = append(res.Notes, note)
+		if d > 0 {
+			res.Truncated = true
+		}
+	}
 	res.Denials = ev
 	if res.Denials == nil {
 		res.Denials = []report.Event{}

@@ -1046,3 +1046,79 @@ func TestHostEnviron(t *testing.T) {
 		t.Errorf("hostEnviron = %q, want %q", got, want)
 	}
 }
+
+// TestDenialsWhileIdle: denials made while no execution runs, by code an
+// earlier execution left running (a thread), are reported with the next
+// execution and said to be not its own; when the session ends before
+// another execution, its end reason and the log count them, the ones past
+// the cap included. A red team hid a denied write this way (1000 denied
+// fillers from a thread, then the write, then os._exit: nothing reported
+// it anywhere).
+func TestDenialsWhileIdle(t *testing.T) {
+	t.Run("next execution", func(t *testing.T) {
+		p := startProc(t, nil)
+		r := run(t, p, `import threading, time
+def bg():
+    time.sleep(0.3)
+    try: open('/usr/idle-denied', 'w')
+    except OSError: pass
+threading.Thread(target=bg, daemon=True).start()
+'started'`, 0)
+		if len(r.Denials) != 0 {
+			t.Fatalf("first execution: %d denials", len(r.Denials))
+		}
+		time.Sleep(1500 * time.Millisecond)
+		r = run(t, p, "try: open('/usr/own-denied', 'w')\nexcept OSError: pass", 0)
+		var paths []string
+		for _, d := range r.Denials {
+			for _, q := range d.Paths {
+				paths = append(paths, q.Given)
+			}
+		}
+		if len(paths) != 2 || paths[0] != "/usr/idle-denied" || paths[1] != "/usr/own-denied" {
+			t.Fatalf("denials of the second execution: %q", paths)
+		}
+		want := "the first 1 denials listed came while no execution was running"
+		if !slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, want) }) {
+			t.Errorf("notes %q: none says %q", r.Notes, want)
+		}
+		r = run(t, p, "1", 0)
+		if len(r.Denials) != 0 || len(r.Notes) != 0 {
+			t.Errorf("third execution: denials %d, notes %q", len(r.Denials), r.Notes)
+		}
+	})
+	t.Run("session ends", func(t *testing.T) {
+		needPython(t)
+		var buf syncbuf.Buffer
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		p, err := Start(ctx, HostConfig{Sandbox: t.TempDir(), Python: python}, zerolog.New(&buf).Level(zerolog.WarnLevel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		run(t, p, `import threading, time, os
+def bg():
+    time.sleep(0.3)
+    for i in range(1001):
+        try: open('/usr/filler-%d' % i, 'w')
+        except OSError: pass
+    try: open('/usr/hidden-denied', 'w')
+    except OSError: pass
+    os._exit(0)
+threading.Thread(target=bg, daemon=True).start()
+'started'`, 0)
+		deadline := time.Now().Add(20 * time.Second)
+		for p.Alive() && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		_, err = p.Execute(context.Background(), ExecRequest{Code: "1"})
+		want := "code it left running was denied 1002 actions"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Execute after the worker died while idle: %v, want %q in it", err, want)
+		}
+		if !strings.Contains(buf.String(), `"denials_not_logged":2`) {
+			t.Errorf("no count of the denials not logged in the host's log:\n%.2000s", buf.String())
+		}
+	})
+}
