@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"sort"
 	"strings"
 	"time"
 
@@ -59,11 +58,13 @@ func (s *Server) writeArchive(sandbox string) (*os.File, []skipped, error) {
 	entries := 0
 	var walk func(dirfd int, prefix string, depth int) error
 	walk = func(dirfd int, prefix string, depth int) error {
-		names, err := rmtree.ReadNames(dirfd)
+		// One name more than the archive can still hold: enough to see
+		// that it would be too large, without holding every name the code
+		// made (rmtree.FirstNames).
+		names, _, err := rmtree.FirstNames(dirfd, maxListEntries-entries+1)
 		if err != nil {
 			return errf(500, "file_error", "list %s in the sandbox: %v", orDot(prefix), err)
 		}
-		sort.Strings(names)
 		for _, n := range names {
 			rel := prefix + n
 			if entries >= maxListEntries {

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 
@@ -173,11 +172,15 @@ func listSandbox(sandbox string) (*fileList, error) {
 	out := &fileList{Sandbox: sandbox, Files: []fileEntry{}}
 	var walk func(dirfd int, prefix string, depth int) error
 	walk = func(dirfd int, prefix string, depth int) error {
-		names, err := rmtree.ReadNames(dirfd)
+		// Only the names the listing can still show are held, however
+		// many the code made (rmtree.FirstNames).
+		names, more, err := rmtree.FirstNames(dirfd, maxListEntries-len(out.Files))
 		if err != nil {
 			return errf(500, "file_error", "list %s in the sandbox: %v", orDot(prefix), err)
 		}
-		sort.Strings(names)
+		if more {
+			out.Truncated = true
+		}
 		for _, n := range names {
 			if len(out.Files) >= maxListEntries {
 				out.Truncated = true

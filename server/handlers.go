@@ -574,17 +574,23 @@ func clearDir(dir string) error {
 	if err != nil {
 		return err
 	}
-	names, err := rmtree.ReadNames(fd)
-	unix.Close(fd)
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if err := removeAll(filepath.Join(dir, n)); err != nil {
+	defer unix.Close(fd)
+	// A batch at a time, read again until empty: the code chooses how
+	// many entries the directory has (rmtree.ReadSome).
+	for {
+		names, err := rmtree.ReadSome(fd, 1024)
+		if err != nil {
 			return err
 		}
+		if len(names) == 0 {
+			return nil
+		}
+		for _, n := range names {
+			if err := removeAll(filepath.Join(dir, n)); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
 }
 
 func (s *Server) handleOneshot(w http.ResponseWriter, r *http.Request) {

@@ -19,10 +19,13 @@
 package rmtree
 
 import (
+	"container/heap"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -81,7 +84,7 @@ func (r *remover) empty(fd int, chain []string) error {
 	// u+rwx: the code may have made it read-only or unsearchable.
 	unix.Fchmod(fd, 0o700)
 	for {
-		names, err := ReadNames(fd)
+		names, err := ReadSome(fd, readBatch)
 		if err != nil {
 			return r.err("read", chain, err)
 		}
@@ -188,20 +191,92 @@ func (r *remover) err(op string, chain []string, err error) error {
 	return &os.PathError{Op: op, Path: filepath.Join(append([]string{r.topPath}, shown...)...), Err: err}
 }
 
-// ReadNames lists the directory fd (all names but "." and "..") through a
-// duplicate, so fd itself stays open and at its place.
-func ReadNames(fd int) ([]string, error) {
+// readBatch is how many names a directory read takes at a time.
+const readBatch = 1024
+
+// dirFile reads the directory fd from its start through a duplicate, so fd
+// itself stays open and at its place.
+func dirFile(fd int) (*os.File, error) {
 	d, err := unix.Dup(fd)
 	if err != nil {
 		return nil, err
 	}
 	unix.CloseOnExec(d)
 	f := os.NewFile(uintptr(d), "dir")
-	defer f.Close()
 	// Seek to the start: a duplicate shares the offset of earlier reads.
 	if _, err := f.Seek(0, 0); err != nil {
+		f.Close()
 		return nil, err
 	}
-	names, err := f.Readdirnames(-1)
+	return f, nil
+}
+
+// ReadSome lists at most n names of the directory fd (never "." or ".."),
+// in the directory's order. A caller that removes what it read and asks
+// again empties a directory of any size holding n names at a time: the
+// code in a sandbox chooses how many entries a directory has.
+func ReadSome(fd, n int) ([]string, error) {
+	f, err := dirFile(fd)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(n)
+	if err == io.EOF {
+		err = nil
+	}
 	return names, err
+}
+
+// FirstNames returns the k names of the directory fd that sort first, in
+// order, and whether it has more. It reads every name but holds at most k
+// of them (a max-heap of the smallest so far), so a listing capped at k
+// entries costs memory for k names, not for the hundreds of thousands the
+// code in a sandbox can make in one directory.
+func FirstNames(fd, k int) ([]string, bool, error) {
+	f, err := dirFile(fd)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	h := &maxHeap{}
+	more := false
+	for {
+		batch, err := f.Readdirnames(readBatch)
+		for _, n := range batch {
+			switch {
+			case h.Len() < k:
+				heap.Push(h, n)
+			case k > 0 && n < (*h)[0]:
+				(*h)[0] = n
+				heap.Fix(h, 0)
+				more = true
+			default:
+				more = true
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, false, err
+		}
+	}
+	names := []string(*h)
+	sort.Strings(names)
+	return names, more, nil
+}
+
+// maxHeap is a container/heap of names, the greatest on top.
+type maxHeap []string
+
+func (h maxHeap) Len() int           { return len(h) }
+func (h maxHeap) Less(i, j int) bool { return h[i] > h[j] }
+func (h maxHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *maxHeap) Push(x any)        { *h = append(*h, x.(string)) }
+func (h *maxHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

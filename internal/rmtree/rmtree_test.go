@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -238,5 +240,49 @@ func TestErrorNamesEntry(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), filepath.Join("sbx", "a", "mnt")) || !errors.Is(err, syscall.EBUSY) {
 		t.Fatalf("error %v: want the mount point named and EBUSY", err)
+	}
+}
+
+// TestFirstNamesAndReadSome: FirstNames gives the k names that sort first,
+// in order, and says whether there are more; ReadSome reads at most n. A
+// directory of 3000 entries (more than a read batch) in random order.
+func TestFirstNamesAndReadSome(t *testing.T) {
+	dir := t.TempDir()
+	var all []string
+	for i := 0; i < 3000; i++ {
+		n := fmt.Sprintf("f%05d", (i*7919)%3000)
+		all = append(all, n)
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sort.Strings(all)
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	for _, tc := range []struct {
+		k    int
+		more bool
+	}{{0, true}, {1, true}, {1023, true}, {1024, true}, {2999, true}, {3000, false}, {5000, false}} {
+		t.Run(fmt.Sprint(tc.k), func(t *testing.T) {
+			names, more, err := FirstNames(fd, tc.k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := all[:min(tc.k, len(all))]
+			if !slices.Equal(names, want) && !(len(names) == 0 && len(want) == 0) || more != tc.more {
+				t.Errorf("FirstNames(%d): %d names (first %q), more %v; want %d, more %v", tc.k, len(names), names[:min(3, len(names))], more, len(want), tc.more)
+			}
+		})
+	}
+	some, err := ReadSome(fd, 100)
+	if err != nil || len(some) != 100 {
+		t.Fatalf("ReadSome(100): %d names, %v", len(some), err)
+	}
+	rest, err := ReadSome(fd, 5000)
+	if err != nil || len(rest) != 3000 {
+		t.Errorf("ReadSome(5000) after ReadSome(100): %d names, %v (each read starts at the directory's start)", len(rest), err)
 	}
 }
