@@ -15,7 +15,9 @@ without a PTY, ``write_stdin`` sessions, shells and their children) runs under
 ``tracecell run``: writes only in the manifest's workspace root and the writable
 ``extra_path_grants``, reads per policy (``deny_read``), network per policy, exec only of
 the programs ``allow_exec`` names (by default every program in the system's ``bin``
-directories, see :data:`SHELL_AGENT_EXEC`), no signals or ptrace outside the tree.
+directories, see :data:`SHELL_AGENT_EXEC`), no signals or ptrace outside the tree. A
+command's stdin is ``/dev/null`` (a PTY command's, its own pty): never the application's
+stdin or terminal.
 
 The workspace itself, the SDK's own file operations (read, write, ls, rm, mv, mkdir,
 apply_patch, snapshots, resume) are those of the SDK's ``UnixLocalSandboxClient``, which
@@ -109,6 +111,17 @@ _REPORT: contextvars.ContextVar[Optional[Tuple[str, List[str]]]] = contextvars.C
 # SIGKILLs tracecell's process group and leaves no report, is set this much later.
 _TIMEOUT: contextvars.ContextVar[Optional[float]] = contextvars.ContextVar("tracecell_timeout", default=None)
 _TIMEOUT_GRACE = 5.0
+# Whether the command being started gets a PTY of its own (pty_exec_start with tty=True),
+# set by pty_exec_start; every other command gets /dev/null as stdin (_confined_exec_command).
+_TTY: contextvars.ContextVar[bool] = contextvars.ContextVar("tracecell_tty", default=False)
+# The SDK starts the commands without a PTY with no stdin of their own, so they would
+# inherit the application's fd 0: when the application runs on a terminal, the operator's
+# terminal, which the model's command could read (keystrokes), reconfigure and write to, and
+# which tracecell allows as the terminal it runs on. The SDK's create_subprocess_exec calls
+# take no stdin from a subclass, so the command line does it: a trusted /bin/sh outside the
+# tree exec's tracecell with /dev/null as stdin, and runs nothing else (same pid, so the
+# SDK's killpg on its timeout still reaches tracecell's group).
+_STDIN_NULL = ("/bin/sh", "-c", 'exec "$@" </dev/null', "sh")
 
 
 class TracecellSandboxClientOptions(BaseSandboxClientOptions):
@@ -247,7 +260,10 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         # initial exec is always allowed (README "Programs"), so this puts the program the
         # SDK (or the model, through exec_command's `shell` argument) names under allow_exec
         # like every later exec.
-        return self._tracecell_argv(report, env) + ["--", "/bin/sh", "-c", 'exec "$@"', "sh"] + list(command_parts)
+        argv = self._tracecell_argv(report, env) + ["--", "/bin/sh", "-c", 'exec "$@"', "sh"] + list(command_parts)
+        # A PTY command's stdin is its own pty (the SDK's openpty); any other's is /dev/null,
+        # never the application's stdin.
+        return argv if _TTY.get() else list(_STDIN_NULL) + argv
 
     def _collect(self, exit_code: Optional[int]) -> str:
         """Reads the report of the command just ended, keeps it, and returns the lines for the model."""
@@ -300,7 +316,11 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
 
     async def pty_exec_start(self, *command: Any, **kwargs: Any) -> Any:
         _REPORT.set(None)
-        return await super().pty_exec_start(*command, **kwargs)
+        token = _TTY.set(bool(kwargs.get("tty", False)))
+        try:
+            return await super().pty_exec_start(*command, **kwargs)
+        finally:
+            _TTY.reset(token)
 
     async def _watch_process_exit(self, entry: Any) -> None:
         # As UnixLocal's, with the blocked actions appended to the output before it is

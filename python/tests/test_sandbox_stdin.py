@@ -1,0 +1,163 @@
+"""TracecellSandboxClient in an application that runs on a terminal: the model's commands
+do not get that terminal.
+
+The application (a driver process using the client) runs on a pseudo-terminal, as its
+stdin, stdout, stderr and controlling terminal, like a program started from the operator's
+shell. The "operator" has typed a line into it. Each way a command starts (``exec``,
+``exec_command`` without and with a PTY) runs a probe that reports its fd 0, reads from it,
+opens /dev/tty and the application's terminal by name to read and write, writes to fd 0 and
+sets terminal settings on it. None of it may reach the application's terminal: the
+commands' stdin is /dev/null (a PTY command's is its own pty), the typed line is still
+there for the application afterwards, nothing the commands wrote shows on the terminal,
+and its settings hold.
+
+Needs the tracecell binary ($TRACECELL_BIN).
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+import unittest
+from typing import Any, Dict
+
+BIN = os.environ.get("TRACECELL_BIN") or shutil.which("tracecell") or ""
+SYS_PATH = "/usr/local/bin:/usr/bin:/bin"
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TYPED = "AAAAAABBBBBBCCCCCCDDDDDD"
+
+# The application: starts a session on its terminal (fd 0, made its controlling terminal)
+# and runs the probe each way; prints one line, RESULT <json>, the outputs in hex (so
+# that nothing of them can pass for what a command wrote to the terminal).
+DRIVER = r'''
+import asyncio, fcntl, json, os, select, sys, termios
+from agents.sandbox import Manifest
+from tracecell.agents import TracecellSandboxClient
+
+fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+app_tty = os.ttyname(0)
+
+def probe(read_stdin):
+    p = "echo fd0=$(readlink /proc/self/fd/0); "
+    if read_stdin:
+        p += "echo stdin=$(timeout 2 head -c 6 | od -An -tx1 | tr -d ' '); "
+    p += "echo byname=$(timeout 2 head -c 6 < %s | od -An -tx1 | tr -d ' '); " % app_tty
+    p += "echo devtty=$( (exec 3</dev/tty) 2>/dev/null && echo open); "
+    p += "printf PWNED >&0; printf PWNED > %s; stty echo <&0; echo end" % app_tty
+    return p
+
+async def main():
+    client = TracecellSandboxClient(tracecell=os.environ["TRACECELL_BIN"], report_dir=sys.argv[2])
+    s = await client.create(manifest=Manifest(root=sys.argv[1]))
+    await s.start()
+    out = {"tty": app_tty}
+    try:
+        r = await s.exec(probe(True), timeout=15)
+        out["exec"] = [r.exit_code, (r.stdout + r.stderr).hex()]
+        u = await s.pty_exec_start(probe(True), tty=False, yield_time_s=15)
+        out["exec_command"] = [u.exit_code, u.output.hex()]
+        u = await s.pty_exec_start(probe(False), tty=True, yield_time_s=15)
+        out["exec_command_tty"] = [u.exit_code, u.output.hex()]
+    finally:
+        await s.aclose()
+    # What the operator typed is still there for the application.
+    attrs = termios.tcgetattr(0)
+    out["echo"] = bool(attrs[3] & termios.ECHO)
+    ready, _, _ = select.select([0], [], [], 1)
+    out["left"] = os.read(0, 100).decode() if ready else ""
+    sys.stdout.write("RESULT " + json.dumps(out) + "\n")
+    sys.stdout.flush()
+
+asyncio.run(main())
+'''
+
+
+class TerminalTest(unittest.TestCase):
+    def setUp(self) -> None:
+        if not BIN:
+            raise unittest.SkipTest("no tracecell binary: set TRACECELL_BIN (make build)")
+
+    def run_app(self) -> Dict[str, Any]:
+        ws = tempfile.mkdtemp(prefix="sbx-tty-ws-")
+        reports = tempfile.mkdtemp(prefix="sbx-tty-reports-")
+        self.addCleanup(shutil.rmtree, ws, True)
+        self.addCleanup(shutil.rmtree, reports, True)
+        master, slave = os.openpty()
+        self.addCleanup(os.close, master)
+        # No echo, so that the typed line does not show on the master (the probe's `stty echo`
+        # would turn it on); the operator types it before the application starts, and it waits
+        # in the terminal's input queue.
+        attrs = termios.tcgetattr(slave)
+        attrs[3] &= ~termios.ECHO
+        termios.tcsetattr(slave, termios.TCSANOW, attrs)
+        os.write(master, (TYPED + "\n").encode())
+        env = dict(os.environ, PATH=SYS_PATH, TRACECELL_BIN=BIN, TERM="xterm",
+                   PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        app = subprocess.Popen([sys.executable, "-c", DRIVER, ws, reports], stdin=slave, stdout=slave,
+                               stderr=slave, env=env, start_new_session=True)
+        os.close(slave)
+        out = b""
+        deadline = time.monotonic() + 60
+        try:
+            while time.monotonic() < deadline:
+                ready, _, _ = select.select([master], [], [], 1)
+                if not ready:
+                    if app.poll() is not None:
+                        break
+                    continue
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO: the application and its children closed the terminal
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            if app.poll() is None:
+                app.kill()
+            app.wait(10)
+        self.terminal = out.decode("utf-8", "replace")
+        for line in self.terminal.splitlines():
+            if "RESULT {" in line:  # (what a command wrote to the terminal may precede it)
+                result: Dict[str, Any] = json.loads(line[line.index("RESULT {") + len("RESULT "):])
+                return result
+        self.fail("the application printed no result; its terminal showed:\n%s" % self.terminal)
+
+    def test_commands_do_not_get_the_applications_terminal(self) -> None:
+        res = self.run_app()
+        app_tty = res["tty"]
+        self.assertTrue(app_tty.startswith("/dev/pts/"), res)
+        for way in ("exec", "exec_command", "exec_command_tty"):
+            exit_code, hexout = res[way]
+            text = bytes.fromhex(hexout).decode("utf-8", "replace")
+            fields = dict(l.strip().split("=", 1) for l in text.splitlines() if "=" in l and not l.startswith("tracecell:"))
+            with self.subTest(way=way):
+                self.assertIsNotNone(exit_code, text)
+                self.assertIn("end", text)
+                if way == "exec_command_tty":
+                    # Its own pty, not the application's terminal.
+                    self.assertTrue(fields["fd0"].startswith("/dev/pts/"), text)
+                    self.assertNotEqual(fields["fd0"], app_tty, text)
+                else:
+                    self.assertEqual(fields["fd0"], "/dev/null", text)
+                    self.assertEqual(fields["stdin"], "", text)
+                # No controlling terminal (the application's is its own).
+                self.assertEqual(fields["devtty"], "", text)
+                # The application's terminal opened by name is another terminal of the user's.
+                self.assertEqual(fields["byname"], "", text)
+                self.assertIn("tracecell: read %s blocked" % app_tty, text)
+                self.assertIn("tracecell: write to %s blocked" % app_tty, text)
+        # Nothing read the operator's line, nothing was written to the terminal, its settings hold.
+        self.assertEqual(res["left"].strip(), TYPED)
+        self.assertNotIn("PWNED", self.terminal)
+        self.assertFalse(res["echo"])
+
+
+if __name__ == "__main__":
+    unittest.main()
