@@ -8,8 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tracecell/tracecell/policy"
 )
@@ -44,6 +45,9 @@ type Grant struct {
 	Value string
 	Why   []string // one line per operation that needed it (capped)
 	More  int64    // operations past the listed ones
+	// NotSuggested, when set, says why the value is left out of the policy
+	// (it is written as a comment): it would allow more than the run did.
+	NotSuggested string
 }
 
 const maxWhy = 3
@@ -358,7 +362,7 @@ func grantDir(p, kind string, isDir bool) string {
 func (sg *Suggestion) WriteYAML(w io.Writer) error {
 	out := bufio.NewWriter(w)
 	p := func(format string, a ...any) { fmt.Fprintf(out, format, a...) }
-	q := strconv.Quote
+	q := yamlQuote
 	p("# tracecell policy suggested by `tracecell policy suggest` from:\n")
 	for _, s := range sg.Sources {
 		p("#   %s\n", oneLineComment(s))
@@ -369,25 +373,49 @@ func (sg *Suggestion) WriteYAML(w io.Writer) error {
 		p("# INCOMPLETE: %s\n", oneLineComment(i))
 	}
 	p("mode: enforce\n")
+	reasons := func(g Grant) {
+		for _, y := range g.Why {
+			p("    #   needed by %s\n", oneLineComment(y))
+		}
+		if g.More > 0 {
+			p("    #   and %d more operations\n", g.More)
+		}
+	}
 	grantList := func(key string, l []Grant, emptyNote string) {
-		if len(l) == 0 {
+		var live, left []Grant
+		for _, g := range l {
+			if g.NotSuggested == "" && !utf8.ValidString(g.Value) {
+				// YAML is Unicode text: no escape names a byte that is
+				// not UTF-8, so no policy file can name this path.
+				g.NotSuggested = "the name is not valid UTF-8, which a policy file cannot spell"
+			}
+			if g.NotSuggested != "" {
+				left = append(left, g)
+			} else {
+				live = append(live, g)
+			}
+		}
+		switch {
+		case len(l) == 0:
 			if emptyNote != "" {
 				p("# %s: none (%s)\n", key, emptyNote)
 			}
 			return
+		case len(live) == 0:
+			p("# %s: none suggested\n", key)
+		default:
+			p("%s:\n", key)
 		}
-		p("%s:\n", key)
-		for _, g := range l {
+		for _, g := range live {
 			p("  - %s\n", q(g.Value))
 			if key == "write" && broad(g.Value) {
 				p("    #   WARNING: all of %s becomes writable; better make the program write elsewhere\n", oneLineComment(g.Value))
 			}
-			for _, y := range g.Why {
-				p("    #   needed by %s\n", oneLineComment(y))
-			}
-			if g.More > 0 {
-				p("    #   and %d more operations\n", g.More)
-			}
+			reasons(g)
+		}
+		for _, g := range left {
+			p("  # NOT SUGGESTED: %s %s\n", q(g.Value), oneLineComment(g.NotSuggested))
+			reasons(g)
 		}
 	}
 	if sg.Session {
@@ -425,7 +453,37 @@ func (sg *Suggestion) WriteYAML(w io.Writer) error {
 }
 
 // oneLineComment keeps recorded text (which the traced program chose) from
-// ending the comment: no newline or carriage return survives.
+// ending the comment: YAML ends a line at \n, \r, U+0085, U+2028 and
+// U+2029, and Visible leaves none of them, nor any other character that is
+// not printable.
 func oneLineComment(s string) string {
-	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(cut(s, 0))
+	return Visible(s)
+}
+
+// yamlQuote writes v, which must be valid UTF-8, as a YAML double-quoted
+// scalar that reads back as v and stays on one line, whatever v holds:
+// '"' and '\\' escaped, and every character unicode.IsPrint rejects (the
+// line breaks YAML knows, controls, bidi and other format characters) as a
+// \u or \U escape, which YAML and a reader both see. (strconv.Quote is not
+// YAML: its \x escapes a byte, YAML's a code point.)
+func yamlQuote(v string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range v {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == utf8.RuneError:
+			b.WriteString(`\uFFFD`)
+		case unicode.IsPrint(r):
+			b.WriteRune(r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08X`, r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -90,10 +90,10 @@ func policyCommand(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 					}
 					sg := audit.Suggest(s)
 					for _, u := range sg.Ungrantable {
-						fmt.Fprintf(stderr, "tracecell: warning: no policy can allow %s\n", oneLine(u))
+						fmt.Fprintf(stderr, "tracecell: warning: no policy can allow %s\n", audit.Visible(u))
 					}
 					for _, i := range sg.Incomplete {
-						fmt.Fprintf(stderr, "tracecell: warning: the suggestion may be incomplete: %s\n", oneLine(i))
+						fmt.Fprintf(stderr, "tracecell: warning: the suggestion may be incomplete: %s\n", audit.Visible(i))
 					}
 					return writeOut(c.String("output"), stdout, sg.WriteYAML)
 				},

@@ -1,0 +1,188 @@
+package audit
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// hostile are text a traced program can choose (a file name, its own
+// name) meant to end a line of a policy file or of a report: YAML ends a
+// line at \n, \r, U+0085 (NEL), U+2028 (LS) and U+2029 (PS). The first
+// three are the red team's: files the program creates in its working
+// directory (a relative path, so the resolved one is printed too).
+var hostile = []string{
+	"y\u2029  - \"\\x2fetc\" #",
+	"w\u0085  - \"\\x2fvar\" #",
+	"z\u2028allow_exec: [\"\\x2fusr\\x2fsbin\"] #",
+	"v\r  - \"\\x2froot\"",
+	"u\u202e\u009b31m\x1b]0;T\x07",
+}
+
+// decide is what the policy file at f allows: built by config as
+// `tracecell run --policy f` builds it.
+func decide(t *testing.T, f string) *policy.Policy {
+	t.Helper()
+	st, err := config.LoadFile(f)
+	if err != nil {
+		t.Fatalf("the suggested policy does not load: %v", err)
+	}
+	plan, err := config.Build(st, []string{"/bin/true"}, []string{"PATH=/usr/bin:/bin"})
+	if err != nil {
+		t.Fatalf("the suggested policy does not build: %v", err)
+	}
+	p, err := policy.New(plan.Policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func execAllowed(p *policy.Policy, prog string) bool {
+	return p.Decide(&policy.Op{Kind: syscalls.KindExec, Syscall: "execve", Paths: []policy.Path{{Role: "program", Given: prog, Resolved: prog}}}, nil).Allow
+}
+
+// TestSuggestInjection: whatever names the traced program chose, the
+// suggested policy has the keys and the list items the suggestion means
+// and no other (yaml.v3, the parser config uses, reads it), every grant
+// reads back as the exact path, each comment stays one comment line, and
+// the policy config builds from it allows no exec the run did not need.
+func TestSuggestInjection(t *testing.T) {
+	// The red team's files alone (with the old writer the file parsed,
+	// with keys and items added), then every name everywhere.
+	t.Run("files", func(t *testing.T) { suggestInjection(t, hostile[:3], false) })
+	t.Run("everywhere", func(t *testing.T) { suggestInjection(t, hostile, true) })
+}
+
+func suggestInjection(t *testing.T, names []string, everywhere bool) {
+	// A short directory: the reasons are cut at 120 bytes, and the
+	// injected text must be in them.
+	tmp, err := os.MkdirTemp("", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	out := filepath.Join(tmp, "out")
+	bin := filepath.Join(tmp, "bin")
+	os.MkdirAll(out, 0o755)
+	os.MkdirAll(bin, 0o755)
+	var events []report.Event
+	wantWrite := []string{tmp + "/a", out}
+	var wantExec, wantRead []string
+	for i, h := range names {
+		prog := "python3"
+		if everywhere {
+			prog = h
+		}
+		ev := func(kind syscalls.Kind, rule policy.Rule, given, resolved string) report.Event {
+			return report.Event{Time: time.Unix(int64(i), 0), Decision: report.Audit, Pid: 10 + i, Program: prog, Syscall: "openat", Kind: kind, Rule: rule,
+				Reason: "because " + h, Paths: []policy.Path{{Role: "path", Given: given, Resolved: resolved}}}
+		}
+		events = append(events, ev(syscalls.KindCreate, policy.RuleOutsideRoots, h, filepath.Join(out, h)))
+		if !everywhere {
+			continue
+		}
+		// A file created in a directory named h.
+		dir := filepath.Join(tmp, "d", h)
+		events = append(events, ev(syscalls.KindCreate, policy.RuleOutsideRoots, h+"/f", filepath.Join(dir, "f")))
+		wantWrite = append(wantWrite, dir)
+		// A program named h, which exists (config resolves allow_exec).
+		p := filepath.Join(bin, h)
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		e := ev(syscalls.KindExec, policy.RuleExecNotAllowed, h, p)
+		e.Syscall = "execve"
+		e.Paths[0].Role = "program"
+		events = append(events, e)
+		wantExec = append(wantExec, p)
+		events = append(events, ev(syscalls.KindRead, policy.RuleReadNotAllowed, h, "/data/"+h))
+		wantRead = append(wantRead, "/data/"+h)
+		n := ev(syscalls.KindConnect, policy.RuleNetDeny, "", "")
+		n.Syscall, n.Family, n.Address, n.Port, n.Paths = "connect", "inet", "127.0.0.1", 80, nil
+		events = append(events, n)
+		events = append(events, ev(syscalls.KindSignal, policy.RuleOutsideTree, h, h))
+	}
+	src := Source{Name: "r.json", Kind: "report", Policy: &policy.Config{WriteRoots: []string{tmp + "/a"}}}
+	wantKeys := []string{"mode", "net", "write"}
+	if everywhere {
+		src.Name = "r\u2028net: allow.json"
+		src.Policy.ReadRoots = []string{}
+		wantKeys = []string{"allow_exec", "mode", "net", "read", "write"}
+	}
+	a := NewAggregator()
+	a.begin(src)
+	for i := range events {
+		a.Event(&events[i])
+	}
+	var b bytes.Buffer
+	if err := Suggest(a.Summary()).WriteYAML(&b); err != nil {
+		t.Fatal(err)
+	}
+	y := b.String()
+	f := filepath.Join(tmp, "p.yaml")
+	os.WriteFile(f, b.Bytes(), 0o644)
+
+	for _, r := range strings.TrimSuffix(y, "\n") {
+		if r != '\n' && !unicode.IsPrint(r) {
+			t.Errorf("a character that is not printable, %U, is in the policy:\n%s", r, y)
+		}
+	}
+	for i, line := range strings.Split(y, "\n") {
+		if strings.Contains(line, "needed by") && !strings.HasPrefix(strings.TrimLeft(line, " "), "#") {
+			t.Errorf("line %d: a reason outside a comment: %q", i+1, line)
+		}
+	}
+
+	var doc map[string]any
+	if err := yaml.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatalf("yaml: %v\n%s", err, y)
+	}
+	var keys []string
+	for k := range doc {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	if !reflect.DeepEqual(keys, wantKeys) {
+		t.Errorf("keys %q, want %q\n%s", keys, wantKeys, y)
+	}
+	st, err := config.LoadFile(f)
+	if err != nil {
+		t.Fatalf("config: %v\n%s", err, y)
+	}
+	for _, c := range []struct {
+		key       string
+		got, want []string
+	}{{"write", st.Write, wantWrite}, {"allow_exec", st.AllowExec, wantExec}, {"read", st.Read, wantRead}} {
+		slices.Sort(c.got)
+		slices.Sort(c.want)
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s: config reads %q, want %q\n%s", c.key, c.got, c.want, y)
+		}
+	}
+	if wantNet := map[bool]string{false: "deny", true: "loopback"}[everywhere]; st.Net != wantNet || st.Mode != "enforce" {
+		t.Errorf("config reads net %q, mode %q; want net %s", st.Net, st.Mode, wantNet)
+	}
+
+	// What `run --policy` would allow: each program the run executed, not
+	// /usr/sbin/nologin (which the first name tried to add).
+	p := decide(t, f)
+	for _, prog := range []string{"/usr/sbin/nologin", "/usr/bin/id"} {
+		if execAllowed(p, prog) {
+			t.Errorf("the suggested policy allows %s", prog)
+		}
+	}
+}
