@@ -186,3 +186,146 @@ func suggestInjection(t *testing.T, names []string, everywhere bool) {
 		}
 	}
 }
+
+// TestRenderInjection: a program's name (it chooses it: argv[0], comm)
+// with carriage returns, markdown and an unterminated HTML comment, or
+// terminal escapes (OSC, CSI, C1 CSI, a bidi override), changes no
+// structure of the text or markdown report: no control character is
+// printed raw, every section heading is there once, the denied connect is
+// still listed in both tables, and no HTML or line break comes out of a
+// table cell.
+func TestRenderInjection(t *testing.T) {
+	names := []string{
+		"py\r\r**Nothing was denied.** The run was clean.\r\r<!--",
+		"x\x1b]0;TITLE\x07\x1b[31m\u009b2J\u202eevil\u2028<b>&#x202E;</b>|`",
+	}
+	a := NewAggregator()
+	a.begin(Source{Name: "t.jsonl", Kind: "trace"})
+	for i, n := range names {
+		pid := 20 + i
+		at := time.Unix(int64(i), 0)
+		for _, e := range []report.Event{
+			{Time: at, Decision: report.Allow, Pid: pid, Program: n, Argv: []string{n}, Syscall: "openat", Kind: syscalls.KindCreate,
+				Rule: policy.RuleInsideRoot, Paths: []policy.Path{{Role: "path", Given: "out.txt", Resolved: "/srv/sbx/out.txt"}}},
+			{Time: at, Decision: report.Deny, Pid: pid, Program: n, Syscall: "connect", Kind: syscalls.KindConnect,
+				Rule: policy.RuleNetDeny, Family: "inet", Address: "192.0.2.1", Port: 53, Reason: "network access is not allowed (--net deny) for " + n},
+			{Time: at, Decision: report.Deny, Pid: pid, Program: n, Syscall: "kill", Kind: syscalls.KindSignal,
+				Rule: policy.RuleOutsideTree, TargetPid: &pid, Signal: "SIGTERM", Reason: "outside the tree"},
+		} {
+			a.Event(&e)
+		}
+	}
+	s := a.Summary()
+	for _, format := range []string{"text", "markdown"} {
+		var b bytes.Buffer
+		if err := Render(&b, s, format, Options{}); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, r := range out {
+			if r != '\n' && !unicode.IsPrint(r) {
+				t.Errorf("%s: %U printed raw", format, r)
+			}
+		}
+		lines := strings.Split(out, "\n")
+		headings := []string{"Process tree", "Denied and would-be-denied operations, by rule", "Files changed (allowed)", "Network", "Signals and process operations"}
+		prefix := ""
+		if format == "markdown" {
+			headings = []string{"## tracecell report", "Process tree", "Denied and would-be-denied operations", "Files changed (allowed)", "Network", "Signals and process operations"}
+			prefix = "### "
+		}
+		for _, h := range headings {
+			if !strings.HasPrefix(h, "#") {
+				h = prefix + h
+			}
+			if n := slices.Index(lines, h); n < 0 || slices.Index(lines[n+1:], h) >= 0 {
+				t.Errorf("%s: heading %q not there exactly once:\n%s", format, h, out)
+			}
+		}
+		connects := 0
+		for _, l := range lines {
+			if strings.Contains(l, "192.0.2.1:53") && strings.Contains(l, "denied") {
+				connects++
+			}
+		}
+		if connects != 2*len(names) { // the denials and the network section
+			t.Errorf("%s: %d lines with a denied connect, want %d:\n%s", format, connects, 2*len(names), out)
+		}
+		if format == "markdown" {
+			checkMarkdownStructure(t, lines)
+		}
+	}
+}
+
+// checkMarkdownStructure: outside the fenced code block, no line starts
+// raw HTML (an HTML block swallows what follows), no '<' outside a code
+// span is unescaped, and each table row has its header's cells.
+func checkMarkdownStructure(t *testing.T, lines []string) {
+	t.Helper()
+	fenced, cells := false, 0
+	for i, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		if strings.HasPrefix(strings.TrimLeft(l, " "), "<") {
+			t.Errorf("line %d starts raw HTML: %q", i+1, l)
+		}
+		// Drop the code spans (a run of n backticks to the next run of n).
+		var rest strings.Builder
+		for j := 0; j < len(l); {
+			if l[j] == '\\' && j+1 < len(l) {
+				rest.WriteString(l[j : j+2])
+				j += 2
+				continue
+			}
+			if l[j] != '`' {
+				rest.WriteByte(l[j])
+				j++
+				continue
+			}
+			n := j
+			for n < len(l) && l[n] == '`' {
+				n++
+			}
+			fence := l[j:n]
+			end := strings.Index(l[n:], fence)
+			if end < 0 {
+				t.Errorf("line %d: an unclosed code span: %q", i+1, l)
+				break
+			}
+			rest.WriteString("CODE")
+			j = n + end + len(fence)
+		}
+		text := rest.String()
+		for j := 0; j < len(text); j++ {
+			if text[j] == '\\' {
+				j++
+				continue
+			}
+			if text[j] == '<' {
+				t.Errorf("line %d: '<' outside a code span: %q", i+1, l)
+			}
+		}
+		if !strings.HasPrefix(l, "|") {
+			cells = 0
+			continue
+		}
+		n := 0
+		for j := 0; j < len(l); j++ {
+			if l[j] == '\\' {
+				j++
+			} else if l[j] == '|' {
+				n++
+			}
+		}
+		if cells == 0 {
+			cells = n
+		} else if n != cells {
+			t.Errorf("line %d: %d cell separators, the table's header has %d: %q", i+1, n, cells, l)
+		}
+	}
+}

@@ -8,15 +8,34 @@ import (
 	"strings"
 )
 
-// mdCell escapes text for a markdown table cell (inline code where it is a
-// path or a command: nothing inside is interpreted then).
+// mdCell makes text a markdown table cell shows as it is: every character
+// that is not printable made visible (Visible: no \n or \r ends the row,
+// no control reaches the reader), and the characters markdown reads as
+// markup backslash-escaped — '|' (a cell's end), '<' (raw HTML: "<!--"
+// would hide the rest of the report), '&' (an entity could spell U+202E),
+// '`', '*', '_', '~', '[' and ']' (code, emphasis, links) and '\\' itself.
 func mdCell(s string) string {
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.ReplaceAll(s, "\n", " ")
+	s = Visible(s)
+	if !strings.ContainsAny(s, mdSpecial) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(mdSpecial, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
-// mdCode puts s in an inline code span that no backtick in s can close.
+const mdSpecial = "\\|<>&`*_~[]"
+
+// mdCode puts s in an inline code span that no backtick in s can close,
+// its non-printable characters made visible (Visible): nothing inside a
+// code span is interpreted but '|', which a table cell needs escaped.
 func mdCode(s string) string {
+	s = Visible(s)
 	if s == "" {
 		return ""
 	}
@@ -28,7 +47,7 @@ func mdCode(s string) string {
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		pad = " "
 	}
-	return mdCell(fence + pad + s + pad + fence)
+	return strings.ReplaceAll(fence+pad+s+pad+fence, "|", `\|`)
 }
 
 func renderMarkdown(w io.Writer, s *Summary) error {
@@ -137,7 +156,7 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 			fmt.Fprintln(out, "| Kind | Path | Count | By |")
 			fmt.Fprintln(out, "|---|---|---:|---|")
 			for _, f := range s.Files {
-				fmt.Fprintf(out, "| %s | %s | %d | %s |\n", f.Kind, mdCode(cut(fileObject(f), 160)), f.Count, mdCode(strings.Join(f.Programs, ", ")))
+				fmt.Fprintf(out, "| %s | %s | %d | %s |\n", f.Kind, mdCode(cut(fileObject(f), 160)), f.Count, mdCode(cut(strings.Join(f.Programs, ", "), 120)))
 			}
 		}
 	}
@@ -150,7 +169,7 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 		fmt.Fprintln(out, "| Call | Address | Decision | Program | Count |")
 		fmt.Fprintln(out, "|---|---|---|---|---:|")
 		for _, n := range s.Network {
-			fmt.Fprintf(out, "| %s | %s | %s | %s | %d |\n", n.Syscall, mdCode(netObject(n)), decisionWord(n.Decision), mdCode(n.Program), n.Count)
+			fmt.Fprintf(out, "| %s | %s | %s | %s | %d |\n", n.Syscall, mdCode(cut(netObject(n), 120)), decisionWord(n.Decision), mdCode(cut(n.Program, 40)), n.Count)
 		}
 	}
 
@@ -162,7 +181,7 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 		fmt.Fprintln(out, "| Call | Target | Decision | Program | Count |")
 		fmt.Fprintln(out, "|---|---|---|---|---:|")
 		for _, o := range s.ProcOps {
-			fmt.Fprintf(out, "| %s | %s | %s | %s | %d |\n", o.Syscall, mdCell(procOpObject(o)), decisionWord(o.Decision), mdCode(o.Program), o.Count)
+			fmt.Fprintf(out, "| %s | %s | %s | %s | %d |\n", o.Syscall, mdCell(procOpObject(o)), decisionWord(o.Decision), mdCode(cut(o.Program, 40)), o.Count)
 		}
 	}
 

@@ -72,13 +72,13 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 			when = append(when, e)
 		}
 		if len(when) > 0 {
-			fmt.Fprintf(out, "  %-9s %s\n", "Ran", strings.Join(when, ", "))
+			fmt.Fprintf(out, "  %-9s %s\n", "Ran", cut(strings.Join(when, ", "), 0))
 		}
 		if src.Sandbox != "" {
-			fmt.Fprintf(out, "  %-9s %s\n", "Sandbox", src.Sandbox)
+			fmt.Fprintf(out, "  %-9s %s\n", "Sandbox", cut(src.Sandbox, 0))
 		}
 		if p := policyLine(src.Policy); p != "" {
-			fmt.Fprintf(out, "  %-9s %s\n", "Policy", p)
+			fmt.Fprintf(out, "  %-9s %s\n", "Policy", cut(p, 0))
 		}
 		if c := countsLine(s, src); c != "" {
 			fmt.Fprintf(out, "  %-9s %s\n", "Counts", c)
@@ -178,7 +178,7 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 			fmt.Fprintln(out, "  none")
 		}
 		for _, f := range s.Files {
-			fmt.Fprintf(out, "    %5d× %-7s %s  by %s\n", f.Count, f.Kind, cut(fileObject(f), 160), strings.Join(f.Programs, ", "))
+			fmt.Fprintf(out, "    %5d× %-7s %s  by %s\n", f.Count, f.Kind, cut(fileObject(f), 160), cut(strings.Join(f.Programs, ", "), 120))
 		}
 		if s.FilesDropped > 0 {
 			fmt.Fprintf(out, "    … %d more changes past the cap of %d files\n", s.FilesDropped, MaxFileKeys)
