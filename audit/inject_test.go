@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -49,6 +50,23 @@ func decide(t *testing.T, f string) *policy.Policy {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// unescape undoes the backslashes of exec patterns (each escapes the
+// character after it).
+func unescape(l []string) []string {
+	var out []string
+	for _, v := range l {
+		var b strings.Builder
+		for i := 0; i < len(v); i++ {
+			if v[i] == '\\' && i+1 < len(v) {
+				i++
+			}
+			b.WriteByte(v[i])
+		}
+		out = append(out, b.String())
+	}
+	return out
 }
 
 func execAllowed(p *policy.Policy, prog string) bool {
@@ -166,7 +184,7 @@ func suggestInjection(t *testing.T, names []string, everywhere bool) {
 	for _, c := range []struct {
 		key       string
 		got, want []string
-	}{{"write", st.Write, wantWrite}, {"allow_exec", st.AllowExec, wantExec}, {"read", st.Read, wantRead}} {
+	}{{"write", st.Write, wantWrite}, {"allow_exec", unescape(st.AllowExec), wantExec}, {"read", st.Read, wantRead}} {
 		slices.Sort(c.got)
 		slices.Sort(c.want)
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -180,6 +198,11 @@ func suggestInjection(t *testing.T, names []string, everywhere bool) {
 	// What `run --policy` would allow: each program the run executed, not
 	// /usr/sbin/nologin (which the first name tried to add).
 	p := decide(t, f)
+	for _, prog := range wantExec {
+		if !execAllowed(p, prog) {
+			t.Errorf("the suggested policy denies %q, which the run executed", prog)
+		}
+	}
 	for _, prog := range []string{"/usr/sbin/nologin", "/usr/bin/id"} {
 		if execAllowed(p, prog) {
 			t.Errorf("the suggested policy allows %s", prog)
@@ -326,6 +349,89 @@ func checkMarkdownStructure(t *testing.T, lines []string) {
 			cells = n
 		} else if n != cells {
 			t.Errorf("line %d: %d cell separators, the table's header has %d: %q", i+1, n, cells, l)
+		}
+	}
+}
+
+// TestSuggestExecExact: an exec grant allows the file the run executed and
+// nothing else. Execs of directories (which the kernel fails), of a file
+// in a directory the tree can write (a writable root, the recorded
+// sandbox, the default scratch directory) are left out with the reason; a
+// program whose name holds pattern characters is escaped. Checked on the
+// policy config builds from the suggestion, as run --policy would.
+func TestSuggestExecExact(t *testing.T) {
+	tmp := t.TempDir()
+	sbx := filepath.Join(tmp, "sbx")
+	opt := filepath.Join(tmp, "opt")
+	for _, d := range []string{sbx, opt, filepath.Join(tmp, "bin"), filepath.Join(tmp, "s2"), filepath.Join(tmp, "out")} {
+		os.MkdirAll(d, 0o755)
+	}
+	exe := func(p string) string {
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	star := exe(filepath.Join(sbx, "*"))
+	glob := exe(filepath.Join(opt, "a*b"))
+	others := []string{exe(filepath.Join(opt, "axb")), exe(filepath.Join(opt, "a[x]b"))}
+	bracket := exe(filepath.Join(opt, "[ab]?\\"))
+	others = append(others, exe(filepath.Join(opt, "a?\\")))
+	// Programs in the recorded run's sandbox, a suggested writable root and
+	// the default scratch directory: they exist, so that config would
+	// allow them if they were suggested.
+	inS2, inOut := exe(filepath.Join(tmp, "s2/p")), exe(filepath.Join(tmp, "out/p"))
+	refused := map[string]string{
+		"/usr/sbin":               "a directory on this host",
+		filepath.Join(tmp, "bin"): "a directory on this host",
+		star:                      "under " + sbx + ", which the tree can write",
+		inS2:                      "under " + filepath.Join(tmp, "s2") + ", which the tree can write",
+		inOut:                     "under " + filepath.Join(tmp, "out") + ", which the tree can write",
+	}
+	denied := []string{"/usr/sbin/nologin", filepath.Join(tmp, "bin/x"), filepath.Join(sbx, "x"), star, inS2, inOut}
+	if shm, err := os.CreateTemp("/dev/shm", "tracecell-test-"); err == nil {
+		shm.Close()
+		t.Cleanup(func() { os.Remove(shm.Name()) })
+		inShm := exe(shm.Name())
+		refused[inShm] = "under /dev/shm, which the tree can write"
+		denied = append(denied, inShm)
+	}
+	allowed := []string{glob, bracket, "/usr/bin/true"}
+	var events []report.Event
+	for _, prog := range append(slices.Collect(maps.Keys(refused)), allowed...) {
+		events = append(events, report.Event{Time: time.Unix(1, 0), Decision: report.Audit, Pid: 10, Program: "sh", Syscall: "execve", Kind: syscalls.KindExec,
+			Rule: policy.RuleExecNotAllowed, Paths: []policy.Path{{Role: "program", Given: prog, Resolved: prog}}})
+	}
+	// A write that makes tmp/out a suggested writable root.
+	events = append(events, report.Event{Time: time.Unix(1, 0), Decision: report.Audit, Pid: 10, Program: "sh", Syscall: "openat", Kind: syscalls.KindCreate,
+		Rule: policy.RuleOutsideRoots, Paths: []policy.Path{{Role: "path", Given: "f", Resolved: filepath.Join(tmp, "out/f")}}})
+	a := NewAggregator()
+	a.begin(Source{Name: "r.json", Kind: "report", Sandbox: filepath.Join(tmp, "s2"), Policy: &policy.Config{WriteRoots: []string{sbx}}})
+	for i := range events {
+		a.Event(&events[i])
+	}
+	sg := Suggest(a.Summary())
+	var b bytes.Buffer
+	if err := sg.WriteYAML(&b); err != nil {
+		t.Fatal(err)
+	}
+	y := b.String()
+	for prog, why := range refused {
+		if !strings.Contains(y, "  # NOT SUGGESTED: "+yamlQuote(prog)+": "+why) {
+			t.Errorf("%s: no NOT SUGGESTED comment saying %q in\n%s", prog, why, y)
+		}
+	}
+	f := filepath.Join(tmp, "p.yaml")
+	os.WriteFile(f, b.Bytes(), 0o644)
+	p := decide(t, f)
+	for _, prog := range allowed {
+		if !execAllowed(p, prog) {
+			t.Errorf("the suggested policy denies %s, which the run executed:\n%s", prog, y)
+		}
+	}
+	for _, prog := range append(others, denied...) {
+		if execAllowed(p, prog) {
+			t.Errorf("the suggested policy allows %s:\n%s", prog, y)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -48,6 +49,8 @@ type Grant struct {
 	// NotSuggested, when set, says why the value is left out of the policy
 	// (it is written as a comment): it would allow more than the run did.
 	NotSuggested string
+	// Note is said of the value under it (how it is written, and why).
+	Note string
 }
 
 const maxWhy = 3
@@ -300,6 +303,33 @@ func Suggest(s *Summary) *Suggestion {
 		}
 	}
 	sg.AllowExec = exec.list()
+	// Where the tree can write (and so put a program of its own) under
+	// the suggested policy, or could in the recorded run.
+	var writable []string
+	for _, g := range sg.Write {
+		writable = append(writable, g.Value)
+	}
+	if base != nil {
+		writable = append(writable, base.WriteRoots...)
+		writable = append(writable, base.Scratch...)
+	}
+	for _, src := range s.Sources {
+		if src.Sandbox != "" {
+			writable = append(writable, src.Sandbox)
+		}
+	}
+	if stateDir != "" {
+		writable = append(writable, stateDir)
+	}
+	for _, d := range policy.DefaultScratch() { // the suggestion names no scratch: the default's
+		writable = append(writable, d)
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			writable = append(writable, r)
+		}
+	}
+	for i := range sg.AllowExec {
+		execGrant(&sg.AllowExec[i], writable)
+	}
 	sg.Devices = dev.list()
 	if base != nil {
 		for _, d := range base.DenyRead {
@@ -324,6 +354,45 @@ func Suggest(s *Summary) *Suggestion {
 	sg.NetWhy = netWhy
 	return sg
 }
+
+// execGrant makes g, a program the run executed, an allow_exec value that
+// allows that file and nothing else, or leaves it out (NotSuggested).
+// config reads an allow_exec value holding one of *?[\\ as a pattern, and
+// one naming a directory as every program in it; and allow_exec allows
+// whatever is at the path when the tree execs it, so a program in a
+// directory the tree can write is the tree's to replace.
+func execGrant(g *Grant, writable []string) {
+	v := g.Value
+	if !strings.HasPrefix(v, "/") || path.Clean(v) != v {
+		g.NotSuggested = "not an absolute, clean path: allow_exec would look it up elsewhere"
+		return
+	}
+	for _, w := range writable {
+		if policy.Under(v, w) {
+			g.NotSuggested = fmt.Sprintf("under %s, which the tree can write: it could replace the program with its own", w)
+			return
+		}
+	}
+	if st, err := os.Stat(v); err == nil && st.IsDir() {
+		g.NotSuggested = "a directory on this host: the kernel cannot exec it, and allow_exec would allow every program in it"
+		return
+	}
+	if policy.IsExecPattern(v) {
+		var b strings.Builder
+		for _, r := range v {
+			if strings.ContainsRune(execMeta, r) {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		g.Value = b.String()
+		g.Note = `the name holds one of *?[\, which allow_exec reads as a pattern: each is escaped with \, so the pattern matches this file only`
+	}
+}
+
+// execMeta are the characters of an exec pattern (policy.IsExecPattern),
+// which path.Match lets a backslash escape.
+const execMeta = `*?[\`
 
 func isDefaultDevice(p string) bool {
 	for _, pat := range policy.DefaultDevices() {
@@ -408,13 +477,16 @@ func (sg *Suggestion) WriteYAML(w io.Writer) error {
 		}
 		for _, g := range live {
 			p("  - %s\n", q(g.Value))
+			if g.Note != "" {
+				p("    #   NOTE: %s\n", oneLineComment(g.Note))
+			}
 			if key == "write" && broad(g.Value) {
 				p("    #   WARNING: all of %s becomes writable; better make the program write elsewhere\n", oneLineComment(g.Value))
 			}
 			reasons(g)
 		}
 		for _, g := range left {
-			p("  # NOT SUGGESTED: %s %s\n", q(g.Value), oneLineComment(g.NotSuggested))
+			p("  # NOT SUGGESTED: %s: %s\n", q(g.Value), oneLineComment(g.NotSuggested))
 			reasons(g)
 		}
 	}

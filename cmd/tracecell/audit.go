@@ -92,6 +92,11 @@ func policyCommand(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 					for _, u := range sg.Ungrantable {
 						fmt.Fprintf(stderr, "tracecell: warning: no policy can allow %s\n", audit.Visible(u))
 					}
+					for _, g := range sg.AllowExec {
+						if g.NotSuggested != "" {
+							fmt.Fprintf(stderr, "tracecell: warning: allow_exec %s not suggested: %s\n", audit.Visible(g.Value), audit.Visible(g.NotSuggested))
+						}
+					}
 					for _, i := range sg.Incomplete {
 						fmt.Fprintf(stderr, "tracecell: warning: the suggestion may be incomplete: %s\n", audit.Visible(i))
 					}
