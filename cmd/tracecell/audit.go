@@ -322,9 +322,20 @@ func policyCheck(path string, stdout io.Writer) error {
 	}
 	pc := plan.Policy
 	pc.WriteRoots = append(pc.WriteRoots[1:], missing...)
+	// Everything that grants the tree something is shown: the programs and
+	// the exec patterns (a directory given is its "dir/*"), the variables
+	// set and passed through, the capabilities kept (by a privileged
+	// tracecell).
+	keepEnv := append(append([]string{}, config.KeptEnv...), "LC_*")
+	keepEnv = append(keepEnv, s.KeepEnv...)
 	eff := map[string]any{
 		"mode": pc.Mode.String(), "net": pc.Net.String(), "write": orEmpty(pc.WriteRoots),
-		"allow_exec": orEmpty(pc.AllowExec), "allow_device": orEmpty(pc.Devices), "scratch": orEmpty(pc.Scratch),
+		"allow_exec":   append(orEmpty(pc.AllowExec), pc.AllowExecPatterns...),
+		"allow_device": orEmpty(pc.Devices), "scratch": orEmpty(pc.Scratch),
+		"keep_env": keepEnv, "keep_cap": plan.KeepCaps.Names(),
+	}
+	if len(s.Env) > 0 {
+		eff["env"] = s.Env
 	}
 	if len(s.Write) == 0 {
 		eff["write"] = "a fresh directory under $TMPDIR per run"

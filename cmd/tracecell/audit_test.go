@@ -6,8 +6,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // TestReportErrors: bad input to report and policy gets one line naming
@@ -90,6 +93,47 @@ func TestPolicyCheck(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(dir, ".tmp")); err == nil {
 		t.Errorf("policy check created %s/.tmp", dir)
+	}
+}
+
+// TestPolicyCheckGrants: the effective policy policy check prints shows
+// everything that grants the tree something: exec patterns and
+// directories (as their patterns) next to programs, the variables the
+// file sets and passes through, the capabilities kept.
+func TestPolicyCheckGrants(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "p.yaml")
+	os.WriteFile(p, []byte("allow_exec:\n  - \"/usr/bin/*\"\n  - \"/usr/sbin\"\n  - \"/usr/bin/ls\"\n"+
+		"env: {LD_PRELOAD: /tmp/x.so}\nkeep_env: [SECRET_TOKEN]\nkeep_cap: [net_admin]\n"), 0o644)
+	code, out, stderr := runCLI(t, "policy", "check", p)
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, stderr)
+	}
+	var eff struct {
+		AllowExec []string          `yaml:"allow_exec"`
+		Env       map[string]string `yaml:"env"`
+		KeepEnv   []string          `yaml:"keep_env"`
+		KeepCap   []string          `yaml:"keep_cap"`
+	}
+	if err := yaml.Unmarshal([]byte(out), &eff); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	bin, _ := filepath.EvalSymlinks("/usr/bin")
+	sbin, _ := filepath.EvalSymlinks("/usr/sbin")
+	ls, _ := filepath.EvalSymlinks("/usr/bin/ls")
+	for _, want := range []string{bin + "/*", sbin + "/*", ls} {
+		if !slices.Contains(eff.AllowExec, want) {
+			t.Errorf("allow_exec %q lacks %s:\n%s", eff.AllowExec, want, out)
+		}
+	}
+	if eff.Env["LD_PRELOAD"] != "/tmp/x.so" {
+		t.Errorf("env %q: no LD_PRELOAD:\n%s", eff.Env, out)
+	}
+	if !slices.Contains(eff.KeepEnv, "SECRET_TOKEN") || !slices.Contains(eff.KeepEnv, "PATH") {
+		t.Errorf("keep_env %q lacks SECRET_TOKEN or the default PATH:\n%s", eff.KeepEnv, out)
+	}
+	if !slices.Contains(eff.KeepCap, "net_admin") || !slices.Contains(eff.KeepCap, "kill") {
+		t.Errorf("keep_cap %q lacks net_admin or the default kill:\n%s", eff.KeepCap, out)
 	}
 }
 
