@@ -6,16 +6,18 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/tracecell/tracecell/report"
 )
 
 // mdCell makes text a markdown table cell shows as it is: every character
-// that is not printable made visible (Visible: no \n or \r ends the row,
+// that is not printable made visible (report.Visible: no \n or \r ends the row,
 // no control reaches the reader), and the characters markdown reads as
 // markup backslash-escaped — '|' (a cell's end), '<' (raw HTML: "<!--"
 // would hide the rest of the report), '&' (an entity could spell U+202E),
 // '`', '*', '_', '~', '[' and ']' (code, emphasis, links) and '\\' itself.
 func mdCell(s string) string {
-	s = Visible(s)
+	s = report.Visible(s)
 	if !strings.ContainsAny(s, mdSpecial) {
 		return s
 	}
@@ -32,10 +34,10 @@ func mdCell(s string) string {
 const mdSpecial = "\\|<>&`*_~[]"
 
 // mdCode puts s in an inline code span that no backtick in s can close,
-// its non-printable characters made visible (Visible): nothing inside a
+// its non-printable characters made visible (report.Visible): nothing inside a
 // code span is interpreted but '|', which a table cell needs escaped.
 func mdCode(s string) string {
-	s = Visible(s)
+	s = report.Visible(s)
 	if s == "" {
 		return ""
 	}

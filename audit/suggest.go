@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
 )
 
 // Suggestion is a policy learned from what a run did (an audit-mode run:
@@ -526,10 +527,10 @@ func (sg *Suggestion) WriteYAML(w io.Writer) error {
 
 // oneLineComment keeps recorded text (which the traced program chose) from
 // ending the comment: YAML ends a line at \n, \r, U+0085, U+2028 and
-// U+2029, and Visible leaves none of them, nor any other character that is
+// U+2029, and report.Visible leaves none of them, nor any other character that is
 // not printable.
 func oneLineComment(s string) string {
-	return Visible(s)
+	return report.Visible(s)
 }
 
 // yamlQuote writes v, which must be valid UTF-8, as a YAML double-quoted

@@ -143,7 +143,9 @@ func (e *Event) Summarize() string {
 	b.WriteString(") by ")
 	b.WriteString(e.Program)
 	b.WriteString("[" + strconv.Itoa(e.Pid) + "]")
-	return strings.ReplaceAll(b.String(), "\n", `\n`)
+	// The program's name and a socket's path are the tree's to choose:
+	// nothing of them may act on a terminal or end the line (Visible).
+	return Visible(b.String())
 }
 
 // Notice is the one line printed on tracecell's stderr for a denial: the
@@ -173,7 +175,8 @@ func (e *Event) Detailed() string {
 		}
 		b.WriteString(" (PATH search tried " + strings.Join(ts, ", ") + ")")
 	}
-	return strings.ReplaceAll(b.String(), "\n", `\n`)
+	// A resolved path, like the given one, is the tree's to choose (Visible).
+	return Visible(b.String())
 }
 
 // ExecWalks groups the exec denials of one PATH search into one event.

@@ -47,6 +47,18 @@ func TestNotice(t *testing.T) {
 			Paths: []policy.Path{{Given: "/a\nb", Resolved: "/a\nb"}}},
 			`tracecell: blocked create: mkdir("/a\nb") by p[1]: r`,
 			`blocked create: mkdir("/a\nb") by p[1]`},
+		// The tree names its files, programs and sockets: a resolved path
+		// in the brackets, a program's name and a socket's path must not
+		// reach the operator's terminal as escapes, a carriage return or a
+		// line break of YAML and other readers (U+2028). A red team had
+		// "would block" lines print them raw.
+		{"escapes", Event{Decision: Audit, Pid: 1, Program: "p\x1b]0;T\x07", Syscall: "openat", Kind: syscalls.KindWrite, Reason: "r",
+			Paths: []policy.Path{{Given: "x\x1b[31m\u2028y\rZ", Resolved: "/u/x\x1b[31m\u2028y\rZ"}}},
+			`tracecell: would block write: openat("x\x1b[31m\u2028y\rZ") by p\x1b]0;T\x07[1]: r [x\x1b[31m\u2028y\rZ -> /u/x\x1b[31m\u2028y\rZ]`,
+			`would block write: openat("x\x1b[31m\u2028y\rZ") by p\x1b]0;T\x07[1]`},
+		{"socket", Event{Decision: Deny, Pid: 1, Program: "p", Syscall: "connect", Kind: syscalls.KindConnect, Family: "unix", Address: "/s\u009b2J\u202e", Reason: "r"},
+			`tracecell: blocked connect: connect(unix /s\u009b2J\u202e) by p[1]: r`,
+			`blocked connect: connect(unix /s\u009b2J\u202e) by p[1]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.ev.Notice(); got != tc.want {

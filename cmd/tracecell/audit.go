@@ -18,6 +18,7 @@ import (
 
 	"github.com/tracecell/tracecell/audit"
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/report"
 )
 
 // reportCommand is `tracecell report`: a report a person reads, from what
@@ -90,15 +91,15 @@ func policyCommand(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 					}
 					sg := audit.Suggest(s)
 					for _, u := range sg.Ungrantable {
-						fmt.Fprintf(stderr, "tracecell: warning: no policy can allow %s\n", audit.Visible(u))
+						fmt.Fprintf(stderr, "tracecell: warning: no policy can allow %s\n", report.Visible(u))
 					}
 					for _, g := range sg.AllowExec {
 						if g.NotSuggested != "" {
-							fmt.Fprintf(stderr, "tracecell: warning: allow_exec %s not suggested: %s\n", audit.Visible(g.Value), audit.Visible(g.NotSuggested))
+							fmt.Fprintf(stderr, "tracecell: warning: allow_exec %s not suggested: %s\n", report.Visible(g.Value), report.Visible(g.NotSuggested))
 						}
 					}
 					for _, i := range sg.Incomplete {
-						fmt.Fprintf(stderr, "tracecell: warning: the suggestion may be incomplete: %s\n", audit.Visible(i))
+						fmt.Fprintf(stderr, "tracecell: warning: the suggestion may be incomplete: %s\n", report.Visible(i))
 					}
 					return writeOut(c.String("output"), stdout, sg.WriteYAML)
 				},
