@@ -32,8 +32,6 @@ type Suggestion struct {
 	// process's memory, a forbidden syscall, ...): the program must not
 	// do them.
 	Ungrantable []string
-	// Dropped: denied deny_read entries the run read, left out.
-	Dropped []Grant
 	// Incomplete says why the suggestion may miss grants (caps hit).
 	Incomplete []string
 	Sources    []string
@@ -341,11 +339,14 @@ func Suggest(s *Summary) *Suggestion {
 				}
 			}
 			if hit {
-				g := Grant{Value: d}
+				// Kept: the program under audit chose what it read, and a
+				// suggestion that dropped every deny_read entry it tried
+				// (~/.ssh) would hand it the secrets the operator denied.
+				g := Grant{Value: d, Note: "the run tried to read here and was denied; the suggestion keeps it denied: remove this entry yourself only if the program must read it"}
 				if x := deny.m[""]; x != nil {
 					g.Why, g.More = x.Why, x.More
 				}
-				sg.Dropped = append(sg.Dropped, g)
+				sg.DenyRead = append(sg.DenyRead, g)
 			} else {
 				sg.DenyRead = append(sg.DenyRead, Grant{Value: d, Why: []string{"denied in the recorded run and never read"}})
 			}
@@ -504,12 +505,6 @@ func (sg *Suggestion) WriteYAML(w io.Writer) error {
 		}
 	}
 	grantList("deny_read", sg.DenyRead, "")
-	for _, g := range sg.Dropped {
-		p("# deny_read %s left out: the run read it\n", q(g.Value))
-		for _, y := range g.Why {
-			p("#   needed by %s\n", oneLineComment(y))
-		}
-	}
 	grantList("allow_exec", sg.AllowExec, "the run executed no other program")
 	grantList("allow_device", sg.Devices, "")
 	p("net: %s\n", sg.Net)

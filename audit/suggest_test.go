@@ -67,9 +67,12 @@ func TestSuggestRules(t *testing.T) {
 		{"read outside read roots: that path", &policy.Config{WriteRoots: []string{"/srv/sbx"}, ReadRoots: []string{"/data"}},
 			[]report.Event{ev(syscalls.KindRead, policy.RuleReadNotAllowed, p("/etc/ssl/cert.pem", "/etc/ssl/cert.pem", true, false))},
 			[]string{"read:", `  - "/data"`, `  - "/etc/ssl/cert.pem"`}, nil, ""},
-		{"deny_read entry read: left out", &policy.Config{WriteRoots: []string{"/srv/sbx"}, DenyRead: []string{"/root/.ssh", "/srv/secret"}},
+		// The program under audit chooses what it reads: reading a denied
+		// secret must not take it out of the suggestion (a red team
+		// stripped ~/.ssh from deny_read this way).
+		{"deny_read entry read: kept, with a note", &policy.Config{WriteRoots: []string{"/srv/sbx"}, DenyRead: []string{"/root/.ssh", "/srv/secret"}},
 			[]report.Event{ev(syscalls.KindRead, policy.RuleDenyRead, p("/root/.ssh/id_rsa", "/root/.ssh/id_rsa", true, false))},
-			[]string{"deny_read:", `  - "/srv/secret"`, `# deny_read "/root/.ssh" left out: the run read it`}, []string{`  - "/root/.ssh"`}, ""},
+			[]string{"deny_read:", `  - "/root/.ssh"`, "    #   NOTE: the run tried to read here and was denied; the suggestion keeps it denied: remove this entry yourself only if the program must read it", `  - "/srv/secret"`}, []string{"left out"}, ""},
 		{"signal outside the tree: not grantable", nil,
 			[]report.Event{ev(syscalls.KindSignal, policy.RuleOutsideTree)},
 			[]string{"# NOT GRANTABLE: no policy allows these; the program must not do them:"}, nil, "rule outside-tree"},
