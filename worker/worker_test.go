@@ -66,6 +66,22 @@ func startProc(t testing.TB, mod func(*HostConfig)) *Proc {
 	return p
 }
 
+// startLogged starts a worker whose host logs (warnings and above) go to
+// the returned buffer; it is closed at the end of the test.
+func startLogged(t testing.TB) (*Proc, *syncbuf.Buffer) {
+	t.Helper()
+	needPython(t)
+	buf := &syncbuf.Buffer{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := Start(ctx, HostConfig{Sandbox: t.TempDir(), Python: python}, zerolog.New(buf).Level(zerolog.WarnLevel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p, buf
+}
+
 func run(t testing.TB, p *Proc, code string, timeout time.Duration) *Result {
 	t.Helper()
 	r, err := p.Execute(context.Background(), ExecRequest{Code: code, Timeout: timeout})
@@ -963,15 +979,7 @@ func TestDenialsBytesCapped(t *testing.T) {
 // per denial without end (megabytes per second into the server's log):
 // beyond the per-execution cap they are counted in one line.
 func TestDenialLogCapped(t *testing.T) {
-	needPython(t)
-	var buf syncbuf.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	p, err := Start(ctx, HostConfig{Sandbox: t.TempDir(), Python: python}, zerolog.New(&buf).Level(zerolog.WarnLevel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p, buf := startLogged(t)
 	r := run(t, p, "for i in range(3000):\n    try: open('/usr/x%d' % i, 'w')\n    except OSError: pass", 0)
 	if len(r.Denials) != maxDenials {
 		t.Fatalf("%d denials listed", len(r.Denials))
@@ -1088,15 +1096,7 @@ threading.Thread(target=bg, daemon=True).start()
 		}
 	})
 	t.Run("session ends", func(t *testing.T) {
-		needPython(t)
-		var buf syncbuf.Buffer
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-		defer cancel()
-		p, err := Start(ctx, HostConfig{Sandbox: t.TempDir(), Python: python}, zerolog.New(&buf).Level(zerolog.WarnLevel))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer p.Close()
+		p, buf := startLogged(t)
 		run(t, p, `import threading, time, os
 def bg():
     time.sleep(0.3)
@@ -1112,7 +1112,7 @@ threading.Thread(target=bg, daemon=True).start()
 		for p.Alive() && time.Now().Before(deadline) {
 			time.Sleep(50 * time.Millisecond)
 		}
-		_, err = p.Execute(context.Background(), ExecRequest{Code: "1"})
+		_, err := p.Execute(context.Background(), ExecRequest{Code: "1"})
 		want := "code it left running was denied 1002 actions"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Execute after the worker died while idle: %v, want %q in it", err, want)
