@@ -95,7 +95,7 @@ func (h *host) leftover() string {
 		return ""
 	}
 	h.log.Warn().Int("denials_logged", len(ev)).Int("denials_not_logged", dropped).
-		Msg("the session ended with denials made after its last execution ended, which no execution's result lists: the logged ones are above in this log, the rest were counted, not logged one by one")
+		Msg("the session ended with denials that no execution's result lists: the logged ones are above in this log, the rest were counted, not logged one by one")
 	return fmt.Sprintf("after its last execution ended, code it left running was denied %d actions, which no result lists (the server log has them)", len(ev)+dropped)
 }
 
