@@ -144,6 +144,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default warn)"},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no notices on stderr (the report still has everything)"},
+		&cli.BoolFlag{Name: "null-stdin", Usage: "give the command /dev/null as its stdin instead of tracecell's (for a caller whose own stdin is a terminal the command must not reach)"},
 		&cli.BoolFlag{Name: "no-freeze", Usage: "do not stop the rest of the tree while a checked call runs: faster for threaded programs that write many files, but a hostile program can race the checks (trusted code only)"},
 	})
 }
@@ -312,6 +313,13 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 	tcfg.TraceAll = s.Trace != ""
 	tcfg.OnEvent = notices.event
 	tcfg.Stdin, tcfg.Stdout, tcfg.Stderr, tcfg.Log = stdin, stdout, stderr, log
+	if c.Bool("null-stdin") {
+		// The tracer opens /dev/null for a nil Stdin. In tracecell, a static
+		// binary, rather than a shell in front of it: a dynamically linked
+		// helper outside the sandbox would load whatever LD_PRELOAD the
+		// caller's environment names.
+		tcfg.Stdin = nil
+	}
 	log.Debug().Strs("argv", plan.Argv).Str("path", plan.Path).Strs("write", plan.Policy.WriteRoots).Msg("starting")
 	started := time.Now()
 	res, runErr := tracer.Run(ctx, tcfg)

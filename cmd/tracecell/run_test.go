@@ -198,3 +198,27 @@ func TestEmptyPathFlags(t *testing.T) {
 		t.Errorf("%d cases, want every path flag of run, serve and mcp", tested)
 	}
 }
+
+// TestRunNullStdin: with --null-stdin the command's stdin is /dev/null, not
+// tracecell's (the SandboxAgent backend runs commands this way, so that no
+// command reaches the application's terminal); without it, tracecell's.
+func TestRunNullStdin(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--null-stdin"}, "/dev/null:"},
+		{nil, "pipe:typed by the operator\n"},
+	} {
+		t.Run(strings.Join(append([]string{"flags"}, tc.flags...), " "), func(t *testing.T) {
+			dir := t.TempDir()
+			var out, errb bytes.Buffer
+			args := append(append([]string{"tracecell", "run", "--write", dir}, tc.flags...), "--",
+				"/usr/bin/python3", "-c", `import os, sys; t = os.readlink("/proc/self/fd/0"); print(("/dev/null" if t == "/dev/null" else t.split(":")[0]) + ":" + sys.stdin.read(), end="")`)
+			code := run(strings.NewReader("typed by the operator\n"), &out, &errb, args)
+			if code != 0 || out.String() != tc.want {
+				t.Errorf("status %d, stdout %q (want %q), stderr %q", code, out.String(), tc.want, errb.String())
+			}
+		})
+	}
+}

@@ -159,5 +159,81 @@ class TerminalTest(unittest.TestCase):
         self.assertFalse(res["echo"])
 
 
+# A library whose constructor writes a line to MARKER (outside the workspace) from every
+# process that loads it: run unconfined, it gets there; under tracecell, the write is blocked.
+PRELOAD_C = r'''
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+__attribute__((constructor)) static void mark(void) {
+    int fd = open(MARKER, O_WRONLY | O_CREAT | O_APPEND, 0600);
+    if (fd >= 0) {
+        char b[64];
+        int n = snprintf(b, sizeof b, "loaded by pid %d\n", (int)getpid());
+        write(fd, b, n);
+        close(fd);
+    }
+}
+'''
+
+PRELOAD_DRIVER = r'''
+import asyncio, os, sys
+from agents.sandbox import Manifest
+from tracecell.agents import TracecellSandboxClient
+
+async def main():
+    ws, reports, lib = sys.argv[1], sys.argv[2], sys.argv[3]
+    client = TracecellSandboxClient(tracecell=os.environ["TRACECELL_BIN"], report_dir=reports)
+    m = Manifest(root=ws, environment={"value": {"LD_PRELOAD": os.path.join(ws, "evil.so")}})
+    s = await client.create(manifest=m)
+    await s.start()
+    try:
+        r = await s.exec("cp %s evil.so && echo copied" % lib, timeout=15)
+        print("COPY", r.exit_code, (r.stdout + r.stderr).decode("utf-8", "replace") if isinstance(r.stdout, bytes) else r.stdout)
+        r = await s.exec("true", timeout=15)
+        print("TRUE", r.exit_code)
+    finally:
+        await s.aclose()
+
+asyncio.run(main())
+'''
+
+
+class PreloadTest(unittest.TestCase):
+    """The session's environment reaches nothing that runs outside the sandbox: with
+    LD_PRELOAD naming a library the model's command put in the workspace, no process
+    outside the tree loads it (tracecell is a static binary, and nothing else is started
+    in front of it)."""
+
+    def test_workspace_library_not_loaded_outside(self) -> None:
+        if not BIN:
+            raise unittest.SkipTest("no tracecell binary: set TRACECELL_BIN (make build)")
+        cc = shutil.which("cc") or shutil.which("gcc")
+        if not cc:
+            raise unittest.SkipTest("no C compiler")
+        ws = tempfile.mkdtemp(prefix="sbx-preload-ws-")
+        reports = tempfile.mkdtemp(prefix="sbx-preload-reports-")
+        out = tempfile.mkdtemp(prefix="sbx-preload-out-")
+        for d in (ws, reports, out):
+            self.addCleanup(shutil.rmtree, d, True)
+        marker = os.path.join(out, "loaded")
+        src = os.path.join(out, "evil.c")
+        with open(src, "w") as f:
+            f.write(PRELOAD_C)
+        lib = os.path.join(out, "evil.so")
+        subprocess.run([cc, "-shared", "-fPIC", "-DMARKER=\"%s\"" % marker, "-o", lib, src], check=True)
+        env = dict(os.environ, PATH=SYS_PATH, TRACECELL_BIN=BIN,
+                   PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        p = subprocess.run([sys.executable, "-c", PRELOAD_DRIVER, ws, reports, lib], env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("copied", p.stdout, p.stdout + p.stderr)
+        self.assertIn("TRUE 0", p.stdout, p.stdout + p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(ws, "evil.so")), p.stdout)
+        loaded = open(marker).read() if os.path.exists(marker) else ""
+        self.assertEqual(loaded, "", "the workspace's library ran outside the sandbox:\n" + loaded)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -118,10 +118,10 @@ _TTY: contextvars.ContextVar[bool] = contextvars.ContextVar("tracecell_tty", def
 # inherit the application's fd 0: when the application runs on a terminal, the operator's
 # terminal, which the model's command could read (keystrokes), reconfigure and write to, and
 # which tracecell allows as the terminal it runs on. The SDK's create_subprocess_exec calls
-# take no stdin from a subclass, so the command line does it: a trusted /bin/sh outside the
-# tree exec's tracecell with /dev/null as stdin, and runs nothing else (same pid, so the
-# SDK's killpg on its timeout still reaches tracecell's group).
-_STDIN_NULL = ("/bin/sh", "-c", 'exec "$@" </dev/null', "sh")
+# take no stdin from a subclass, so tracecell is told to give the command /dev/null
+# (--null-stdin). Not a shell in front of tracecell: a dynamically linked program outside
+# the sandbox would load whatever LD_PRELOAD the session's environment names, which may be
+# a file in the workspace; tracecell is a static binary.
 
 
 class TracecellSandboxClientOptions(BaseSandboxClientOptions):
@@ -260,10 +260,10 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         # initial exec is always allowed (README "Programs"), so this puts the program the
         # SDK (or the model, through exec_command's `shell` argument) names under allow_exec
         # like every later exec.
-        argv = self._tracecell_argv(report, env) + ["--", "/bin/sh", "-c", 'exec "$@"', "sh"] + list(command_parts)
         # A PTY command's stdin is its own pty (the SDK's openpty); any other's is /dev/null,
         # never the application's stdin.
-        return argv if _TTY.get() else list(_STDIN_NULL) + argv
+        stdin = [] if _TTY.get() else ["--null-stdin"]
+        return self._tracecell_argv(report, env) + stdin + ["--", "/bin/sh", "-c", 'exec "$@"', "sh"] + list(command_parts)
 
     def _collect(self, exit_code: Optional[int]) -> str:
         """Reads the report of the command just ended, keeps it, and returns the lines for the model."""
