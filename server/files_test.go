@@ -218,3 +218,50 @@ func TestListHoldsFewNames(t *testing.T) {
 		t.Errorf("the heap grew by %.1f MB while listing 60000 names of 250 bytes: every name was held", float64(grew)/(1<<20))
 	}
 }
+
+// TestListBytesCapped: the entry count does not bound a listing's size, the
+// code's names and link targets do: 30 levels of 250-byte names and 2000
+// symlinks with 4000-byte targets at the bottom make 23 MB of paths and
+// targets in 2030 entries. The listing stops at maxListBytes and says it
+// was truncated. (A red team's 9950 such links 62 levels down made a 198 MB
+// response, held whole by the server per request.)
+func TestListBytesCapped(t *testing.T) {
+	const capBytes = 8 << 20 // maxListBytes
+	sbx := t.TempDir()
+	long := strings.Repeat("d", 250)
+	// Deeper than PATH_MAX: made a level at a time through descriptors.
+	dfd, err := unix.Open(sbx, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30; i++ {
+		if err := unix.Mkdirat(dfd, long, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		sub, err := unix.Openat(dfd, long, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(dfd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dfd = sub
+	}
+	target := strings.Repeat("t", 4000)
+	for i := 0; i < 2000; i++ {
+		if err := unix.Symlinkat(target, dfd, fmt.Sprintf("l%04d", i)); err != nil {
+			unix.Close(dfd)
+			t.Fatal(err)
+		}
+	}
+	unix.Close(dfd)
+	l, err := listSandbox(sbx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for _, e := range l.Files {
+		size += len(e.Path) + len(e.Target)
+	}
+	if !l.Truncated || size > capBytes || len(l.Files) < 100 {
+		t.Errorf("%d entries, %d bytes of paths and targets (cap %d), truncated %v", len(l.Files), size, capBytes, l.Truncated)
+	}
+}
