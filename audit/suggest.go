@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -153,6 +154,10 @@ func Suggest(s *Summary) *Suggestion {
 	}
 	readRestricted := false
 	deniedRead := map[string]bool{}
+	// The recorded policy's own read roots, kept as the operator wrote
+	// them; the rest are learned from the run.
+	baseRead := map[string]bool{}
+	readDir := map[string]bool{} // read paths the run opened as directories
 	// A session server's sandboxes live in its state directory, which no
 	// --write of the server may overlap (server.checkWriteRoots); the
 	// session's own sandbox is writable without a grant.
@@ -174,6 +179,7 @@ func Suggest(s *Summary) *Suggestion {
 			readRestricted = true
 			for _, r := range base.ReadRoots {
 				read.add(r, "readable in the recorded run", 0)
+				baseRead[r] = true
 			}
 		}
 		for _, x := range base.AllowExec {
@@ -278,6 +284,9 @@ func Suggest(s *Summary) *Suggestion {
 				for _, p := range d.Paths {
 					if p.Resolved != "" {
 						read.add(p.Resolved, w, d.Count)
+						if p.IsDir || openedAsDir(d, p) {
+							readDir[p.Resolved] = true
+						}
 					}
 				}
 				readRestricted = true
@@ -299,6 +308,11 @@ func Suggest(s *Summary) *Suggestion {
 		sg.Read = read.list()
 		if sg.Read == nil {
 			sg.Read = []Grant{}
+		}
+		for i := range sg.Read {
+			if g := &sg.Read[i]; !baseRead[g.Value] {
+				readGrant(g, readDir[g.Value])
+			}
 		}
 	}
 	sg.AllowExec = exec.list()
@@ -390,6 +404,27 @@ func execGrant(g *Grant, writable []string) {
 		g.Value = b.String()
 		g.Note = `the name holds one of *?[\, which allow_exec reads as a pattern: each is escaped with \, so the pattern matches this file only`
 	}
+}
+
+// readGrant leaves g, a path the run read outside the read roots, out of
+// the suggestion (NotSuggested) when it is a directory: the run opened it
+// (to list it), and a read root would make everything below it readable
+// (a run that listed / would lift the read restriction). dir says the run
+// saw a directory; the path is checked on this host too.
+func readGrant(g *Grant, dir bool) {
+	if !dir {
+		st, err := os.Stat(g.Value)
+		dir = err == nil && st.IsDir()
+	}
+	if dir {
+		g.NotSuggested = "the run opened this directory (to list it); a read root grants everything below it: add it yourself if the program must list it"
+	}
+}
+
+// openedAsDir reports whether the run named p as a directory (O_DIRECTORY,
+// a trailing slash), which it may do of a path that does not exist.
+func openedAsDir(d *Denial, p policy.Path) bool {
+	return strings.HasSuffix(p.Given, "/") || slices.Contains(strings.Split(d.Flags, "|"), "O_DIRECTORY")
 }
 
 // execMeta are the characters of an exec pattern (policy.IsExecPattern),

@@ -93,9 +93,14 @@ func policyCommand(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 					for _, u := range sg.Ungrantable {
 						fmt.Fprintf(stderr, "tracecell: warning: no policy can allow %s\n", report.Visible(u))
 					}
-					for _, g := range sg.AllowExec {
-						if g.NotSuggested != "" {
-							fmt.Fprintf(stderr, "tracecell: warning: allow_exec %s not suggested: %s\n", report.Visible(g.Value), report.Visible(g.NotSuggested))
+					for _, l := range []struct {
+						key string
+						l   []audit.Grant
+					}{{"read", sg.Read}, {"allow_exec", sg.AllowExec}, {"allow_device", sg.Devices}} {
+						for _, g := range l.l {
+							if g.NotSuggested != "" {
+								fmt.Fprintf(stderr, "tracecell: warning: %s %s not suggested: %s\n", l.key, report.Visible(g.Value), report.Visible(g.NotSuggested))
+							}
 						}
 					}
 					for _, i := range sg.Incomplete {

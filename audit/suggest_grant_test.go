@@ -1,0 +1,96 @@
+package audit
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tracecell/tracecell/policy"
+	"github.com/tracecell/tracecell/report"
+	"github.com/tracecell/tracecell/syscalls"
+)
+
+// suggestFrom is the suggestion (and its YAML, written to a file) learned
+// from a report of a run under base that recorded events.
+func suggestFrom(t *testing.T, base *policy.Config, events []report.Event) (*Suggestion, string, string) {
+	t.Helper()
+	a := NewAggregator()
+	a.begin(Source{Name: "r.json", Kind: "report", Policy: base})
+	for i := range events {
+		a.Event(&events[i])
+	}
+	sg := Suggest(a.Summary())
+	var b bytes.Buffer
+	if err := sg.WriteYAML(&b); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "p.yaml")
+	if err := os.WriteFile(f, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return sg, b.String(), f
+}
+
+func auditEv(kind syscalls.Kind, rule policy.Rule, p policy.Path) report.Event {
+	return report.Event{Time: time.Unix(1, 0), Decision: report.Audit, Pid: 10, Program: "python3", Syscall: "openat", Kind: kind, Rule: rule, Paths: []policy.Path{p}}
+}
+
+func readAllowed(p *policy.Policy, res string) bool {
+	return p.Decide(&policy.Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []policy.Path{{Role: "path", Given: res, Resolved: res, Exists: true}}}, nil).Allow
+}
+
+// TestSuggestReadDirs: a read-restricted run that opened a directory (to
+// list it: os.listdir("/"), a pyenv shim opening /home) gets no read root
+// for it, which would make everything below it readable; the files it read
+// are granted one by one. Checked on the policy config builds from the
+// suggestion, as run --policy would.
+func TestSuggestReadDirs(t *testing.T) {
+	tmp := t.TempDir()
+	rd, d := filepath.Join(tmp, "rd"), filepath.Join(tmp, "d")
+	for _, x := range []string{rd, d} {
+		os.MkdirAll(x, 0o755)
+	}
+	file, secret := filepath.Join(tmp, "f.txt"), filepath.Join(d, "secret")
+	os.WriteFile(file, []byte("x"), 0o644)
+	os.WriteFile(secret, []byte("x"), 0o644)
+	dir := func(p string, isDir bool) policy.Path {
+		return policy.Path{Role: "path", Given: p, Resolved: p, Exists: true, IsDir: isDir}
+	}
+	events := []report.Event{
+		auditEv(syscalls.KindRead, policy.RuleReadNotAllowed, dir("/", true)),
+		auditEv(syscalls.KindRead, policy.RuleReadNotAllowed, dir(d, true)),
+		// Recorded as a file, a directory on this host: not a root either.
+		auditEv(syscalls.KindRead, policy.RuleReadNotAllowed, dir(tmp, false)),
+		auditEv(syscalls.KindRead, policy.RuleReadNotAllowed, dir(file, false)),
+	}
+	// Opened as directories (a pyenv shim opens /etc/pyenv.d/exec/ with
+	// O_DIRECTORY), not there: not roots, which would grant what appears
+	// below them.
+	odir := auditEv(syscalls.KindRead, policy.RuleReadNotAllowed, policy.Path{Role: "path", Given: filepath.Join(tmp, "no1"), Resolved: filepath.Join(tmp, "no1")})
+	odir.Flags = "O_RDONLY|O_NONBLOCK|O_DIRECTORY|O_CLOEXEC"
+	slash := auditEv(syscalls.KindRead, policy.RuleReadNotAllowed, policy.Path{Role: "path", Given: "no2/", Base: tmp, Resolved: filepath.Join(tmp, "no2")})
+	events = append(events, odir, slash)
+	sg, y, f := suggestFrom(t, &policy.Config{ReadRoots: []string{rd}}, events)
+	for _, x := range []string{"/", d, tmp, filepath.Join(tmp, "no1"), filepath.Join(tmp, "no2")} {
+		if !strings.Contains(y, "  # NOT SUGGESTED: "+yamlQuote(x)+": the run opened this directory (to list it); a read root grants everything below it") {
+			t.Errorf("%s: no NOT SUGGESTED comment in\n%s", x, y)
+		}
+	}
+	if len(sg.Read) != 7 {
+		t.Errorf("read grants %+v, want the recorded root, the file and five left out", sg.Read)
+	}
+	p := decide(t, f)
+	for _, x := range []string{file, filepath.Join(rd, "x")} {
+		if !readAllowed(p, x) {
+			t.Errorf("the suggested policy denies reading %s, which the run needed:\n%s", x, y)
+		}
+	}
+	for _, x := range []string{secret, "/etc/shadow", filepath.Join(tmp, "other"), filepath.Join(tmp, "no1/x"), filepath.Join(tmp, "no2/x")} {
+		if readAllowed(p, x) {
+			t.Errorf("the suggested policy allows reading %s:\n%s", x, y)
+		}
+	}
+}
