@@ -154,9 +154,9 @@ func Suggest(s *Summary) *Suggestion {
 	}
 	readRestricted := false
 	deniedRead := map[string]bool{}
-	// The recorded policy's own read roots, kept as the operator wrote
-	// them; the rest are learned from the run.
-	baseRead := map[string]bool{}
+	// The recorded policy's own read roots and devices, kept as the
+	// operator wrote them; the rest are learned from the run.
+	baseRead, baseDev := map[string]bool{}, map[string]bool{}
 	readDir := map[string]bool{} // read paths the run opened as directories
 	// A session server's sandboxes live in its state directory, which no
 	// --write of the server may overlap (server.checkWriteRoots); the
@@ -192,6 +192,7 @@ func Suggest(s *Summary) *Suggestion {
 		for _, d := range base.Devices {
 			if !def[d] {
 				dev.add(d, "allowed in the recorded run", 0)
+				baseDev[d] = true
 			}
 		}
 		if base.Net > net {
@@ -344,6 +345,11 @@ func Suggest(s *Summary) *Suggestion {
 		execGrant(&sg.AllowExec[i], writable)
 	}
 	sg.Devices = dev.list()
+	for i := range sg.Devices {
+		if g := &sg.Devices[i]; !baseDev[g.Value] {
+			deviceGrant(g)
+		}
+	}
 	if base != nil {
 		for _, d := range base.DenyRead {
 			hit := false
@@ -394,14 +400,7 @@ func execGrant(g *Grant, writable []string) {
 		return
 	}
 	if policy.IsExecPattern(v) {
-		var b strings.Builder
-		for _, r := range v {
-			if strings.ContainsRune(execMeta, r) {
-				b.WriteByte('\\')
-			}
-			b.WriteRune(r)
-		}
-		g.Value = b.String()
+		g.Value = escapeMeta(v)
 		g.Note = `the name holds one of *?[\, which allow_exec reads as a pattern: each is escaped with \, so the pattern matches this file only`
 	}
 }
@@ -427,9 +426,39 @@ func openedAsDir(d *Denial, p policy.Path) bool {
 	return strings.HasSuffix(p.Given, "/") || slices.Contains(strings.Split(d.Flags, "|"), "O_DIRECTORY")
 }
 
-// execMeta are the characters of an exec pattern (policy.IsExecPattern),
-// which path.Match lets a backslash escape.
+// deviceGrant makes g, a path under /dev/ the run wrote, an allow_device
+// value that allows that device and nothing else, or leaves it out
+// (NotSuggested). allow_device values are path.Match patterns (a file
+// named /dev/mqueue/q* would allow every queue), and a path that is not a
+// device (a message queue, a file in /dev/shm) is no device grant.
+func deviceGrant(g *Grant) {
+	st, err := os.Lstat(g.Value)
+	if err != nil || st.Mode()&os.ModeDevice == 0 {
+		g.NotSuggested = "not a character or block device on this host: allow_device is for devices"
+		return
+	}
+	if strings.ContainsAny(g.Value, execMeta) {
+		g.Value = escapeMeta(g.Value)
+		g.Note = `the name holds one of *?[\, which allow_device reads as a pattern: each is escaped with \, so the pattern matches this device only`
+	}
+}
+
+// execMeta are the characters of a path.Match pattern (and of an exec
+// pattern, policy.IsExecPattern), which path.Match lets a backslash escape.
 const execMeta = `*?[\`
+
+// escapeMeta escapes each character of execMeta in v with a backslash: as
+// a path.Match pattern, the result matches v only.
+func escapeMeta(v string) string {
+	var b strings.Builder
+	for _, r := range v {
+		if strings.ContainsRune(execMeta, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
 
 func isDefaultDevice(p string) bool {
 	for _, pat := range policy.DefaultDevices() {

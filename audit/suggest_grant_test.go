@@ -3,11 +3,14 @@ package audit
 import (
 	"bytes"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tracecell/tracecell/config"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/syscalls"
@@ -91,6 +94,66 @@ func TestSuggestReadDirs(t *testing.T) {
 	for _, x := range []string{secret, "/etc/shadow", filepath.Join(tmp, "other"), filepath.Join(tmp, "no1/x"), filepath.Join(tmp, "no2/x")} {
 		if readAllowed(p, x) {
 			t.Errorf("the suggested policy allows reading %s:\n%s", x, y)
+		}
+	}
+}
+
+// TestSuggestDeviceExact: an allow_device grant allows the device the run
+// wrote and nothing else: a path that is not a character or block device
+// on this host (a message queue, a file in /dev/shm) is left out with the
+// reason, and a device whose name holds *?[\ is escaped, since
+// allow_device values are path.Match patterns. Checked on the devices of
+// the policy config builds from the suggestion.
+func TestSuggestDeviceExact(t *testing.T) {
+	file := func(p string) policy.Path { return policy.Path{Role: "path", Given: p, Resolved: p, Exists: true} }
+	notDev := []string{"/dev/mqueue/q*"}
+	shm, err := os.MkdirTemp("/dev/shm", "tracecell-test-")
+	if err == nil {
+		t.Cleanup(func() { os.RemoveAll(shm) })
+		q := filepath.Join(shm, "q[a-z]")
+		os.WriteFile(q, nil, 0o644)
+		notDev = append(notDev, q)
+	}
+	var devs []string
+	victims := []string{"/dev/mqueue/qvictim", filepath.Join(shm, "qx")}
+	if err == nil && syscall.Mknod(filepath.Join(shm, "d*?"), syscall.S_IFCHR|0o600, 1<<8|3) == nil { // 1,3: /dev/null
+		devs = append(devs, filepath.Join(shm, "d*?"))
+		victims = append(victims, filepath.Join(shm, "dxy"))
+	}
+	var events []report.Event
+	for _, x := range append(append([]string{}, notDev...), devs...) {
+		events = append(events, auditEv(syscalls.KindWrite, policy.RuleOutsideRoots, file(x)))
+	}
+	_, y, f := suggestFrom(t, nil, events)
+	for _, x := range notDev {
+		if !strings.Contains(y, "  # NOT SUGGESTED: "+yamlQuote(x)+": not a character or block device on this host") {
+			t.Errorf("%s: no NOT SUGGESTED comment in\n%s", x, y)
+		}
+	}
+	st, err := config.LoadFile(f)
+	if err != nil {
+		t.Fatalf("the suggested policy does not load: %v\n%s", err, y)
+	}
+	plan, err := config.Build(st, []string{"/bin/true"}, []string{"PATH=/usr/bin:/bin"})
+	if err != nil {
+		t.Fatalf("the suggested policy does not build: %v\n%s", err, y)
+	}
+	allows := func(res string) bool { // as policy.Policy.device decides
+		for _, pat := range plan.Policy.Devices {
+			if ok, _ := path.Match(pat, res); ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, x := range devs {
+		if !allows(x) {
+			t.Errorf("the suggested policy does not allow the device %s the run wrote:\n%s", x, y)
+		}
+	}
+	for _, x := range append(victims, notDev...) {
+		if allows(x) {
+			t.Errorf("the suggested policy allows writing %s:\n%s", x, y)
 		}
 	}
 }
