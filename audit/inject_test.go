@@ -405,24 +405,12 @@ func TestSuggestExecExact(t *testing.T) {
 	// A write that makes tmp/out a suggested writable root.
 	events = append(events, report.Event{Time: time.Unix(1, 0), Decision: report.Audit, Pid: 10, Program: "sh", Syscall: "openat", Kind: syscalls.KindCreate,
 		Rule: policy.RuleOutsideRoots, Paths: []policy.Path{{Role: "path", Given: "f", Resolved: filepath.Join(tmp, "out/f")}}})
-	a := NewAggregator()
-	a.begin(Source{Name: "r.json", Kind: "report", Sandbox: filepath.Join(tmp, "s2"), Policy: &policy.Config{WriteRoots: []string{sbx}}})
-	for i := range events {
-		a.Event(&events[i])
-	}
-	sg := Suggest(a.Summary())
-	var b bytes.Buffer
-	if err := sg.WriteYAML(&b); err != nil {
-		t.Fatal(err)
-	}
-	y := b.String()
+	_, y, f := suggestFromSource(t, Source{Name: "r.json", Kind: "report", Sandbox: filepath.Join(tmp, "s2"), Policy: &policy.Config{WriteRoots: []string{sbx}}}, events)
 	for prog, why := range refused {
 		if !strings.Contains(y, "  # NOT SUGGESTED: "+yamlQuote(prog)+": "+why) {
 			t.Errorf("%s: no NOT SUGGESTED comment saying %q in\n%s", prog, why, y)
 		}
 	}
-	f := filepath.Join(tmp, "p.yaml")
-	os.WriteFile(f, b.Bytes(), 0o644)
 	p := decide(t, f)
 	for _, prog := range allowed {
 		if !execAllowed(p, prog) {

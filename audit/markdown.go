@@ -17,18 +17,7 @@ import (
 // would hide the rest of the report), '&' (an entity could spell U+202E),
 // '`', '*', '_', '~', '[' and ']' (code, emphasis, links) and '\\' itself.
 func mdCell(s string) string {
-	s = report.Visible(s)
-	if !strings.ContainsAny(s, mdSpecial) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(mdSpecial, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return backslashed(report.Visible(s), mdSpecial)
 }
 
 const mdSpecial = "\\|<>&`*_~[]"

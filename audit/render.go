@@ -56,6 +56,22 @@ func shellQuote(argv []string, max int) string {
 	return cut(b.String(), max)
 }
 
+// backslashed puts a backslash before each character of s that is in
+// special (markdown's markup characters, path.Match's metacharacters).
+func backslashed(s, special string) string {
+	if !strings.ContainsAny(s, special) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(special, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // cut shortens s to max bytes (on a rune boundary) with an ellipsis, and
 // makes control characters visible (report.Visible): the text comes from the
 // traced program.

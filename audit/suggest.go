@@ -449,16 +449,7 @@ const execMeta = `*?[\`
 
 // escapeMeta escapes each character of execMeta in v with a backslash: as
 // a path.Match pattern, the result matches v only.
-func escapeMeta(v string) string {
-	var b strings.Builder
-	for _, r := range v {
-		if strings.ContainsRune(execMeta, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
+func escapeMeta(v string) string { return backslashed(v, execMeta) }
 
 func isDefaultDevice(p string) bool {
 	for _, pat := range policy.DefaultDevices() {

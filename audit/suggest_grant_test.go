@@ -20,8 +20,15 @@ import (
 // from a report of a run under base that recorded events.
 func suggestFrom(t *testing.T, base *policy.Config, events []report.Event) (*Suggestion, string, string) {
 	t.Helper()
+	return suggestFromSource(t, Source{Name: "r.json", Kind: "report", Policy: base}, events)
+}
+
+// suggestFromSource is suggestFrom for a source described in full (its
+// sandbox, its kind).
+func suggestFromSource(t *testing.T, src Source, events []report.Event) (*Suggestion, string, string) {
+	t.Helper()
 	a := NewAggregator()
-	a.begin(Source{Name: "r.json", Kind: "report", Policy: base})
+	a.begin(src)
 	for i := range events {
 		a.Event(&events[i])
 	}
