@@ -56,19 +56,32 @@ func (s *Server) writeArchive(sandbox string) (*os.File, []skipped, error) {
 	var skip []skipped
 	var total int64
 	entries := 0
+	held := 0 // names the walk's levels hold (maxHeldNames)
+	tooLarge := func() error {
+		return errf(413, "archive_too_large", "the sandbox has more than %d entries, the most an archive holds; delete some first", maxListEntries)
+	}
 	var walk func(dirfd int, prefix string, depth int) error
 	walk = func(dirfd int, prefix string, depth int) error {
 		// One name more than the archive can still hold: enough to see
 		// that it would be too large, without holding every name the code
-		// made (rmtree.FirstNames).
-		names, _, err := rmtree.FirstNames(dirfd, maxListEntries-entries+1)
+		// made (rmtree.FirstNames). Names held past maxHeldNames over the
+		// walk's levels mean more entries than an archive holds (at most
+		// maxListEntries of them are entries already taken).
+		want := maxListEntries - entries + 1
+		k := min(want, maxHeldNames-held)
+		names, more, err := rmtree.FirstNames(dirfd, k)
 		if err != nil {
 			return errf(500, "file_error", "list %s in the sandbox: %v", orDot(prefix), err)
 		}
+		if more && k < want {
+			return tooLarge()
+		}
+		held += len(names)
+		defer func() { held -= len(names) }()
 		for _, n := range names {
 			rel := prefix + n
 			if entries >= maxListEntries {
-				return errf(413, "archive_too_large", "the sandbox has more than %d entries, the most an archive holds; delete some first", maxListEntries)
+				return tooLarge()
 			}
 			var st unix.Stat_t
 			if err := unix.Fstatat(dirfd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -52,6 +53,35 @@ const maxListDepth = 64
 // 4000-byte targets 62 levels down was 198 MB, held by the server while it
 // was encoded, once per request in flight.
 const maxListBytes = 8 << 20
+
+// maxHeldNames bounds the names a listing or an archive holds at once, over
+// every level of its walk: each level holds the names it read while the walk
+// is below it, and 60 levels of 9000 names each were 220 MB per request.
+// Where the bound cuts a level short, the listing says truncated (an archive
+// is too large anyway: it would need more than maxListEntries entries).
+const maxHeldNames = 2 * maxListEntries
+
+// jsonLen is how many bytes s takes in JSON as encoding/json writes it: a
+// control character, '<', '>', '&', U+2028, U+2029 and each byte that is not
+// UTF-8 take six (\u0001), '"' and '\\' two. The code chooses its names: a
+// cap on their raw bytes alone let a listing of control characters encode
+// to six times it.
+func jsonLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		r, w := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && w == 1, r < 0x20, r == '<', r == '>', r == '&', r == 0x2028, r == 0x2029:
+			n += 6
+		case r == '"', r == '\\':
+			n += 2
+		default:
+			n += w
+		}
+		i += w
+	}
+	return n
+}
 
 // sandboxRel turns a client path into components below the sandbox. An
 // absolute path is accepted only when it is lexically inside the sandbox
@@ -177,19 +207,23 @@ func listSandbox(sandbox string) (*fileList, error) {
 	}
 	defer unix.Close(root)
 	out := &fileList{Sandbox: sandbox, Files: []fileEntry{}}
-	size := 0 // bytes of paths and targets listed (maxListBytes)
+	size := 0 // JSON bytes of the paths and targets listed (maxListBytes)
+	held := 0 // names the walk's levels hold (maxHeldNames)
 	link := make([]byte, 4096)
 	var walk func(dirfd int, prefix string, depth int) error
 	walk = func(dirfd int, prefix string, depth int) error {
 		// Only the names the listing can still show are held, however
-		// many the code made (rmtree.FirstNames).
-		names, more, err := rmtree.FirstNames(dirfd, maxListEntries-len(out.Files))
+		// many the code made (rmtree.FirstNames), and no more than
+		// maxHeldNames over all the levels.
+		names, more, err := rmtree.FirstNames(dirfd, min(maxListEntries-len(out.Files), maxHeldNames-held))
 		if err != nil {
 			return errf(500, "file_error", "list %s in the sandbox: %v", orDot(prefix), err)
 		}
 		if more {
 			out.Truncated = true
 		}
+		held += len(names)
+		defer func() { held -= len(names) }()
 		for _, n := range names {
 			if len(out.Files) >= maxListEntries {
 				out.Truncated = true
@@ -215,7 +249,7 @@ func listSandbox(sandbox string) (*fileList, error) {
 			default:
 				e.Type = "other"
 			}
-			if size += len(e.Path) + len(e.Target); size > maxListBytes {
+			if size += jsonLen(e.Path) + jsonLen(e.Target); size > maxListBytes {
 				out.Truncated = true
 				return nil
 			}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -179,34 +180,7 @@ func TestListHoldsFewNames(t *testing.T) {
 		unix.Close(fd)
 	}
 	unix.Close(dfd)
-	old := debug.SetGCPercent(5)
-	defer debug.SetGCPercent(old)
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base0 := ms.HeapInuse
-	done := make(chan struct{})
-	peak := make(chan uint64)
-	go func() {
-		var max uint64
-		for {
-			select {
-			case <-done:
-				peak <- max
-				return
-			default:
-			}
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > base0 && m.HeapInuse-base0 > max {
-				max = m.HeapInuse - base0
-			}
-			time.Sleep(200 * time.Microsecond)
-		}
-	}()
-	l, err := listSandbox(sbx)
-	close(done)
-	grew := <-peak
+	grew, l, err := heapGrowth(func() (*fileList, error) { return listSandbox(sbx) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,5 +237,110 @@ func TestListBytesCapped(t *testing.T) {
 	}
 	if !l.Truncated || size > capBytes || len(l.Files) < 100 {
 		t.Errorf("%d entries, %d bytes of paths and targets (cap %d), truncated %v", len(l.Files), size, capBytes, l.Truncated)
+	}
+}
+
+// TestListEncodedBytesCapped: the byte cap counts what the JSON encoding
+// writes: 2090 links whose 4000-byte targets are control characters are
+// 8.4 MB of raw bytes (under the cap) but 50 MB encoded (\u0001 each).
+func TestListEncodedBytesCapped(t *testing.T) {
+	sbx := t.TempDir()
+	target := strings.Repeat("\x01", 4000)
+	for i := 0; i < 2090; i++ {
+		if err := os.Symlink(target, filepath.Join(sbx, fmt.Sprintf("l%05d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := listSandbox(sbx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !l.Truncated || len(b) > 9<<20 {
+		t.Errorf("listing of %d entries encodes to %d bytes (cap 8 MiB of paths and targets), truncated %v", len(l.Files), len(b), l.Truncated)
+	}
+}
+
+// heapGrowth runs list with the heap sampled every 200 µs (the GC made
+// eager), and returns how far the heap in use grew above where it started.
+func heapGrowth(list func() (*fileList, error)) (uint64, *fileList, error) {
+	old := debug.SetGCPercent(5)
+	defer debug.SetGCPercent(old)
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base0 := ms.HeapInuse
+	done := make(chan struct{})
+	peak := make(chan uint64)
+	go func() {
+		var max uint64
+		for {
+			select {
+			case <-done:
+				peak <- max
+				return
+			default:
+			}
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > base0 && m.HeapInuse-base0 > max {
+				max = m.HeapInuse - base0
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	l, err := list()
+	close(done)
+	return <-peak, l, err
+}
+
+// TestListHeldNamesBounded: every level of the walk holds the names it read
+// while the walk is below it. 10 levels of 9000 names of 250 bytes are
+// 22 MB held at the bottom; the listing holds at most maxHeldNames (5 MB).
+// (The red team's 60 levels of 9000 names took 220 MB per request.)
+func TestListHeldNamesBounded(t *testing.T) {
+	base := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	sbx, err := os.MkdirTemp(base, "tc-held-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeAll(sbx) })
+	pad := strings.Repeat("n", 244)
+	dfd, err := unix.Open(sbx, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for lvl := 0; lvl < 10; lvl++ {
+		if err := unix.Mkdirat(dfd, "a", 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 9000; i++ {
+			fd, err := unix.Openat(dfd, fmt.Sprintf("%s%06d", pad, i), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unix.Close(fd)
+		}
+		sub, err := unix.Openat(dfd, "a", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		unix.Close(dfd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dfd = sub
+	}
+	unix.Close(dfd)
+	grew, l, err := heapGrowth(func() (*fileList, error) { return listSandbox(sbx) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("heap grew by at most %.1f MB; %d entries, truncated %v", float64(grew)/(1<<20), len(l.Files), l.Truncated)
+	if !l.Truncated || grew > 16<<20 { // 29 MB before, 9.7 MB now (the listing itself 5 MB)
+		t.Errorf("the heap grew by %.1f MB while listing 10 levels of 9000 names", float64(grew)/(1<<20))
 	}
 }
