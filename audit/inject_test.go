@@ -135,11 +135,11 @@ func suggestInjection(t *testing.T, names []string, everywhere bool) {
 		events = append(events, ev(syscalls.KindSignal, policy.RuleOutsideTree, h, h))
 	}
 	src := Source{Name: "r.json", Kind: "report", Policy: &policy.Config{WriteRoots: []string{tmp + "/a"}}}
-	wantKeys := []string{"mode", "net", "write"}
+	wantKeys := []string{"mode", "net", "scratch", "write"}
 	if everywhere {
 		src.Name = "r\u2028net: allow.json"
 		src.Policy.ReadRoots = []string{}
-		wantKeys = []string{"allow_exec", "mode", "net", "read", "write"}
+		wantKeys = []string{"allow_exec", "mode", "net", "read", "scratch", "write"}
 	}
 	a := NewAggregator()
 	a.begin(src)

@@ -27,8 +27,13 @@ type Suggestion struct {
 	DenyRead  []Grant // kept from the recorded policy
 	AllowExec []Grant
 	Devices   []Grant
-	Net       string
-	NetWhy    []string
+	// Scratch is the recorded run's scratch directories, when a recorded
+	// policy says them (ScratchKnown): left out, the default (/dev/shm)
+	// would come back even where the run had none.
+	Scratch      []string
+	ScratchKnown bool
+	Net          string
+	NetWhy       []string
 	// Ungrantable are operations no policy file can allow (another
 	// process's memory, a forbidden syscall, ...): the program must not
 	// do them.
@@ -169,6 +174,7 @@ func Suggest(s *Summary) *Suggestion {
 	}
 	sg.Session = stateDir != ""
 	if base != nil {
+		sg.Scratch, sg.ScratchKnown = base.Scratch, true
 		for _, w := range base.WriteRoots {
 			if stateDir != "" && under(w, stateDir) {
 				continue
@@ -310,11 +316,6 @@ func Suggest(s *Summary) *Suggestion {
 		if sg.Read == nil {
 			sg.Read = []Grant{}
 		}
-		for i := range sg.Read {
-			if g := &sg.Read[i]; !baseRead[g.Value] {
-				readGrant(g, readDir[g.Value])
-			}
-		}
 	}
 	sg.AllowExec = exec.list()
 	// Where the tree can write (and so put a program of its own) under
@@ -344,10 +345,32 @@ func Suggest(s *Summary) *Suggestion {
 	for i := range sg.AllowExec {
 		execGrant(&sg.AllowExec[i], writable)
 	}
+	for i := range sg.Read {
+		if g := &sg.Read[i]; !baseRead[g.Value] {
+			readGrant(g, readDir[g.Value], writable)
+		}
+	}
 	sg.Devices = dev.list()
 	for i := range sg.Devices {
 		if g := &sg.Devices[i]; !baseDev[g.Value] {
 			deviceGrant(g)
+		}
+	}
+	if base == nil && s.hasTraceSource() {
+		sg.Incomplete = append(sg.Incomplete, "no recorded policy among the sources (a trace alone): whether the run's reads were restricted, and its deny_read entries, are not known; the reads it was denied stay denied below; compare with the policy it ran under")
+		var denied []string
+		for p := range deniedRead {
+			if p != "" {
+				denied = append(denied, p)
+			}
+		}
+		sort.Strings(denied)
+		for _, p := range denied {
+			g := Grant{Value: p, Note: "denied by a deny_read entry of the recorded run (a trace does not say which): kept denied"}
+			if x := deny.m[""]; x != nil {
+				g.Why, g.More = x.Why, x.More
+			}
+			sg.DenyRead = append(sg.DenyRead, g)
 		}
 	}
 	if base != nil {
@@ -410,7 +433,16 @@ func execGrant(g *Grant, writable []string) {
 // (to list it), and a read root would make everything below it readable
 // (a run that listed / would lift the read restriction). dir says the run
 // saw a directory; the path is checked on this host too.
-func readGrant(g *Grant, dir bool) {
+func readGrant(g *Grant, dir bool, writable []string) {
+	// A read root is resolved when the policy is loaded: a file the tree
+	// can replace becomes whatever it leaves there (a symlink to /, and
+	// every file is readable on the next run).
+	for _, w := range writable {
+		if policy.Under(g.Value, w) {
+			g.NotSuggested = fmt.Sprintf("under %s, which the tree can write: it could put a symlink there, and a read root is resolved when the policy is loaded (a link to / would open every file)", w)
+			return
+		}
+	}
 	if !dir {
 		st, err := os.Stat(g.Value)
 		dir = err == nil && st.IsDir()
@@ -557,6 +589,16 @@ func (sg *Suggestion) WriteYAML(w io.Writer) error {
 			p("read: []  # reads restricted to the runtime and the writable roots\n")
 		} else {
 			grantList("read", sg.Read, "")
+		}
+	}
+	if sg.ScratchKnown {
+		if len(sg.Scratch) == 0 {
+			p("scratch: []  # as in the recorded run: no scratch directory\n")
+		} else {
+			p("scratch:  # as in the recorded run\n")
+			for _, d := range sg.Scratch {
+				p("  - %s\n", q(d))
+			}
 		}
 	}
 	grantList("deny_read", sg.DenyRead, "")

@@ -164,3 +164,78 @@ func TestSuggestDeviceExact(t *testing.T) {
 		}
 	}
 }
+
+// writeAllowed reports whether p lets the tree create res.
+func writeAllowed(p *policy.Policy, res string) bool {
+	return p.Decide(&policy.Op{Kind: syscalls.KindCreate, Syscall: "openat", Paths: []policy.Path{{Role: "path", Given: res, Resolved: res}}}, nil).Allow
+}
+
+// TestSuggestReadUnderWritable: a file the run read inside a directory the
+// suggestion makes writable is no read root: the tree could replace it with
+// a symlink to /, and config resolves read roots when the policy is loaded,
+// so the next run could read every file (the re-test red team did).
+func TestSuggestReadUnderWritable(t *testing.T) {
+	tmp := t.TempDir()
+	sbx, proj := filepath.Join(tmp, "sbx"), filepath.Join(tmp, "proj")
+	for _, d := range []string{sbx, proj} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(proj, "cfg.txt")
+	if err := os.WriteFile(cfg, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(tmp, "secret.txt")
+	if err := os.WriteFile(secret, []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := &policy.Config{WriteRoots: []string{sbx}, ReadRoots: []string{sbx}}
+	_, y, f := suggestFrom(t, base, []report.Event{
+		auditEv(syscalls.KindRead, policy.RuleReadNotAllowed, policy.Path{Role: "path", Given: cfg, Resolved: cfg, Exists: true}),
+		auditEv(syscalls.KindCreate, policy.RuleOutsideRoots, policy.Path{Role: "path", Given: "out.txt", Resolved: filepath.Join(proj, "out.txt")}),
+	})
+	if !strings.Contains(y, "# NOT SUGGESTED: "+yamlQuote(cfg)+": under "+proj+", which the tree can write") {
+		t.Errorf("no NOT SUGGESTED read of %s in\n%s", cfg, y)
+	}
+	// What the enforced run could do: the file becomes a link to /.
+	if err := os.Remove(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/", cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := decide(t, f)
+	if readAllowed(p, secret) || readAllowed(p, "/etc/hostname") {
+		t.Errorf("with %s a link to /, the suggested policy reads %s or /etc/hostname:\n%s", cfg, secret, y)
+	}
+}
+
+// TestSuggestTraceKeepsDeniedReads: a trace names no policy; the reads its
+// run was denied by deny_read stay denied in the suggestion, and it says
+// that the rest of the recorded policy is unknown.
+func TestSuggestTraceKeepsDeniedReads(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("s"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sg, y, f := suggestFromSource(t, Source{Name: "t.jsonl", Kind: "trace"}, []report.Event{
+		auditEv(syscalls.KindRead, policy.RuleDenyRead, policy.Path{Role: "path", Given: secret, Resolved: secret, Exists: true}),
+	})
+	if len(sg.Incomplete) == 0 {
+		t.Errorf("a trace-only suggestion does not say the recorded policy is unknown:\n%s", y)
+	}
+	if p := decide(t, f); readAllowed(p, secret) {
+		t.Errorf("the suggested policy reads %s, which the run was denied by deny_read:\n%s", secret, y)
+	}
+}
+
+// TestSuggestScratchKept: a recorded run without scratch directories
+// (scratch: []) gets a suggestion without them, not the default /dev/shm.
+func TestSuggestScratchKept(t *testing.T) {
+	sbx := t.TempDir()
+	_, y, f := suggestFrom(t, &policy.Config{WriteRoots: []string{sbx}, Scratch: []string{}}, nil)
+	if p := decide(t, f); writeAllowed(p, "/dev/shm/tracecell-suggest-test") {
+		t.Errorf("the suggested policy creates files in /dev/shm, which the recorded run had no scratch for:\n%s", y)
+	}
+}
