@@ -144,7 +144,7 @@ func runFlags() []cli.Flag {
 		&cli.StringFlag{Name: "log-level", Usage: "debug, info, warn or error (default warn)"},
 		&cli.StringFlag{Name: "log-format", Usage: "text or json"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no notices on stderr (the report still has everything)"},
-		&cli.BoolFlag{Name: "null-stdin", Usage: "give the command /dev/null as its stdin instead of tracecell's (for a caller whose own stdin is a terminal the command must not reach)"},
+		&cli.BoolFlag{Name: "null-stdin", Usage: "give the command /dev/null as its stdin instead of tracecell's (a terminal opened by name is another matter: README Known gaps)"},
 		&cli.BoolFlag{Name: "no-freeze", Usage: "do not stop the rest of the tree while a checked call runs: faster for threaded programs that write many files, but a hostile program can race the checks (trusted code only)"},
 	})
 }

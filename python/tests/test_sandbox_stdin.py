@@ -206,6 +206,19 @@ class PreloadTest(unittest.TestCase):
     outside the tree loads it (tracecell is a static binary, and nothing else is started
     in front of it)."""
 
+    def test_dynamic_tracecell_refused(self) -> None:
+        # A dynamically linked tracecell would itself load LD_PRELOAD's library, outside
+        # the sandbox: the client refuses one (here /bin/sh stands in for such a build).
+        sys.path.insert(0, PYTHON_DIR)
+        try:
+            from tracecell.agents_sandbox import _find_tracecell
+        except ImportError as e:  # the SDK is not installed
+            raise unittest.SkipTest(str(e))
+        with self.assertRaisesRegex(ValueError, "dynamically linked"):
+            _find_tracecell("/bin/sh")
+        if BIN:
+            self.assertEqual(_find_tracecell(BIN), os.path.abspath(BIN))
+
     def test_workspace_library_not_loaded_outside(self) -> None:
         if not BIN:
             raise unittest.SkipTest("no tracecell binary: set TRACECELL_BIN (make build)")

@@ -362,7 +362,36 @@ def _find_tracecell(path: Optional[str]) -> str:
     if not (os.path.isfile(p) and os.access(p, os.X_OK)):
         raise FileNotFoundError("tracecell.agents: %s is not an executable file: pass the tracecell binary "
                                 "as TracecellSandboxClient(tracecell=...) or $TRACECELL_BIN" % p)
+    if _dynamically_linked(p):
+        # tracecell runs outside the sandbox with the session's environment: a dynamically
+        # linked one would load whatever LD_PRELOAD names, a file in the workspace included.
+        raise ValueError("tracecell.agents: %s is dynamically linked (it has an ELF interpreter): the "
+                         "SandboxAgent backend needs the static build (make build, or the release binary)" % p)
     return os.path.abspath(p)
+
+
+def _dynamically_linked(path: str) -> bool:
+    """Whether the ELF file at path names a program interpreter (PT_INTERP): a dynamic
+    executable, which the loader would run LD_PRELOAD's libraries in. False for anything
+    that is not ELF."""
+    import struct
+    with open(path, "rb") as f:
+        head = f.read(64)
+        if len(head) < 64 or head[:4] != b"\x7fELF":
+            return False
+        end = "<" if head[5] == 1 else ">"
+        if head[4] == 2:  # ELFCLASS64
+            phoff, = struct.unpack(end + "Q", head[32:40])
+            phentsize, phnum = struct.unpack(end + "HH", head[54:58])
+        else:
+            phoff, = struct.unpack(end + "I", head[28:32])
+            phentsize, phnum = struct.unpack(end + "HH", head[42:46])
+        for i in range(phnum):
+            f.seek(phoff + i * phentsize)
+            ph = f.read(4)
+            if len(ph) == 4 and struct.unpack(end + "I", ph)[0] == 3:  # PT_INTERP
+                return True
+    return False
 
 
 class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOptions]]):
