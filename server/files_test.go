@@ -153,15 +153,7 @@ func TestCopyDestination(t *testing.T) {
 // the heap is sampled: reading them all, as before, peaks far above the
 // 10000 names (2.5 MB) a capped listing keeps.
 func TestListHoldsFewNames(t *testing.T) {
-	base := ""
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		base = "/dev/shm"
-	}
-	sbx, err := os.MkdirTemp(base, "tc-list-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeAll(sbx) })
+	sbx := memDir(t)
 	dir := filepath.Join(sbx, "big")
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -302,15 +294,7 @@ func heapGrowth(list func() (*fileList, error)) (uint64, *fileList, error) {
 // 22 MB held at the bottom; the listing holds at most maxHeldNames (5 MB).
 // (The red team's 60 levels of 9000 names took 220 MB per request.)
 func TestListHeldNamesBounded(t *testing.T) {
-	base := ""
-	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
-		base = "/dev/shm"
-	}
-	sbx, err := os.MkdirTemp(base, "tc-held-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeAll(sbx) })
+	sbx := memDir(t)
 	pad := strings.Repeat("n", 244)
 	dfd, err := unix.Open(sbx, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -343,4 +327,20 @@ func TestListHeldNamesBounded(t *testing.T) {
 	if !l.Truncated || grew > 16<<20 { // 29 MB before, 9.7 MB now (the listing itself 5 MB)
 		t.Errorf("the heap grew by %.1f MB while listing 10 levels of 9000 names", float64(grew)/(1<<20))
 	}
+}
+
+// memDir is a fresh directory on /dev/shm where there is one (thousands of
+// files are made fast there), removed at the end of the test.
+func memDir(t *testing.T) string {
+	t.Helper()
+	base := ""
+	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
+		base = "/dev/shm"
+	}
+	d, err := os.MkdirTemp(base, "tc-files-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeAll(d) })
+	return d
 }
