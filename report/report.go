@@ -486,6 +486,16 @@ func (r *Report) WriteTarget(t *Target) error {
 	return nil
 }
 
+// Warm builds, for this process, the JSON encoders of a Report and of the
+// types in it. encoding/json builds a type's encoder by reflection at the
+// type's first use and keeps it: a run's first report took 0.21–0.23 ms to
+// encode and a second one 23–28 µs (bench VM). The CLI calls Warm while the
+// command loads (tracer.Config.OnRunning), when the tracer has nothing to
+// answer, rather than after the command exits, when the caller waits.
+func Warm() {
+	json.MarshalIndent(&Report{Denials: []Event{{}}, Capabilities: &Capabilities{}}, "", "  ")
+}
+
 // TraceWriter writes one JSON line per event. It is safe for concurrent use.
 type TraceWriter struct {
 	mu  sync.Mutex

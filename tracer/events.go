@@ -132,7 +132,13 @@ func (t *tracer) execEvent(tk *task) error {
 	if initial && tid == t.tree.rootPid && !t.rootExecDone {
 		t.rootExecDone = true
 		t.page.seccompBase = seccompFilters(tid)
-		return t.resume(tid, 0)
+		if err := t.resume(tid, 0); err != nil {
+			return err
+		}
+		if t.cfg.OnRunning != nil {
+			t.cfg.OnRunning()
+		}
+		return nil
 	}
 	// The text is the loaded file's path in the namespace of the mount it
 	// is on: decide on it only when it names that file in tracecell's.

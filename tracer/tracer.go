@@ -101,6 +101,13 @@ type Config struct {
 	// about itself (a pid in a message) is its own claim, which its start-up
 	// files can forge.
 	OnStart func(pid int)
+	// OnRunning, if set, is called once, on the tracer thread, right after
+	// the command's own program was let go from its first exec: while it
+	// loads, the tracer has nothing to answer, and a caller may do there
+	// work it would otherwise do after the run (the CLI builds the report's
+	// JSON encoders). Stops of the tree wait for it: it must be short and
+	// must not block.
+	OnRunning func()
 }
 
 // Result is what a run produced.

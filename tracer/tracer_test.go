@@ -84,6 +84,40 @@ func TestRunTrue(t *testing.T) {
 	}
 }
 
+// TestOnRunning: the hook runs once, on the tracer thread, once the
+// command's own program is loaded (its exe is the command's, not
+// tracecell's start code), and not at all when the command never starts.
+func TestOnRunning(t *testing.T) {
+	needPython(t)
+	want, err := filepath.EvalSymlinks(python)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, pid, startTid, runTid int
+	var exe string
+	o := runTraced(t, t.TempDir(), func(_ *policy.Config, c *Config) {
+		c.OnStart = func(p int) { pid, startTid = p, unix.Gettid() }
+		c.OnRunning = func() {
+			calls++
+			runTid = unix.Gettid()
+			exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		}
+	}, python, "-c", "import time; time.sleep(0.2)")
+	if o.err != nil || o.res.ExitCode != 0 {
+		t.Fatalf("run: %v %+v %s", o.err, o.res, o.stderr)
+	}
+	if calls != 1 || runTid != startTid || exe != want {
+		t.Fatalf("OnRunning: %d calls on thread %d (OnStart's %d), the command's exe %q; want 1 call on OnStart's thread, exe %q", calls, runTid, startTid, exe, want)
+	}
+	calls = 0
+	o = runTraced(t, t.TempDir(), func(_ *policy.Config, c *Config) {
+		c.OnRunning = func() { calls++ }
+	}, "/nonexistent/prog")
+	if calls != 0 {
+		t.Fatalf("OnRunning called %d times for a command that never started (%v)", calls, o.err)
+	}
+}
+
 func TestExitStatusAndSignal(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -312,6 +312,9 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 
 	tcfg.TraceAll = s.Trace != ""
 	tcfg.OnEvent = notices.event
+	if out.report != nil {
+		tcfg.OnRunning = report.Warm
+	}
 	tcfg.Stdin, tcfg.Stdout, tcfg.Stderr, tcfg.Log = stdin, stdout, stderr, log
 	if c.Bool("null-stdin") {
 		// The tracer opens /dev/null for a nil Stdin. In tracecell, a static
