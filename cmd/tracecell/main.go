@@ -18,6 +18,7 @@ func main() {
 		os.Exit(statusFailed)
 	}
 	stop := startProfile(os.Stderr)
+	exitsAfterRun = true
 	status := run(os.Stdin, os.Stdout, os.Stderr, os.Args)
 	stop()
 	os.Exit(status)
