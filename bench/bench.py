@@ -236,6 +236,7 @@ class Bench:
         self.notif_note = ""  # why floor_notif.c could not be built or run
         self.notif_skipped = ""  # set when the notif mode was asked for and dropped
         self.percall_exe = None  # the compiled bench/percall.c
+        self.bindir = None  # the copies of the tracecell binaries (stage_binaries)
 
     # -- running ---------------------------------------------------------
 
@@ -450,6 +451,40 @@ class Bench:
                                f"user-notification floor: {why}")
             return
         self.notif = exe
+    def stage_binaries(self):
+        """Run every tracecell binary from a fresh copy, all made the same way.
+
+        How a binary's pages sit in the page cache changes how fast it
+        starts: a file the Go linker has just written (through mmap) ran
+        `--version` 0.5-0.6 ms slower than a copy of it on the same file
+        system, and `run -- /bin/true` 0.85 ms slower (2026-11-27, 100 and
+        800 runs). The build under test is usually the linker's output and
+        the builds it is compared with are copies, so all are copied here.
+        An installed binary (make install copies it) starts like a copy.
+        """
+        d = tempfile.mkdtemp(prefix="tracecell-bench-bin-", dir=self.a.disk_dir)
+        self.bindir = d
+        staged = {}
+        for mode, path in [("tracecell", self.tc)] + list(COMPARE_BINS.items()):
+            if not path:
+                continue
+            dst = os.path.join(d, mode)
+            shutil.copyfile(path, dst)
+            os.chmod(dst, 0o755)
+            staged[mode] = dst
+        try:
+            for dst in staged.values():
+                subprocess.run([dst, "--version"], check=True, capture_output=True,
+                               stdin=subprocess.DEVNULL, timeout=60)
+        except (OSError, subprocess.SubprocessError) as e:
+            progress(f"bench: running the binaries as given: their copies in {d} do not run ({e})")
+            return
+        for mode, dst in staged.items():
+            if mode == "tracecell":
+                self.tc = dst
+            else:
+                COMPARE_BINS[mode] = dst
+
     def run(self):
         self.base["tmpfs"] = tempfile.mkdtemp(prefix="tracecell-bench-", dir=self.a.tmpfs_dir)
         self.base["disk"] = tempfile.mkdtemp(prefix="tracecell-bench-", dir=self.a.disk_dir)
@@ -457,6 +492,7 @@ class Bench:
         results = []
         t0 = time.time()
         try:
+            self.stage_binaries()
             self.compile_c()
             if "floor" in self.modes and not self.floor:
                 raise SystemExit(f"bench: cannot build the floor tracer: {self.cc_error} "
@@ -479,8 +515,9 @@ class Bench:
             self.percall()
         finally:
             if not self.a.keep:
-                for d in list(self.base.values()) + [self.reports]:
-                    shutil.rmtree(d, ignore_errors=True)
+                for d in list(self.base.values()) + [self.reports, self.bindir]:
+                    if d:
+                        shutil.rmtree(d, ignore_errors=True)
         return results, time.time() - t0
 
     def selected(self):

@@ -41,3 +41,47 @@ class PairedTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StageTest(unittest.TestCase):
+    """stage_binaries: every tracecell binary runs from a copy in one directory."""
+
+    def setUp(self):
+        import tempfile
+        self.d = tempfile.mkdtemp(prefix="bench-stage-test-")
+        self.addCleanup(__import__("shutil").rmtree, self.d, True)
+        self.saved = dict(bench.COMPARE_BINS)
+        self.addCleanup(lambda: (bench.COMPARE_BINS.clear(), bench.COMPARE_BINS.update(self.saved)))
+
+    def prog(self, name, body):
+        p = os.path.join(self.d, name)
+        with open(p, "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(p, 0o755)
+        return p
+
+    def bench_for(self, tc):
+        args = type("A", (), {"python": sys.executable, "tracecell": tc, "modes": [],
+                              "disk_dir": self.d})()
+        return bench.Bench(args)
+
+    def test_copies(self):
+        tc = self.prog("tc", "echo tracecell version new")
+        old = self.prog("old", "echo tracecell version old")
+        bench.COMPARE_BINS.clear()
+        bench.COMPARE_BINS["cmp1"] = old
+        b = self.bench_for(tc)
+        b.stage_binaries()
+        self.assertNotEqual(b.tc, tc)
+        self.assertEqual(os.path.dirname(b.tc), b.bindir)
+        self.assertEqual(os.path.dirname(bench.COMPARE_BINS["cmp1"]), b.bindir)
+        for orig, staged in [(tc, b.tc), (old, bench.COMPARE_BINS["cmp1"])]:
+            with open(orig, "rb") as f1, open(staged, "rb") as f2:
+                self.assertEqual(f1.read(), f2.read())
+
+    def test_falls_back_when_the_copies_do_not_run(self):
+        tc = self.prog("tc", "exit 3")
+        bench.COMPARE_BINS.clear()
+        b = self.bench_for(tc)
+        b.stage_binaries()
+        self.assertEqual(b.tc, tc)
