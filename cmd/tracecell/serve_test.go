@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/tracecell/tracecell/internal/syncbuf"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tracecell/tracecell/internal/syncbuf"
 )
 
 func TestServeUsageErrors(t *testing.T) {
