@@ -39,9 +39,6 @@ class PairedTest(unittest.TestCase):
         self.assertEqual(bench.paired_geomean([[1.0, 4.0]]), (2.5, None, None))
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class StageTest(unittest.TestCase):
     """stage_binaries: every tracecell binary runs from a copy in one directory."""
@@ -85,3 +82,7 @@ class StageTest(unittest.TestCase):
         b = self.bench_for(tc)
         b.stage_binaries()
         self.assertEqual(b.tc, tc)
+
+
+if __name__ == "__main__":
+    unittest.main()
