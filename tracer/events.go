@@ -131,7 +131,6 @@ func (t *tracer) execEvent(tk *task) error {
 	t.rec.counts.Execs++
 	if initial && tid == t.tree.rootPid && !t.rootExecDone {
 		t.rootExecDone = true
-		t.page.seccompBase = seccompFilters(tid)
 		if err := t.resume(tid, 0); err != nil {
 			return err
 		}

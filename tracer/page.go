@@ -25,9 +25,14 @@ type pathPage struct {
 	on bool
 	// freeSlots are the slots no call in flight holds, taken from the end.
 	freeSlots []int
-	// seccompBase is the root's Seccomp_filters right after its initial
-	// exec (ours and any it inherited), -1 when unknown (ownFilter).
+	// seccompBase is the Seccomp_filters of a process of the tree that
+	// added none of its own: those the root inherited from the tracer
+	// thread at its fork (tracecell never loads one itself) and the one it
+	// loaded before its exec. -1 when unknown (ownFilter). Read at the
+	// first need (baseRead) rather than at the root's exec, where the
+	// read of /proc/<pid>/status held the command's start by ~40 µs.
 	seccompBase int
+	baseRead    bool
 	// ever: some process has had the page; off: a memory call reached its
 	// range before that, so no process gets it (decodeMem).
 	ever, off bool
@@ -100,7 +105,16 @@ func (pg *pathPage) dropCopies(c *call) {
 // sandboxes that emulate calls in a SIGSYS handler do, would get a SIGSYS
 // for a call the program never made, or die of it. Such a process keeps
 // the freeze. Unknown (older kernels): no.
+//
+// Precondition: called on the tracer thread (the root's filters were
+// inherited from it).
 func (pg *pathPage) ownFilter(tid int) bool {
+	if !pg.baseRead {
+		pg.baseRead = true
+		if n := seccompFiltersAt("/proc/thread-self/status"); n >= 0 {
+			pg.seccompBase = n + 1
+		}
+	}
 	return pg.seccompBase >= 0 && seccompFilters(tid) > pg.seccompBase
 }
 
@@ -151,7 +165,13 @@ func (p *proc) dropPage() {
 // seccompFilters is the Seccomp_filters count of /proc/<tid>/status, -1
 // when it cannot be read (gone, or a kernel before 5.9).
 func seccompFilters(tid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	return seccompFiltersAt(fmt.Sprintf("/proc/%d/status", tid))
+}
+
+// seccompFiltersAt is the Seccomp_filters count of the status file at
+// path, -1 when there is none.
+func seccompFiltersAt(path string) int {
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"runtime"
 	"slices"
 	"sort"
 	"testing"
@@ -119,9 +120,24 @@ func TestOwnFilter(t *testing.T) {
 		{"gone", 0, noTid, false},
 		{"self, base above its count", 1 << 20, unix.Gettid(), false},
 	}
+	t.Run("base read at the first need", func(t *testing.T) {
+		// This test process runs under no filter of its own making: the
+		// root of a tree it started would have this thread's count and
+		// the one filter the root loads.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		own := seccompFiltersAt("/proc/thread-self/status")
+		if own < 0 {
+			t.Skip("no Seccomp_filters in /proc (Linux 5.9)")
+		}
+		pg := pathPage{seccompBase: -1}
+		if pg.ownFilter(unix.Gettid()) || pg.seccompBase != own+1 {
+			t.Fatalf("ownFilter of a thread with the tracer's filters: base %d, want %d", pg.seccompBase, own+1)
+		}
+	})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pg := pathPage{seccompBase: c.base}
+			pg := pathPage{seccompBase: c.base, baseRead: true}
 			if got := pg.ownFilter(c.tid); got != c.want {
 				t.Errorf("ownFilter = %v, want %v", got, c.want)
 			}
