@@ -452,15 +452,19 @@ class Bench:
             return
         self.notif = exe
     def stage_binaries(self):
-        """Run every tracecell binary from a fresh copy, all made the same way.
+        """Run every tracecell binary from a copy in the state of a cold install.
 
-        How a binary's pages sit in the page cache changes how fast it
-        starts: a file the Go linker has just written (through mmap) ran
-        `--version` 0.5-0.6 ms slower than a copy of it on the same file
-        system, and `run -- /bin/true` 0.85 ms slower (2026-11-27, 100 and
-        800 runs). The build under test is usually the linker's output and
-        the builds it is compared with are copies, so all are copied here.
-        An installed binary (make install copies it) starts like a copy.
+        How a binary's pages came into the page cache changes how fast it
+        starts (Linux 6.18, ext4, 2026-11-27): pages written by write(2) (a
+        copy, `make install`) ran `--version` 0.6 ms faster than pages the
+        Go linker wrote through mmap, or pages read in by exec after they
+        were dropped (a binary after a reboot); `run -- /bin/true` 0.85 ms
+        (300-800 interleaved runs). Dropped and read in again by exec, a
+        copy and the linker's output started alike (3.41 and 3.46 ms). The
+        build under test is usually the linker's output and the builds it
+        is compared with are copies, so each is copied, written out and
+        dropped from the cache here: every one is read in by its first exec,
+        as after a reboot.
         """
         d = tempfile.mkdtemp(prefix="tracecell-bench-bin-", dir=self.a.disk_dir)
         self.bindir = d
@@ -471,6 +475,12 @@ class Bench:
             dst = os.path.join(d, mode)
             shutil.copyfile(path, dst)
             os.chmod(dst, 0o755)
+            fd = os.open(dst, os.O_RDONLY)
+            try:
+                os.fsync(fd)  # clean pages can be dropped, dirty ones not
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
             staged[mode] = dst
         try:
             for dst in staged.values():
