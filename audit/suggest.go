@@ -44,6 +44,11 @@ type Suggestion struct {
 	// Session: learned from a session server's sessions, whose own
 	// sandboxes are writable without a grant.
 	Session bool
+	// Limits are the recorded run's resource limits, carried over; nil when
+	// no source records them (traces alone).
+	Limits *Limits
+	// LimitNotes say what about the limits needs the operator's eye.
+	LimitNotes []string
 }
 
 // Grant is one value of the policy and what needed it.
@@ -141,12 +146,14 @@ func Suggest(s *Summary) *Suggestion {
 	sg := &Suggestion{}
 	var write, read, deny, exec, dev grants
 	var base *policy.Config
+	baseAt := -1
 	for i := range s.Sources {
 		sg.Sources = append(sg.Sources, s.Sources[i].Name)
 		if base == nil && s.Sources[i].Policy != nil {
-			base = s.Sources[i].Policy
+			base, baseAt = s.Sources[i].Policy, i
 		}
 	}
+	sg.suggestLimits(s, baseAt)
 	net := policy.NetDeny
 	var netWhy []string
 	needNet := func(m policy.NetMode, w string) {
@@ -607,6 +614,24 @@ func (sg *Suggestion) WriteYAML(w io.Writer) error {
 	p("net: %s\n", sg.Net)
 	for _, y := range sg.NetWhy {
 		p("#   needed by %s\n", oneLineComment(y))
+	}
+	switch {
+	case sg.Limits == nil:
+		p("# limits: not known (no source records them): set timeout, cpu_time, memory, max_file_size, max_procs and max_open_files as the program needs\n")
+	case sg.Limits.zero():
+		p("# limits: none in the recorded run\n")
+	default:
+		p("# limits as in the recorded run:\n")
+		for _, kv := range sg.Limits.yaml() {
+			p("%s: %s", kv[0], kv[1])
+			if sg.Session && kv[0] == "timeout" {
+				p("  # seconds: the server's time limit of one execution (serve --exec-timeout overrides it)")
+			}
+			p("\n")
+		}
+	}
+	for _, n := range sg.LimitNotes {
+		p("# LIMITS: %s\n", oneLineComment(n))
 	}
 	if len(sg.Ungrantable) > 0 {
 		p("# NOT GRANTABLE: no policy allows these; the program must not do them:\n")

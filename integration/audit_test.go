@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,7 +52,11 @@ func TestAuditRoundTrip(t *testing.T) {
 
 	reset()
 	rep1 := filepath.Join(base, "audit.json")
-	r1 := tc("run", "-q", "--mode", "audit", "--write", sbx, "--report", rep1, "--", python, agent, sbx, outside)
+	// The audit run's limits must come back in the suggested policy: a
+	// policy learned from a run with --memory that has no memory key lets
+	// the next run take all of the host's memory.
+	limits := []string{"--timeout", "5m", "--cpu-time", "120", "--memory", "4G", "--max-file-size", "1G", "--max-procs", "64", "--max-open-files", "512"}
+	r1 := tc(append(append([]string{"run", "-q", "--mode", "audit", "--write", sbx, "--report", rep1}, limits...), "--", python, agent, sbx, outside)...)
 	if r1.status != 0 {
 		t.Fatalf("audit run: status %d\n%s", r1.status, r1.stderr)
 	}
@@ -67,7 +72,8 @@ func TestAuditRoundTrip(t *testing.T) {
 		t.Fatalf("policy suggest: status %d: %s", r.status, r.stderr)
 	}
 	b, _ := os.ReadFile(pol)
-	for _, want := range []string{"\n  - \"" + base + "\"\n", "\n  - \"/usr/bin/ls\"\n", "\nnet: allow\n", "\nmode: enforce\n", "#   needed by "} {
+	for _, want := range []string{"\n  - \"" + base + "\"\n", "\n  - \"/usr/bin/ls\"\n", "\nnet: allow\n", "\nmode: enforce\n", "#   needed by ",
+		"\ntimeout: 300\n", "\ncpu_time: 120\n", "\nmemory: 4294967296\n", "\nmax_file_size: 1073741824\n", "\nmax_procs: 64\n", "\nmax_open_files: 512\n"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the suggested policy lacks %q:\n%s", want, b)
 		}
@@ -92,6 +98,9 @@ func TestAuditRoundTrip(t *testing.T) {
 	rep2 := filepath.Join(base, "enforced.json")
 	r2 := tc("run", "--policy", pol, "--report", rep2, "--", python, agent, sbx, outside)
 	rep := readReport(rep2)
+	if l1, l2 := fmt.Sprint(readReport(rep1).Limits), fmt.Sprint(rep.Limits); l1 == "<nil>" || l1 != l2 {
+		t.Errorf("under the suggested policy the limits are %s, want the audit run's %s", l2, l1)
+	}
 	if rep.Counts.Denied != 0 || rep.Counts.Audited != 0 || len(rep.Denials) != 0 {
 		t.Errorf("under the suggested policy: %d denied, %d audited: %+v\n%s", rep.Counts.Denied, rep.Counts.Audited, rep.Denials, r2.stderr)
 	}

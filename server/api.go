@@ -78,6 +78,13 @@ type Limits struct {
 	Net string
 	// Memory is the address-space limit per process (bytes; 0: none).
 	Memory uint64
+	// CPUTime, MaxFileSize, MaxProcs and MaxOpenFiles are the policy's
+	// other limits of each session's tree (0: none), as `tracecell policy
+	// suggest` carries them from a session report.
+	CPUTime      time.Duration
+	MaxFileSize  uint64
+	MaxProcs     int
+	MaxOpenFiles int
 	// AllowExec are the programs the code may run (none by default).
 	AllowExec []string
 	// ExtraWrite are writable directories shared by every session besides
@@ -93,6 +100,7 @@ func (s *Server) Limits() Limits {
 	l := Limits{
 		StateDir: s.opts.StateDir, ExecTimeout: s.opts.ExecTimeout, MaxOutput: s.opts.MaxOutput,
 		MaxSessions: s.opts.MaxSessions, Net: st.Net, Memory: uint64(st.Memory),
+		CPUTime: time.Duration(st.CPUTime), MaxFileSize: uint64(st.MaxFileSize), MaxProcs: st.MaxProcs, MaxOpenFiles: st.MaxOpenFiles,
 		AllowExec: append([]string(nil), st.AllowExec...), ExtraWrite: append([]string(nil), st.Write...),
 		Audit: st.Mode == "audit",
 	}
