@@ -151,3 +151,20 @@ func isOwnStream(p string) bool {
 	}
 	return false
 }
+
+// createNewOutput creates path (checked by outputPath), which must not
+// exist yet: never a link, never an existing file. The fd is close-on-exec.
+func createNewOutput(opt, path string) (*os.File, error) {
+	abs, err := outputPath(opt, path, nil)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(abs, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_CLOEXEC, 0o644)
+	if errors.Is(err, unix.EEXIST) {
+		return nil, fmt.Errorf("%s %s: exists; tracecell writes this file only where none is: remove it or name a new file", opt, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", opt, path, err)
+	}
+	return os.NewFile(uintptr(fd), abs), nil
+}

@@ -118,3 +118,49 @@ func TestCreateOutputOwnStream(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUProfileNewFileOnly: TRACECELL_CPUPROFILE may reach tracecell from
+// an environment the operator did not write (an agent framework's), so it
+// creates a new file and never overwrites one: an existing file, a symlink
+// to one and a hard link to one all keep their content.
+func TestCPUProfileNewFileOnly(t *testing.T) {
+	dir := t.TempDir()
+	host := filepath.Join(dir, "host")
+	const content = "host data\n"
+	if err := os.WriteFile(host, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The hard link is made after the plain file's case: a file with two
+	// links is refused by the overwrite rules as well.
+	link, hard := filepath.Join(dir, "link"), filepath.Join(dir, "hard")
+	if err := os.Symlink(host, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{host, link, hard} {
+		if p == hard {
+			if err := os.Link(host, hard); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(filepath.Base(p), func(t *testing.T) {
+			t.Setenv("TRACECELL_CPUPROFILE", p)
+			var stderr strings.Builder
+			startProfile(&stderr)()
+			if b, err := os.ReadFile(host); err != nil || string(b) != content {
+				t.Fatalf("the host file holds %.40q (%v) after a profile to %s", b, err, p)
+			}
+			if !strings.Contains(stderr.String(), "TRACECELL_CPUPROFILE "+p+": ") {
+				t.Errorf("no error naming the variable and the path: %q", stderr.String())
+			}
+		})
+	}
+	t.Run("new", func(t *testing.T) {
+		p := filepath.Join(dir, "cpu.prof")
+		t.Setenv("TRACECELL_CPUPROFILE", p)
+		var stderr strings.Builder
+		startProfile(&stderr)()
+		if st, err := os.Stat(p); err != nil || st.Size() == 0 || stderr.Len() != 0 {
+			t.Errorf("a new profile: %v, %v, stderr %q", st, err, stderr.String())
+		}
+	})
+}

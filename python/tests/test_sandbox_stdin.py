@@ -248,5 +248,55 @@ class PreloadTest(unittest.TestCase):
         self.assertEqual(loaded, "", "the workspace's library ran outside the sandbox:\n" + loaded)
 
 
+OWNENV_DRIVER = r'''
+import asyncio, os, sys
+from agents.sandbox import Manifest
+from tracecell.agents import TracecellSandboxClient
+
+async def main():
+    ws, reports, profile = sys.argv[1], sys.argv[2], sys.argv[3]
+    client = TracecellSandboxClient(tracecell=os.environ["TRACECELL_BIN"], report_dir=reports)
+    m = Manifest(root=ws, environment={"value": {"TRACECELL_CPUPROFILE": profile, "TRACECELL_OTHER": "x",
+                                                 "APP_SETTING": "kept"}})
+    s = await client.create(manifest=m)
+    await s.start()
+    try:
+        r = await s.exec("env | grep -E '^(TRACECELL_|APP_SETTING=)' | sort; echo done", timeout=15)
+        out = r.stdout.decode("utf-8", "replace") if isinstance(r.stdout, bytes) else r.stdout
+        print("EXIT", r.exit_code)
+        print(out)
+    finally:
+        await s.aclose()
+
+asyncio.run(main())
+'''
+
+
+class OwnEnvironmentTest(unittest.TestCase):
+    """tracecell runs outside the sandbox with the session's environment: a manifest that
+    sets tracecell's own variables (TRACECELL_CPUPROFILE names a file tracecell writes)
+    changes nothing outside the workspace, and the tree does not get them either."""
+
+    def test_manifest_cannot_set_tracecell_variables(self) -> None:
+        if not BIN:
+            raise unittest.SkipTest("no tracecell binary: set TRACECELL_BIN (make build)")
+        ws = tempfile.mkdtemp(prefix="sbx-ownenv-ws-")
+        reports = tempfile.mkdtemp(prefix="sbx-ownenv-reports-")
+        out = tempfile.mkdtemp(prefix="sbx-ownenv-out-")
+        for d in (ws, reports, out):
+            self.addCleanup(shutil.rmtree, d, True)
+        profile = os.path.join(out, "cpu.prof")
+        env = dict(os.environ, PATH=SYS_PATH, TRACECELL_BIN=BIN,
+                   PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        p = subprocess.run([sys.executable, "-c", OWNENV_DRIVER, ws, reports, profile], env=env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("EXIT 0", p.stdout, p.stdout + p.stderr)
+        self.assertIn("APP_SETTING=kept\ndone", p.stdout, p.stdout + p.stderr)
+        self.assertNotIn("TRACECELL_", p.stdout.replace("TRACECELL_BIN", ""), p.stdout)
+        self.assertFalse(os.path.exists(profile), "tracecell wrote %s, outside the workspace, as the "
+                         "manifest's environment told it" % profile)
+
+
 if __name__ == "__main__":
     unittest.main()

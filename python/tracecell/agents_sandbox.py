@@ -99,6 +99,9 @@ _HOST_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "T
              "COLUMNS", "LINES")
 # What the SDK's login shell (sh -lc) reads at start: readable also when `read` restricts reads.
 _LOGIN_SHELL_READS = ("/etc/profile", "/etc/profile.d", "/etc/bash.bashrc", "/etc/environment")
+# tracecell's own settings (read by tracecell, outside the sandbox): never taken from the
+# manifest's environment.
+_TRACECELL_OWN_PREFIX = "TRACECELL_"
 # Set by tracecell itself inside the workspace.
 _TRACECELL_SETS = frozenset(("HOME", "TMPDIR", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR"))
 
@@ -216,6 +219,11 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
     async def _resolved_exec_context(self) -> Tuple[Dict[str, str], str]:
         env, cwd = await super()._resolved_exec_context()
         env.setdefault("PATH", os.defpath)
+        # tracecell runs outside the sandbox with this environment, and the TRACECELL_*
+        # names are its own settings (TRACECELL_CPUPROFILE names a file it writes): the
+        # manifest's environment must not set them, for tracecell or for the tree.
+        for k in [k for k in env if k.startswith(_TRACECELL_OWN_PREFIX)]:
+            del env[k]
         return env, cwd
 
     def _tracecell_argv(self, report: str, env: Mapping[str, str]) -> List[str]:
