@@ -103,6 +103,10 @@ func (w *fakeWorker) Execute(ctx context.Context, req worker.ExecRequest) (*work
 	case code == "die":
 		w.kill()
 		res.SessionLost, res.LostReason = true, "worker killed by SIGKILL"
+	case code == "deny-past-cap":
+		// A real worker lists at most 1000 denials and counts the rest.
+		res.Denials = []report.Event{{Decision: "deny", Syscall: "openat", Rule: "outside-writable-roots"}}
+		res.DenialsNotListed, res.Truncated = 1500, true
 	case strings.HasPrefix(code, "deny:"):
 		p := strings.TrimPrefix(code, "deny:")
 		res.Denials = []report.Event{{Decision: "deny", Syscall: "openat", Rule: "outside-writable-roots"}}

@@ -518,7 +518,7 @@ func (s *Server) account(res *worker.Result, elapsed time.Duration, oneshot bool
 		s.metrics.execSession.Add(1)
 	}
 	s.metrics.observe(elapsed.Seconds())
-	s.metrics.denials.Add(int64(len(res.Denials)))
+	s.metrics.denials.Add(int64(len(res.Denials) + res.DenialsNotListed))
 	if res.TimedOut {
 		s.metrics.execTimedOut.Add(1)
 	}

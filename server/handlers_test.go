@@ -334,6 +334,22 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 }
 
+// TestDenialsMetricCountsUnlisted: tracecell_denials_total counts the
+// denials a result only counts (past its list's cap), not just the listed
+// ones: an operator alerting on it must see a flood as a flood.
+func TestDenialsMetricCountsUnlisted(t *testing.T) {
+	e := newEnv(t, nil)
+	in := e.create("flood")
+	r := e.exec(in.ID, "deny-past-cap")
+	if r["denials_not_listed"] != float64(1500) {
+		t.Fatalf("result: denials_not_listed %v", r["denials_not_listed"])
+	}
+	_, b := e.do("GET", "/metrics", "")
+	if want := "tracecell_denials_total 1501\n"; !strings.Contains(string(b), want) {
+		t.Errorf("metrics lack %q:\n%s", want, b)
+	}
+}
+
 func TestBusyRefused(t *testing.T) {
 	e := newEnv(t, nil)
 	e.create("b")

@@ -72,8 +72,12 @@ type Result struct {
 	Error  *ExecError `json:"error"`
 	// Denials are the tracer's denials (and audits) made while this
 	// execution ran, in order.
-	Denials   []report.Event `json:"denials"`
-	Artifacts []Artifact     `json:"artifacts"`
+	Denials []report.Event `json:"denials"`
+	// DenialsNotListed counts the denials past the list's cap (1000 per
+	// execution): counted by the tracer, not listed (Truncated is set and
+	// a note says so).
+	DenialsNotListed int        `json:"denials_not_listed,omitempty"`
+	Artifacts        []Artifact `json:"artifacts"`
 	// DurationMS is the wall time of the execution in the worker.
 	DurationMS float64 `json:"duration_ms"`
 	// TimedOut: the timeout fired (the code got a KeyboardInterrupt, or, if

@@ -347,7 +347,7 @@ func (h *host) finishExec(m *workerMsg, lost *string) {
 			res.Truncated = true
 		}
 	}
-	res.Denials = ev
+	res.Denials, res.DenialsNotListed = ev, st.idleDropped+dropped
 	if res.Denials == nil {
 		res.Denials = []report.Event{}
 	}

@@ -176,6 +176,8 @@ class ExecutionResult:
     truncated: bool
     lost_reason: str = ""
     notes: List[str] = field(default_factory=list)
+    denials_not_listed: int = 0
+    """Denials past the list's cap (1000 per execution): counted, not listed."""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -194,7 +196,8 @@ class ExecutionResult:
             duration_ms=_float(d, "duration_ms"), timed_out=_bool(d, "timed_out"),
             session_lost=_bool(d, "session_lost"), truncated=_bool(d, "truncated"),
             lost_reason=_str(d, "lost_reason"),
-            notes=[n for n in _list(d, "notes") if isinstance(n, str)], raw=dict(d),
+            notes=[n for n in _list(d, "notes") if isinstance(n, str)],
+            denials_not_listed=_int(d, "denials_not_listed"), raw=dict(d),
         )
 
 
