@@ -1097,7 +1097,7 @@ threading.Thread(target=bg, daemon=True).start()
 	})
 	t.Run("past the cap, counted", func(t *testing.T) {
 		p := startProc(t, nil)
-		r := run(t, p, `import threading, time
+		run(t, p, `import threading, time
 def bg():
     time.sleep(0.3)
     for i in range(1003):
@@ -1106,7 +1106,7 @@ def bg():
 threading.Thread(target=bg, daemon=True).start()
 'started'`, 0)
 		time.Sleep(3 * time.Second)
-		r = run(t, p, "for i in range(1004):\n    try: open('/usr/own-filler-%d' % i, 'w')\n    except OSError: pass", 0)
+		r := run(t, p, "for i in range(1004):\n    try: open('/usr/own-filler-%d' % i, 'w')\n    except OSError: pass", 0)
 		// 1000 listed (the idle ones first), the rest of both counted.
 		if len(r.Denials) != 1000 || r.DenialsNotListed != 1003+1004-1000 || !r.Truncated {
 			t.Errorf("listed %d, not listed %d, truncated %v; want 1000, %d, true", len(r.Denials), r.DenialsNotListed, r.Truncated, 1003+1004-1000)
