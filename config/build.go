@@ -99,11 +99,11 @@ func Build(s *Settings, argv []string, environ []string) (*Plan, error) {
 		func() error { return b.env(environ) },
 		b.cwd,
 		b.command,
+		b.scratch, // before allowExec: a name in PATH is not looked up where the tree writes
 		b.allowExec,
 		b.netAndMode,
 		b.devices,
 		b.keepCaps,
-		b.scratch,
 		b.limits,
 		b.checkPolicy,
 	} {
@@ -275,6 +275,22 @@ func (b *planBuilder) allowExec() error {
 			}
 			continue
 		}
+		writable := append(append([]string{}, pc.WriteRoots...), pc.Scratch...)
+		if !strings.Contains(e, "/") {
+			// A name: the program of that name in PATH that the tree
+			// cannot replace. A PATH with a directory of the workspace
+			// first (a manifest's ".venv/bin") must not turn "python3"
+			// into whatever the tree leaves there.
+			r, skipped, err := lookPathOutside(e, b.pathVar, p.Cwd, writable)
+			if err != nil {
+				return usagef("--allow-exec %s: %v", e, err)
+			}
+			if skipped != "" {
+				p.Warnings = append(p.Warnings, fmt.Sprintf("--allow-exec %s: %s comes first in PATH but is in %s, where the tree writes; allowed %s instead", e, skipped, rootOf(skipped, writable), r))
+			}
+			pc.AllowExec = appendUnique(pc.AllowExec, r)
+			continue
+		}
 		x, err := lookPath(e, b.pathVar, p.Cwd)
 		if err != nil {
 			return usagef("--allow-exec %s: %v", e, err)
@@ -283,9 +299,22 @@ func (b *planBuilder) allowExec() error {
 		if err != nil {
 			return usagef("--allow-exec %s: %v", e, err)
 		}
+		if w := rootOf(r, writable); w != "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("--allow-exec %s is in %s, where the tree writes: the tree may replace it with any program", e, w))
+		}
 		pc.AllowExec = appendUnique(pc.AllowExec, r)
 	}
 	return nil
+}
+
+// rootOf is the root of roots that p is or is below, or "".
+func rootOf(p string, roots []string) string {
+	for _, r := range roots {
+		if policy.Under(p, r) {
+			return r
+		}
+	}
+	return ""
 }
 
 // netAndMode parses --net (default deny) and --mode (default enforce).

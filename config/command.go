@@ -47,6 +47,50 @@ func lookPath(name, pathVar, dir string) (string, error) {
 	return "", &NotFoundError{127, fmt.Sprintf("%s: command not found in PATH (%s)", name, pathVar)}
 }
 
+// lookPathOutside is lookPath for a name (no slash) that skips programs
+// whose resolved path is under one of roots (resolved): it returns the
+// first other one, resolved, and the first one it skipped ("" for none).
+// Only skipped ones found: an error naming the first.
+func lookPathOutside(name, pathVar, dir string, roots []string) (string, string, error) {
+	skipped := ""
+	var lastErr error
+	for _, d := range filepath.SplitList(pathVar) {
+		if d == "" {
+			d = "."
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(dir, d)
+		}
+		x, err := checkExec(filepath.Join(d, name), name)
+		if err != nil {
+			var nf *NotFoundError
+			if errors.As(err, &nf) && nf.Status == 126 {
+				lastErr = err
+			}
+			continue
+		}
+		r, err := filepath.EvalSymlinks(x)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if rootOf(r, roots) != "" {
+			if skipped == "" {
+				skipped = r
+			}
+			continue
+		}
+		return r, skipped, nil
+	}
+	if skipped != "" {
+		return "", "", fmt.Errorf("the only %s in PATH is %s, in %s, where the tree writes (it could replace it with any program): give the path of a program outside it", name, skipped, rootOf(skipped, roots))
+	}
+	if lastErr != nil {
+		return "", "", lastErr
+	}
+	return "", "", &NotFoundError{127, fmt.Sprintf("%s: command not found in PATH (%s)", name, pathVar)}
+}
+
 func checkExec(p, name string) (string, error) {
 	st, err := os.Stat(p)
 	if err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracecell/tracecell/policy"
+
 	"github.com/tracecell/tracecell/internal/caps"
 )
 
@@ -423,6 +425,61 @@ func TestBuildExecPatterns(t *testing.T) {
 			}
 			if fmt.Sprint(p.Policy.AllowExecPatterns) != fmt.Sprint(tc.patterns) || len(p.Policy.AllowExec) != 0 {
 				t.Errorf("patterns %q programs %q, want patterns %q", p.Policy.AllowExecPatterns, p.Policy.AllowExec, tc.patterns)
+			}
+			if got := strings.Join(p.Warnings, "\n"); tc.warn == "" && got != "" || !strings.Contains(got, tc.warn) {
+				t.Errorf("warnings %q, want %q", got, tc.warn)
+			}
+		})
+	}
+}
+
+// TestAllowExecNameNotWhereTreeWrites: a name is looked up in PATH without
+// the programs the tree could replace (in a writable or scratch root): a
+// PATH with the workspace's .venv/bin first must not make "--allow-exec
+// python3" allow the file the tree leaves there. A red team ran a copy of
+// id as "python3" this way.
+func TestAllowExecNameNotWhereTreeWrites(t *testing.T) {
+	top, _ := filepath.EvalSymlinks(t.TempDir())
+	sbx, scratch, sys := filepath.Join(top, "sbx"), filepath.Join(top, "scratch"), filepath.Join(top, "sys")
+	for _, d := range []string{filepath.Join(sbx, ".venv", "bin"), scratch, sys} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(sbx, ".venv", "bin", "tool"), filepath.Join(scratch, "tool"), filepath.Join(sys, "tool"),
+		filepath.Join(sbx, ".venv", "bin", "only-here")} {
+		if err := os.WriteFile(f, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A link in the system directory to the workspace's file resolves
+	// into the workspace: skipped as well.
+	if err := os.Symlink(filepath.Join(sbx, ".venv", "bin", "tool"), filepath.Join(sys, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	path := "PATH=" + filepath.Join(sbx, ".venv", "bin") + ":" + scratch + ":" + sys + ":/usr/bin:/bin"
+	for _, tc := range []struct {
+		name, allow, want, warn, errHas string
+	}{
+		{"workspace and scratch skipped", "tool", filepath.Join(sys, "tool"), "--allow-exec tool: " + filepath.Join(sbx, ".venv", "bin", "tool") + " comes first in PATH but is in " + sbx, ""},
+		{"only in the workspace", "only-here", "", "", "--allow-exec only-here: the only only-here in PATH is " + filepath.Join(sbx, ".venv", "bin", "only-here") + ", in " + sbx},
+		{"a link into the workspace", "linked", "", "", "the only linked in PATH is " + filepath.Join(sbx, ".venv", "bin", "tool")},
+		{"a path in the workspace: allowed, warned", filepath.Join(sbx, ".venv", "bin", "tool"), filepath.Join(sbx, ".venv", "bin", "tool"), "is in " + sbx + ", where the tree writes", ""},
+		{"a system name", "sh", "", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Build(&Settings{Write: []string{sbx}, Scratch: []string{scratch}, AllowExec: []string{tc.allow}}, []string{"true"}, []string{path})
+			if tc.errHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
+					t.Fatalf("err = %v, want %q", err, tc.errHas)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Policy.AllowExec) != 1 || tc.want != "" && p.Policy.AllowExec[0] != tc.want || policy.Under(p.Policy.AllowExec[0], top) && tc.want == "" {
+				t.Errorf("allowed %q, want %q", p.Policy.AllowExec, tc.want)
 			}
 			if got := strings.Join(p.Warnings, "\n"); tc.warn == "" && got != "" || !strings.Contains(got, tc.warn) {
 				t.Errorf("warnings %q, want %q", got, tc.warn)
