@@ -1,10 +1,19 @@
 package integration
 
 import (
+	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	"github.com/tracecell/tracecell/report"
+	"golang.org/x/sys/unix"
 )
 
 // TestOutputLinks: a traced program leaves symlinks in its sandbox that
@@ -129,6 +138,57 @@ func TestOutputLinks(t *testing.T) {
 			}
 			if l, err := os.Readlink(filepath.Join(sbx, tc.name)); err != nil || l != tc.target {
 				t.Errorf("the link %s was replaced: %q %v", tc.name, l, err)
+			}
+		})
+	}
+}
+
+// TestRunStopSignals: each signal that ends `tracecell run` from outside
+// (the terminal's Ctrl-C and Ctrl-\, a hang-up, a kill) kills the tree,
+// writes the report and exits 128+N. SIGQUIT was left to Go's default,
+// which dumped tracecell's goroutines and registers on the command's
+// stderr (to the model, through a PTY's Ctrl-\) and exited 2 with no
+// report and the tree's denials lost (a red-team finding).
+func TestRunStopSignals(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
+		t.Run(unix.SignalName(sig), func(t *testing.T) {
+			dir := realDir(t)
+			rep := filepath.Join(dir, "r.json")
+			pidFile := filepath.Join(dir, "sbx", "pid")
+			os.Mkdir(filepath.Join(dir, "sbx"), 0o755)
+			cmd := exec.Command(tcBin, "run", "--quiet", "--write", filepath.Join(dir, "sbx"), "--report", rep, "--allow-exec", "sleep", "--",
+				"/bin/sh", "-c", `echo $$ > "$1"; exec sleep 60`, "sh", pidFile)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var tree int
+			for deadline := time.Now().Add(10 * time.Second); tree == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+				b, _ := os.ReadFile(pidFile)
+				tree, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			}
+			if tree == 0 {
+				cmd.Process.Kill()
+				t.Fatalf("the tree did not start: %s", stderr.String())
+			}
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 128+int(sig) {
+				t.Errorf("tracecell exited %v, want status %d", err, 128+int(sig))
+			}
+			if strings.Contains(stderr.String(), "goroutine ") {
+				t.Errorf("tracecell dumped its goroutines:\n%.600s", stderr.String())
+			}
+			if err := unix.Kill(tree, 0); err == nil {
+				unix.Kill(tree, unix.SIGKILL)
+				t.Errorf("the tree's process %d outlived tracecell", tree)
+			}
+			b, err := os.ReadFile(rep)
+			var r report.Report
+			if err != nil || json.Unmarshal(b, &r) != nil || r.Exit.Status != 128+int(sig) {
+				t.Errorf("report: %v, exit %+v\n%.400s", err, r.Exit, b)
 			}
 		})
 	}

@@ -487,8 +487,11 @@ func (n *notifier) event(ev *report.Event) {
 	fmt.Fprintln(n.stderr, ev.Notice())
 }
 
-// signalWatch cancels the run at SIGINT, SIGTERM or SIGHUP and keeps which
-// signal it was.
+// signalWatch cancels the run at SIGINT, SIGTERM, SIGHUP or SIGQUIT and
+// keeps which signal it was. SIGQUIT (a terminal's Ctrl-\, which a PTY
+// command's input can type) must not get Go's default action: a dump of
+// tracecell's goroutines on the command's stderr and an exit without the
+// report.
 type signalWatch struct {
 	sigs   chan os.Signal     // where signal.Notify delivers
 	cancel context.CancelFunc // ends the run's context
@@ -502,7 +505,7 @@ type signalWatch struct {
 func watchSignals() (context.Context, *signalWatch) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &signalWatch{sigs: make(chan os.Signal, 1), cancel: cancel}
-	signal.Notify(w.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	signal.Notify(w.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	go func() {
 		select {
 		case sg := <-w.sigs:
