@@ -71,6 +71,18 @@ func parseLimits(v any) (l Limits, unknown []string, ok bool) {
 	if _, session := m["ExecTimeout"]; !session {
 		return l, nil, false
 	}
+	// A server before these were recorded wrote only ExecTimeout and
+	// Memory: the others are not known, which is not "none".
+	var missing []string
+	for _, k := range []struct{ field, key string }{{"CPUTime", "cpu_time"}, {"MaxFileSize", "max_file_size"},
+		{"MaxProcs", "max_procs"}, {"MaxOpenFiles", "max_open_files"}} {
+		if _, has := m[k.field]; !has {
+			missing = append(missing, k.key)
+		}
+	}
+	if len(missing) > 0 {
+		unknown = append(unknown, strings.Join(missing, ", ")+" (not recorded by the older server that wrote the report)")
+	}
 	if f, ok := num("ExecTimeout"); ok {
 		l.Timeout = time.Duration(f)
 	}
@@ -89,7 +101,7 @@ func parseLimits(v any) (l Limits, unknown []string, ok bool) {
 	if f, ok := num("MaxOpenFiles"); ok {
 		l.MaxOpenFiles = int(f)
 	}
-	return l, nil, true
+	return l, unknown, true
 }
 
 // suggestLimits sets sg.Limits from the sources: those of the source the
@@ -99,6 +111,13 @@ func (sg *Suggestion) suggestLimits(s *Summary, base int) {
 	from := -1
 	var got []Limits
 	var names []string
+	notCarried := map[string][]string{} // what is not carried → the sources
+	var order []string
+	defer func() {
+		for _, u := range order {
+			sg.LimitNotes = append(sg.LimitNotes, fmt.Sprintf("%s: %s: not carried, set by hand", strings.Join(notCarried[u], ", "), u))
+		}
+	}()
 	for i := range s.Sources {
 		l, unknown, ok := parseLimits(s.Sources[i].Limits)
 		if !ok {
@@ -109,7 +128,10 @@ func (sg *Suggestion) suggestLimits(s *Summary, base int) {
 			l, ok = Limits{}, true
 		}
 		for _, u := range unknown {
-			sg.LimitNotes = append(sg.LimitNotes, fmt.Sprintf("%s: %s is not carried: add it by hand", s.Sources[i].Name, u))
+			if notCarried[u] == nil {
+				order = append(order, u)
+			}
+			notCarried[u] = append(notCarried[u], s.Sources[i].Name)
 		}
 		if from < 0 || i == base {
 			from = len(got)

@@ -36,6 +36,9 @@ func TestParseLimits(t *testing.T) {
 			Limits{}, `rlimit "address_space_bytes" without a soft limit in range`, true},
 		{"session report", `{"StateDir": "/s", "ExecTimeout": 60000000000, "Memory": 1073741824, "CPUTime": 30000000000, "MaxFileSize": 0, "MaxProcs": 32, "MaxOpenFiles": 256}`,
 			Limits{Timeout: time.Minute, CPUTime: 30 * time.Second, Memory: 1 << 30, MaxProcs: 32, MaxOpenFiles: 256}, "", true},
+		{"session report of an older server", `{"StateDir": "/s", "ExecTimeout": 60000000000, "Memory": 1073741824}`,
+			Limits{Timeout: time.Minute, Memory: 1 << 30},
+			"cpu_time, max_file_size, max_procs, max_open_files (not recorded by the older server that wrote the report)", true},
 		{"neither", `{"something": 1}`, Limits{}, "", false},
 		{"not an object", `[1, 2]`, Limits{}, "", false},
 	} {
