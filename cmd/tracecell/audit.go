@@ -122,6 +122,18 @@ func policyCommand(stdin io.Reader, stdout, stderr io.Writer) *cli.Command {
 				},
 				OnUsageError: usageErr,
 			},
+			{
+				Name:      "resolve",
+				Usage:     "print a policy file as JSON with its paths made absolute here (~ expanded with this HOME)",
+				ArgsUsage: "FILE",
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return &exitError{statusFailed, fmt.Errorf("policy resolve: give one policy FILE (YAML or JSON), e.g. tracecell policy resolve policy.yaml")}
+					}
+					return policyResolve(c.Args().First(), stdout)
+				},
+				OnUsageError: usageErr,
+			},
 		},
 		OnUsageError: usageErr,
 	}
