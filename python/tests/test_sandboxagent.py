@@ -413,7 +413,73 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         r = await s.exec("true")
         self.assertEqual(r.exit_code, 125)
         self.assertIn(b"--allow-exec relative/*: a pattern must be an absolute path", r.stderr)
-        self.assertEqual(TracecellSandboxClientOptions().allow_exec, SHELL_AGENT_EXEC)
+        # Left at None, allow_exec is the policy file's, or SHELL_AGENT_EXEC.
+        self.assertIsNone(TracecellSandboxClientOptions().allow_exec)
+        s = await self.open()
+        r = await s.exec("true")
+        rep = tracecell_reports(s)[-1]
+        self.assertIn("/usr/local/bin/*", rep.raw["policy"]["allow_exec_patterns"])
+        # A policy file tracecell refuses is an error when the client is made, naming it.
+        bad = os.path.join(self.outside, "bad.yaml")
+        with open(bad, "w") as f:
+            f.write("timeout: forever\n")
+        with self.assertRaisesRegex(ValueError, "policy file %s: .*forever" % bad):
+            TracecellSandboxClient(tracecell=BIN, policy_file=bad)
+
+    async def test_policy_file_kept(self) -> None:
+        # The policy file's settings hold under the options and the client's own additions:
+        # its deny_read (the client denies its report directory too), its allow_exec and
+        # its net. A red team read a deny_read secret through the backend: the report
+        # directory's --deny-read flag had replaced the file's list.
+        home = tmpdir(self, "sbx-home-")
+        os.makedirs(os.path.join(home, ".ssh"))
+        secret = os.path.join(home, ".ssh", "id_rsa")
+        with open(secret, "w") as f:
+            f.write("SECRET\n")
+        sh = os.path.realpath(shutil.which("sh") or "/bin/sh")
+        cat = os.path.realpath(shutil.which("cat") or "/bin/cat")
+        pol = os.path.join(self.outside, "policy.yaml")
+        with open(pol, "w") as f:
+            # ~ is the application's home, not the workspace the SDK makes HOME.
+            f.write("deny_read: [~/.ssh]\nallow_exec: [%s, %s]\nnet: loopback\n" % (sh, cat))
+        old_home = os.environ.get("HOME")
+        os.environ["HOME"] = home
+        try:
+            client = TracecellSandboxClient(tracecell=BIN, policy_file=pol, report_dir=tmpdir(self, "sbx-reports-"))
+        finally:
+            if old_home is None:
+                del os.environ["HOME"]
+            else:
+                os.environ["HOME"] = old_home
+        s = await client.create(manifest=Manifest(root=self.ws), options=TracecellSandboxClientOptions(deny_read=("/etc/shadow",)))
+        await s.start()
+        self.addAsyncCleanup(s.aclose)
+        r = await s.exec("cat %s; echo rc=$?; id; echo rc=$?" % secret)
+        self.assertNotIn(b"SECRET", r.stdout)
+        self.assertIn(("tracecell: read %s blocked" % secret).encode(), r.stderr)
+        self.assertIn(b"rc=126", r.stdout)  # id is not in the file's allow_exec
+        rep = tracecell_reports(s)[-1].raw["policy"]
+        self.assertIn(os.path.join(home, ".ssh"), rep["deny_read"])
+        self.assertIn("/etc/shadow", rep["deny_read"])
+        self.assertEqual(rep["net"], "loopback")
+        # An option given replaces the file's setting.
+        s2 = await client.create(manifest=Manifest(root=tmpdir(self, "sbx-ws2-")), options=TracecellSandboxClientOptions(net="deny"))
+        async with s2:
+            await s2.exec("true")
+            self.assertEqual(tracecell_reports(s2)[-1].raw["policy"]["net"], "deny")
+
+    async def test_allow_exec_name_not_from_workspace(self) -> None:
+        # A manifest PATH with a workspace directory first: an allow_exec name is the
+        # system's program, not what the model leaves in the workspace under that name.
+        venv = os.path.join(self.ws, ".venv", "bin")
+        s = await self.open(TracecellSandboxClientOptions(allow_exec=("sh", "dash", "bash", "python3", "cp", "chmod", "mkdir")),
+                            environment={"value": {"PATH": venv + ":/usr/bin:/bin"}})
+        r = await s.exec("mkdir -p %s && cp /usr/bin/id %s/python3 && chmod +x %s/python3" % (venv, venv, venv))
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        r = await s.exec("python3 < /dev/null; echo rc=$?")
+        # The shell's exec of the workspace's file is refused; it goes on to the system's.
+        self.assertIn(b"tracecell: running .venv/bin/python3 blocked", r.stderr)
+        self.assertNotIn(b"uid=", r.stdout)
 
 
 class LatencyTest(unittest.IsolatedAsyncioTestCase):

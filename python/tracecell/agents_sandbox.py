@@ -130,40 +130,47 @@ _TTY: contextvars.ContextVar[bool] = contextvars.ContextVar("tracecell_tty", def
 class TracecellSandboxClientOptions(BaseSandboxClientOptions):
     """The operator's policy for one sandbox session (``type`` ``"tracecell"``).
 
+    The options apply on top of the client's ``policy_file``: a setting given here replaces
+    the file's, ``deny_read`` adds to the file's, and a setting left at None keeps the file's.
+
     Attributes:
         allow_exec: programs the commands may run besides the shell that starts each one:
-            paths, directories or glob patterns (``"/usr/bin/*"``); default
-            :data:`SHELL_AGENT_EXEC`. They apply to every program, the shell the SDK starts
-            for each command (``sh``) included: ``()`` runs nothing.
-        net: ``"deny"`` (default), ``"loopback"`` or ``"allow"``.
-        deny_read: paths never readable (``"~/.ssh"``, ``"/srv/app/.env"``).
+            paths, directories or glob patterns (``"/usr/bin/*"``); None (the default): the
+            policy file's ``allow_exec``, or without one :data:`SHELL_AGENT_EXEC`. They apply
+            to every program, the shell the SDK starts for each command (``sh``) included:
+            ``()`` runs nothing.
+        net: ``"deny"``, ``"loopback"`` or ``"allow"``; None (the default): the policy file's
+            ``net``, or ``"deny"``.
+        deny_read: paths never readable (``"~/.ssh"``, ``"/srv/app/.env"``), besides the
+            policy file's.
         read: when set, reads are restricted to these roots (plus the workspace, the
-            writable grants and what programs need to start).
-        memory: address space per process (``"2G"``); None for no limit.
-        max_procs: most live processes per command; None for tracecell's default.
+            writable grants and what programs need to start); None: the policy file's.
+        memory: address space per process (``"2G"``); None: the policy file's, or no limit.
+        max_procs: most live processes per command; None: the policy file's, or tracecell's
+            default.
         exposed_ports: as ``UnixLocalSandboxClientOptions``.
     """
 
     type: Literal["tracecell"] = "tracecell"
-    allow_exec: Tuple[str, ...] = SHELL_AGENT_EXEC
-    net: Literal["deny", "loopback", "allow"] = "deny"
+    allow_exec: Optional[Tuple[str, ...]] = None
+    net: Optional[Literal["deny", "loopback", "allow"]] = None
     deny_read: Tuple[str, ...] = ()
     read: Optional[Tuple[str, ...]] = None
     memory: Optional[str] = None
     max_procs: Optional[int] = None
     exposed_ports: Tuple[int, ...] = ()
 
-    def __init__(self, *, type: Literal["tracecell"] = "tracecell", allow_exec: Sequence[str] = SHELL_AGENT_EXEC,
-                 net: Literal["deny", "loopback", "allow"] = "deny", deny_read: Sequence[str] = (),
+    def __init__(self, *, type: Literal["tracecell"] = "tracecell", allow_exec: Optional[Sequence[str]] = None,
+                 net: Optional[Literal["deny", "loopback", "allow"]] = None, deny_read: Sequence[str] = (),
                  read: Optional[Sequence[str]] = None, memory: Optional[str] = None, max_procs: Optional[int] = None,
                  exposed_ports: Sequence[int] = ()) -> None:
         for name, value in (("allow_exec", allow_exec), ("deny_read", deny_read), ("read", read)):
             if isinstance(value, str):
                 raise TypeError("TracecellSandboxClientOptions(%s=...) takes a list of paths, not one string: "
                                 "write %s=[%r]" % (name, name, value))
-        super().__init__(type=type, allow_exec=tuple(allow_exec), net=net, deny_read=tuple(deny_read),
-                         read=None if read is None else tuple(read), memory=memory, max_procs=max_procs,
-                         exposed_ports=tuple(exposed_ports))
+        super().__init__(type=type, allow_exec=None if allow_exec is None else tuple(allow_exec), net=net,
+                         deny_read=tuple(deny_read), read=None if read is None else tuple(read), memory=memory,
+                         max_procs=max_procs, exposed_ports=tuple(exposed_ports))
 
 
 class TracecellSandboxSessionState(UnixLocalSandboxSessionState):
@@ -193,14 +200,21 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
 
     state: TracecellSandboxSessionState
     _tracecell: str
-    _policy_file: Optional[str]
+    _file_policy: Dict[str, Any]
+    _policy_path: str
+    _policy_text: str
     _report_dir: str
     _reports: List[CommandReport]
 
-    def _configure(self, tracecell: str, policy_file: Optional[str], report_dir: str) -> None:
+    def _configure(self, tracecell: str, file_policy: Dict[str, Any], report_dir: str) -> None:
         self._tracecell = tracecell
-        self._policy_file = policy_file
+        self._file_policy = file_policy
         self._report_dir = report_dir
+        # The session's policy, written where the tree cannot read or write (report_dir
+        # is denied to it): the policy file's settings, resolved in the application's
+        # environment, with the options and the workspace on top.
+        self._policy_path = os.path.join(report_dir, "policy.json")
+        self._policy_text = ""
         self._reports = []
         # Like UnixLocal's own allow-list: only these variables of the application's
         # environment reach tracecell; the manifest's environment is added to them.
@@ -226,38 +240,64 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
             del env[k]
         return env, cwd
 
-    def _tracecell_argv(self, report: str, env: Mapping[str, str]) -> List[str]:
+    def _session_policy(self) -> Dict[str, Any]:
+        """The policy every command of the session runs under (``tracecell run --policy``)."""
         o = self.state.options
+        f = self._file_policy
         root = str(Path(self.state.manifest.root).resolve())
+        pol = dict(f)
+        # The workspace first: tracecell puts HOME and TMPDIR in the first writable root.
+        write = [root] + [w for w in f.get("write", []) if w != root]
+        read: Optional[List[str]] = None
+        if o.read is not None:
+            read = [os.path.expanduser(r) for r in o.read]
+        elif "read" in f:
+            read = list(f["read"])
+        for g in self.state.manifest.extra_path_grants:
+            if not g.read_only:
+                write.append(g.path)
+            elif read is not None:
+                read.append(g.path)
+        pol["write"] = write
+        if read is not None:
+            pol["read"] = read + list(_LOGIN_SHELL_READS)
+        # Denials only add up; the reports of earlier commands are the operator's.
+        pol["deny_read"] = list(f.get("deny_read", [])) + [os.path.expanduser(d) for d in o.deny_read] + [self._report_dir]
+        if o.allow_exec is not None:
+            pol["allow_exec"] = list(o.allow_exec)
+        elif "allow_exec" not in f:
+            pol["allow_exec"] = list(SHELL_AGENT_EXEC)
+        pol["net"] = o.net if o.net is not None else f.get("net", "deny")
+        if o.memory:
+            pol["memory"] = o.memory
+        if o.max_procs:
+            pol["max_procs"] = o.max_procs
+        return pol
+
+    def _write_policy(self) -> str:
+        """Writes the session's policy file when it changed; returns its path."""
+        text = json.dumps(self._session_policy(), indent=1, sort_keys=True)
+        if text != self._policy_text:
+            tmp = "%s.%s.tmp" % (self._policy_path, uuid.uuid4().hex)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(text)
+            os.replace(tmp, self._policy_path)
+            self._policy_text = text
+        return self._policy_path
+
+    def _tracecell_argv(self, report: str, env: Mapping[str, str]) -> List[str]:
         argv = [self._tracecell, "run", "--quiet", "--report", report]
         timeout = _TIMEOUT.get()
         if timeout is not None:
             argv += ["--timeout", "%.3f" % max(timeout, 0.001)]
-        if self._policy_file:
-            argv += ["--policy", self._policy_file]
-        argv += ["--write", root]
-        for g in self.state.manifest.extra_path_grants:
-            if not g.read_only:
-                argv += ["--write", g.path]
-            elif o.read is not None:
-                argv += ["--read", g.path]
-        if o.read is not None:
-            for r in tuple(o.read) + _LOGIN_SHELL_READS:
-                argv += ["--read", os.path.expanduser(r)]
-        for d in o.deny_read:
-            argv += ["--deny-read", os.path.expanduser(d)]
-        # The reports of earlier commands are the operator's.
-        argv += ["--deny-read", self._report_dir]
-        for x in o.allow_exec:
-            argv += ["--allow-exec", x]
-        argv += ["--net", o.net]
-        if o.memory:
-            argv += ["--memory", o.memory]
-        if o.max_procs:
-            argv += ["--max-procs", str(o.max_procs)]
-        for k in sorted(env):
-            if k not in _HOST_ENV and k not in _TRACECELL_SETS and not k.startswith("LC_"):
-                argv += ["--keep-env", k]
+        argv += ["--policy", self._write_policy()]
+        # The manifest's variables by name (a flag replaces the file's list: the file's too).
+        keep = list(self._file_policy.get("keep_env", []))
+        keep += [k for k in sorted(env) if k not in _HOST_ENV and k not in _TRACECELL_SETS
+                 and not k.startswith("LC_") and k not in keep]
+        for k in keep:
+            argv += ["--keep-env", k]
         return argv
 
     def _confined_exec_command(self, *, command_parts: List[str], workspace_root: Path,
@@ -378,6 +418,21 @@ def _find_tracecell(path: Optional[str]) -> str:
     return os.path.abspath(p)
 
 
+def _resolve_policy(tracecell: str, policy_file: str) -> Dict[str, Any]:
+    """The policy file's settings, paths made absolute in this process's environment."""
+    import subprocess
+    p = subprocess.run([tracecell, "policy", "resolve", policy_file], stdin=subprocess.DEVNULL,
+                       capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        lines = [x for x in p.stderr.splitlines() if x.strip()]
+        raise ValueError("tracecell.agents: policy file %s: %s" % (
+            policy_file, lines[-1] if lines else "tracecell policy resolve exited %d" % p.returncode))
+    pol = json.loads(p.stdout)
+    if not isinstance(pol, dict):
+        raise ValueError("tracecell.agents: policy file %s: tracecell policy resolve printed no object" % policy_file)
+    return pol
+
+
 def _dynamically_linked(path: str) -> bool:
     """Whether the ELF file at path names a program interpreter (PT_INTERP): a dynamic
     executable, which the loader would run LD_PRELOAD's libraries in. False for anything
@@ -407,8 +462,10 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
 
     Args:
         tracecell: the tracecell binary (default: ``$TRACECELL_BIN``, else ``tracecell`` on PATH).
-        policy_file: an operator policy file (``tracecell run --policy``); the options' settings
-            are given as flags, which override it.
+        policy_file: an operator policy file (``tracecell run --policy``), resolved once here
+            with ``tracecell policy resolve`` in the application's environment (``~`` is the
+            application's home, not the workspace the SDK makes ``HOME``); the options
+            apply on top of it (see :class:`TracecellSandboxClientOptions`).
         report_dir: where each session keeps its reports (a fresh directory per session
             under it; default: a new temporary directory). Keep it outside the workspace.
         instrumentation, dependencies: as ``UnixLocalSandboxClient``.
@@ -423,7 +480,7 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
         self._tracecell = _find_tracecell(tracecell)
         if policy_file is not None and not os.path.isfile(policy_file):
             raise FileNotFoundError("tracecell.agents: policy file %s does not exist" % policy_file)
-        self._policy_file = policy_file
+        self._file_policy = _resolve_policy(self._tracecell, policy_file) if policy_file is not None else {}
         self._report_dir = report_dir
         self._instrumentation = instrumentation if instrumentation is not None else Instrumentation()
         self._dependencies = dependencies
@@ -435,7 +492,7 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
         if self._report_dir is not None:
             os.makedirs(self._report_dir, exist_ok=True)
         rd = tempfile.mkdtemp(prefix="tracecell-reports-%s-" % state.session_id, dir=self._report_dir)
-        inner._configure(self._tracecell, self._policy_file, rd)
+        inner._configure(self._tracecell, self._file_policy, rd)
         return self._wrap_session(inner, instrumentation=self._instrumentation)
 
     async def create(self, *, snapshot: Optional[SnapshotSpec | SnapshotBase] = None, manifest: Optional[Manifest] = None,
