@@ -24,6 +24,13 @@ func lookPath(name, pathVar, dir string) (string, error) {
 		}
 		return checkExec(p, name)
 	}
+	return searchPath(name, pathVar, dir, func(string) bool { return true })
+}
+
+// searchPath looks for name in each directory of pathVar (relative ones
+// against dir) and returns the first executable file that take accepts.
+// None accepted: the last "not executable" error, or "not found".
+func searchPath(name, pathVar, dir string, take func(found string) bool) (string, error) {
 	var lastErr error
 	for _, d := range filepath.SplitList(pathVar) {
 		if d == "" {
@@ -34,7 +41,10 @@ func lookPath(name, pathVar, dir string) (string, error) {
 		}
 		p, err := checkExec(filepath.Join(d, name), name)
 		if err == nil {
-			return p, nil
+			if take(p) {
+				return p, nil
+			}
+			continue
 		}
 		var nf *NotFoundError
 		if errors.As(err, &nf) && nf.Status == 126 {
@@ -52,43 +62,28 @@ func lookPath(name, pathVar, dir string) (string, error) {
 // first other one, resolved, and the first one it skipped ("" for none).
 // Only skipped ones found: an error naming the first.
 func lookPathOutside(name, pathVar, dir string, roots []string) (string, string, error) {
-	skipped := ""
-	var lastErr error
-	for _, d := range filepath.SplitList(pathVar) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(dir, d)
-		}
-		x, err := checkExec(filepath.Join(d, name), name)
-		if err != nil {
-			var nf *NotFoundError
-			if errors.As(err, &nf) && nf.Status == 126 {
-				lastErr = err
-			}
-			continue
-		}
+	skipped, resolved := "", ""
+	_, err := searchPath(name, pathVar, dir, func(x string) bool {
 		r, err := filepath.EvalSymlinks(x)
 		if err != nil {
-			lastErr = err
-			continue
+			return false
 		}
 		if rootOf(r, roots) != "" {
 			if skipped == "" {
 				skipped = r
 			}
-			continue
+			return false
 		}
-		return r, skipped, nil
-	}
-	if skipped != "" {
+		resolved = r
+		return true
+	})
+	switch {
+	case resolved != "":
+		return resolved, skipped, nil
+	case skipped != "":
 		return "", "", fmt.Errorf("the only %s in PATH is %s, in %s, where the tree writes (it could replace it with any program): give the path of a program outside it", name, skipped, rootOf(skipped, roots))
 	}
-	if lastErr != nil {
-		return "", "", lastErr
-	}
-	return "", "", &NotFoundError{127, fmt.Sprintf("%s: command not found in PATH (%s)", name, pathVar)}
+	return "", "", err
 }
 
 func checkExec(p, name string) (string, error) {
