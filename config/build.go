@@ -188,7 +188,9 @@ func (b *planBuilder) reads() error {
 		}
 		b.pc.ReadRoots = appendUnique(b.pc.ReadRoots, a)
 	}
-	if len(b.s.Read) > 0 && b.pc.ReadRoots == nil {
+	// "read: []" in a policy file (as `policy suggest` writes it) restricts
+	// reads to the runtime and the writable roots: it must not mean "open".
+	if b.s.Read != nil && b.pc.ReadRoots == nil {
 		b.pc.ReadRoots = []string{}
 	}
 	for _, r := range b.s.DenyRead {

@@ -626,3 +626,28 @@ func TestTildeUserInPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyReadRestricts: "read: []" in a policy file, as `policy suggest`
+// writes it for a run whose reads were restricted, restricts reads to the
+// runtime and the writable roots; it read back as "reads open".
+func TestEmptyReadRestricts(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "p.yaml")
+	os.WriteFile(f, []byte("write: ["+filepath.Join(dir, "sbx")+"]\nread: []\n"), 0o600)
+	s, err := LoadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(s, []string{"true"}, []string{"PATH=/usr/bin:/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Policy.ReadRoots == nil {
+		t.Errorf("read: [] left reads open")
+	}
+	os.WriteFile(f, []byte("write: ["+filepath.Join(dir, "sbx")+"]\n"), 0o600)
+	s, _ = LoadFile(f)
+	if p, err := Build(s, []string{"true"}, []string{"PATH=/usr/bin:/bin"}); err != nil || p.Policy.ReadRoots != nil {
+		t.Errorf("no read key: read roots %v, %v", p.Policy.ReadRoots, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/tracecell/tracecell/config"
 )
@@ -55,20 +56,22 @@ func policyResolve(path string, stdout io.Writer) error {
 	}
 	tilde := func(v string) bool { return strings.HasPrefix(v, "~") }
 	out := map[string]any{}
+	// A list the file gives is printed even when empty: "allow_exec: []"
+	// allows no program, "read: []" restricts reads to the runtime and the
+	// writable roots, "scratch: []" has none; left out, each is its default.
 	for _, l := range []struct {
-		key   string
-		v     []string
-		only  func(string) bool
-		empty bool // an empty list means something (read: none besides the runtime; scratch: none)
+		key  string
+		v    []string
+		only func(string) bool
 	}{
-		{"write", s.Write, nil, false}, {"read", s.Read, nil, true}, {"deny_read", s.DenyRead, nil, false},
-		{"allow_exec", s.AllowExec, tilde, false}, {"scratch", s.Scratch, nil, true},
+		{"write", s.Write, nil}, {"read", s.Read, nil}, {"deny_read", s.DenyRead, nil},
+		{"allow_exec", s.AllowExec, tilde}, {"scratch", s.Scratch, nil},
 	} {
 		a, err := absList(l.key, l.v, l.only)
 		if err != nil {
 			return err
 		}
-		if len(a) > 0 || a != nil && l.empty {
+		if a != nil {
 			out[l.key] = a
 		}
 	}
@@ -91,16 +94,18 @@ func policyResolve(path string, stdout io.Writer) error {
 	}
 	set("net", s.Net, s.Net != "")
 	set("mode", s.Mode, s.Mode != "")
-	set("timeout", s.Timeout, s.Timeout != 0)
-	set("cpu_time", s.CPUTime, s.CPUTime != 0)
+	// Durations in seconds (a JSON number, which --policy reads too), so
+	// that a program reading this needs no Go duration parser.
+	set("timeout", time.Duration(s.Timeout).Seconds(), s.Timeout != 0)
+	set("cpu_time", time.Duration(s.CPUTime).Seconds(), s.CPUTime != 0)
 	set("memory", s.Memory, s.Memory != 0)
 	set("max_file_size", s.MaxFileSize, s.MaxFileSize != 0)
 	set("max_procs", s.MaxProcs, s.MaxProcs != 0)
 	set("max_open_files", s.MaxOpenFiles, s.MaxOpenFiles != 0)
 	set("env", s.Env, len(s.Env) > 0)
-	set("keep_env", s.KeepEnv, len(s.KeepEnv) > 0)
-	set("allow_device", s.AllowDevice, len(s.AllowDevice) > 0)
-	set("keep_cap", s.KeepCap, len(s.KeepCap) > 0)
+	set("keep_env", s.KeepEnv, s.KeepEnv != nil)
+	set("allow_device", s.AllowDevice, s.AllowDevice != nil)
+	set("keep_cap", s.KeepCap, s.KeepCap != nil)
 	set("log_level", s.LogLevel, s.LogLevel != "")
 	set("log_format", s.LogFormat, s.LogFormat != "")
 	set("quiet", s.Quiet, s.Quiet)

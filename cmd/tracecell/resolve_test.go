@@ -76,6 +76,17 @@ no_freeze: true
 	if n := strings.Count(out.String(), "\n  \""); n != len(config.Keys()) {
 		t.Errorf("%d keys resolved, the format has %d (%v)", n, len(config.Keys()), config.Keys())
 	}
+	// Empty lists keep their meaning (a red team had "allow_exec: []"
+	// come back as the SandboxAgent default, every program in /usr/bin).
+	os.WriteFile(src, []byte("allow_exec: []\nread: []\nscratch: []\nkeep_env: []\n"), 0o600)
+	out.Reset()
+	if err := policyResolve(src, &out); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(res, out.Bytes(), 0o600)
+	if got, err := config.LoadFile(res); err != nil || got.AllowExec == nil || got.Read == nil || got.Scratch == nil || got.KeepEnv == nil {
+		t.Errorf("empty lists lost: %+v, %v\n%s", got, err, out.String())
+	}
 	// Bad input names the file and the key.
 	os.WriteFile(src, []byte("deny_read: [~tc-no-such-user-42/x]\n"), 0o600)
 	if err := policyResolve(src, &out); err == nil || !strings.Contains(err.Error(), "no user named") {
