@@ -193,3 +193,34 @@ func TestRunStopSignals(t *testing.T) {
 		})
 	}
 }
+
+// TestClosedStderrKeepsReport: the operator's reader of tracecell's stderr
+// goes away (`2>&1 | head -n 3`) while denials are being noticed there: the
+// run goes on, and the report is written with every denial. SIGPIPE killed
+// tracecell with a 0-byte report (a red-team finding).
+func TestClosedStderrKeepsReport(t *testing.T) {
+	dir := realDir(t)
+	sbx, rep := filepath.Join(dir, "sbx"), filepath.Join(dir, "r.json")
+	os.Mkdir(sbx, 0o755)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // nobody reads
+	cmd := exec.Command(tcBin, "run", "--write", sbx, "--report", rep, "--",
+		"/bin/sh", "-c", `exec 2>/dev/null; i=0; while [ $i -lt 50 ]; do echo x > /etc/tc-denied-$i; i=$((i+1)); done; echo done > "$1"/done`, "sh", sbx)
+	cmd.Stderr = w
+	err = cmd.Run()
+	w.Close()
+	if err != nil {
+		t.Errorf("tracecell: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(sbx, "done")); err != nil {
+		t.Errorf("the command did not run to its end: %v", err)
+	}
+	b, err := os.ReadFile(rep)
+	var rr report.Report
+	if err != nil || json.Unmarshal(b, &rr) != nil || rr.Counts.Denied != 50 {
+		t.Errorf("report: %v, %d denied\n%.300s", err, rr.Counts.Denied, b)
+	}
+}
