@@ -468,6 +468,49 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
             await s2.exec("true")
             self.assertEqual(tracecell_reports(s2)[-1].raw["policy"]["net"], "deny")
 
+    async def test_sessions_cannot_reach_each_others_policy(self) -> None:
+        # Every session's report directory (its policy.json, its reports) lies under the
+        # client's, which every command is denied: a red team rewrote another session's
+        # policy.json and loosened it, when each session was denied only its own.
+        a = await self.open()
+        await a.exec("true")
+        pol_a = os.path.join(a._inner.report_dir, "policy.json")  # type: ignore[attr-defined]
+        with open(pol_a) as f:
+            before = f.read()
+        b = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-wsb-")))
+        async with b:
+            r = await b.exec("cat %s; echo '{}' > %s; ls %s; echo end" % (pol_a, pol_a, os.path.dirname(a._inner.report_dir)))  # type: ignore[attr-defined]
+            self.assertNotIn(b'"deny_read"', r.stdout)
+            self.assertIn(("tracecell: read %s blocked" % pol_a).encode(), r.stderr)
+        with open(pol_a) as f:
+            self.assertEqual(f.read(), before)
+        # A workspace or path grant holding the report directory is refused: the SDK's own
+        # file operations, which tracecell does not see, would reach it.
+        rd = self.client._report_dir  # type: ignore[attr-defined]
+        with self.assertRaisesRegex(ValueError, "report directory %s is inside the path grant" % rd):
+            await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-wsc-"),
+                                                       extra_path_grants=(SandboxPathGrant(path=os.path.dirname(rd)),)))
+
+    async def test_policy_file_empty_allow_exec_and_home(self) -> None:
+        # "allow_exec: []" in the policy file runs nothing besides the shell the SDK starts
+        # (it came back as the default, every program in /usr/bin); "~" in the options'
+        # allow_exec is the application's home, not the workspace.
+        pol = os.path.join(self.outside, "none.yaml")
+        sh = os.path.realpath(shutil.which("sh") or "/bin/sh")
+        with open(pol, "w") as f:
+            f.write("allow_exec: []\n")
+        client = TracecellSandboxClient(tracecell=BIN, policy_file=pol, report_dir=tmpdir(self, "sbx-reports-"))
+        s = await client.create(manifest=Manifest(root=self.ws))
+        async with s:
+            r = await s.exec("id")
+            self.assertEqual(r.exit_code, 126, r.stdout)
+        home = os.path.expanduser("~")
+        s2 = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-ws2-")),
+                                      options=TracecellSandboxClientOptions(allow_exec=(sh, "~/no-such-tool")))
+        async with s2:
+            r = await s2.exec("true")
+            self.assertIn(("--allow-exec %s/no-such-tool" % home).encode(), r.stderr)
+
     async def test_allow_exec_name_not_from_workspace(self) -> None:
         # A manifest PATH with a workspace directory first: an allow_exec name is the
         # system's program, not what the model leaves in the workspace under that name.

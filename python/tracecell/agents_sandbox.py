@@ -42,6 +42,7 @@ import contextvars
 import json
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -206,10 +207,13 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
     _report_dir: str
     _reports: List[CommandReport]
 
-    def _configure(self, tracecell: str, file_policy: Dict[str, Any], report_dir: str) -> None:
+    def _configure(self, tracecell: str, file_policy: Dict[str, Any], report_dir: str, report_root: str) -> None:
         self._tracecell = tracecell
         self._file_policy = file_policy
         self._report_dir = report_dir
+        # The client's report directory, every session's under it: denied to every
+        # command, so that no session reads or rewrites another's policy or reports.
+        self._report_root = report_root
         # The session's policy, written where the tree cannot read or write (report_dir
         # is denied to it): the policy file's settings, resolved in the application's
         # environment, with the options and the workspace on top.
@@ -261,10 +265,12 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         pol["write"] = write
         if read is not None:
             pol["read"] = read + list(_LOGIN_SHELL_READS)
-        # Denials only add up; the reports of earlier commands are the operator's.
-        pol["deny_read"] = list(f.get("deny_read", [])) + [os.path.expanduser(d) for d in o.deny_read] + [self._report_dir]
+        # Denials only add up; the reports (every session's) are the operator's.
+        pol["deny_read"] = list(f.get("deny_read", [])) + [os.path.expanduser(d) for d in o.deny_read] + [self._report_root]
         if o.allow_exec is not None:
-            pol["allow_exec"] = list(o.allow_exec)
+            # ~ is the application's home here, as in the policy file, never the
+            # workspace that HOME is for tracecell.
+            pol["allow_exec"] = [os.path.expanduser(x) if x.startswith("~") else x for x in o.allow_exec]
         elif "allow_exec" not in f:
             pol["allow_exec"] = list(SHELL_AGENT_EXEC)
         pol["net"] = o.net if o.net is not None else f.get("net", "deny")
@@ -275,9 +281,16 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         return pol
 
     def _write_policy(self) -> str:
-        """Writes the session's policy file when it changed; returns its path."""
+        """Writes the session's policy file unless it holds the policy; returns its path."""
         text = json.dumps(self._session_policy(), indent=1, sort_keys=True)
-        if text != self._policy_text:
+        try:
+            # Not what was written last: what is there (no command can change it, being
+            # under the denied report directory; this does not take that on trust).
+            with open(self._policy_path) as cur:
+                on_disk: Optional[str] = cur.read()
+        except OSError:
+            on_disk = None
+        if text != on_disk:
             tmp = "%s.%s.tmp" % (self._policy_path, uuid.uuid4().hex)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             with os.fdopen(fd, "w") as out:
@@ -290,6 +303,10 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         argv = [self._tracecell, "run", "--quiet", "--report", report]
         timeout = _TIMEOUT.get()
         if timeout is not None:
+            # The flag replaces the policy file's timeout: the smaller of the two holds.
+            ft = self._file_policy.get("timeout")
+            if isinstance(ft, (int, float)) and ft > 0:
+                timeout = min(timeout, float(ft))
             argv += ["--timeout", "%.3f" % max(timeout, 0.001)]
         argv += ["--policy", self._write_policy()]
         # The manifest's variables by name (a flag replaces the file's list: the file's too).
@@ -418,6 +435,32 @@ def _find_tracecell(path: Optional[str]) -> str:
     return os.path.abspath(p)
 
 
+def _default_report_dir() -> str:
+    """tracecell-reports-<uid> in the temporary directory: made mode 0700, or refused when
+    it is not this user's private directory (another user could have made it first)."""
+    path = os.path.join(tempfile.gettempdir(), "tracecell-reports-%d" % os.getuid())
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise PermissionError("tracecell.agents: %s is not a directory private to this user (mode 0700, owned by "
+                              "uid %d): remove it, or pass TracecellSandboxClient(report_dir=...)" % (path, os.getuid()))
+    return path
+
+
+def _check_report_dir(report_dir: str, manifest: Manifest) -> None:
+    """Refuses a workspace or path grant that holds the report directory: the SDK's own file
+    operations (which tracecell does not see) reach there."""
+    for p, what in [(str(manifest.root), "the workspace root")] + [(g.path, "the path grant") for g in manifest.extra_path_grants]:
+        rp = os.path.realpath(p)
+        if report_dir == rp or report_dir.startswith(rp.rstrip("/") + "/"):
+            raise ValueError("tracecell.agents: the report directory %s is inside %s %s, where the SDK's file "
+                             "operations could read and change the reports and policies: pass "
+                             "TracecellSandboxClient(report_dir=...) outside it" % (report_dir, what, p))
+
+
 def _resolve_policy(tracecell: str, policy_file: str) -> Dict[str, Any]:
     """The policy file's settings, paths made absolute in this process's environment."""
     import subprocess
@@ -466,8 +509,11 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
             with ``tracecell policy resolve`` in the application's environment (``~`` is the
             application's home, not the workspace the SDK makes ``HOME``); the options
             apply on top of it (see :class:`TracecellSandboxClientOptions`).
-        report_dir: where each session keeps its reports (a fresh directory per session
-            under it; default: a new temporary directory). Keep it outside the workspace.
+        report_dir: where each session keeps its reports and its policy (a fresh directory
+            per session under it; default: ``tracecell-reports-<uid>`` in the temporary
+            directory, mode 0700). No command of any session may read or change anything
+            under it: use one for all the clients of an application. It may not lie in a
+            workspace or a path grant, where the SDK's own file operations reach.
         instrumentation, dependencies: as ``UnixLocalSandboxClient``.
     """
 
@@ -481,7 +527,11 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
         if policy_file is not None and not os.path.isfile(policy_file):
             raise FileNotFoundError("tracecell.agents: policy file %s does not exist" % policy_file)
         self._file_policy = _resolve_policy(self._tracecell, policy_file) if policy_file is not None else {}
-        self._report_dir = report_dir
+        if report_dir is None:
+            report_dir = _default_report_dir()
+        else:
+            os.makedirs(report_dir, mode=0o700, exist_ok=True)
+        self._report_dir = os.path.realpath(report_dir)
         self._instrumentation = instrumentation if instrumentation is not None else Instrumentation()
         self._dependencies = dependencies
         # The workspace clean-up is UnixLocal's.
@@ -489,10 +539,9 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
 
     def _session(self, state: TracecellSandboxSessionState) -> SandboxSession:
         inner = TracecellSandboxSession(state=state)
-        if self._report_dir is not None:
-            os.makedirs(self._report_dir, exist_ok=True)
+        _check_report_dir(self._report_dir, state.manifest)
         rd = tempfile.mkdtemp(prefix="tracecell-reports-%s-" % state.session_id, dir=self._report_dir)
-        inner._configure(self._tracecell, self._file_policy, rd)
+        inner._configure(self._tracecell, self._file_policy, rd, self._report_dir)
         return self._wrap_session(inner, instrumentation=self._instrumentation)
 
     async def create(self, *, snapshot: Optional[SnapshotSpec | SnapshotBase] = None, manifest: Optional[Manifest] = None,
