@@ -413,15 +413,9 @@ func TestBuildExecPatterns(t *testing.T) {
 		{"bad syntax", real + "/[x", nil, "", "syntax error in pattern"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := Build(&Settings{Write: []string{sbx}, AllowExec: []string{tc.allow}}, []string{"true"}, env)
-			if tc.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
-					t.Fatalf("err = %v, want %q", err, tc.errHas)
-				}
+			p := buildWant(t, &Settings{Write: []string{sbx}, AllowExec: []string{tc.allow}}, env, tc.errHas)
+			if p == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if fmt.Sprint(p.Policy.AllowExecPatterns) != fmt.Sprint(tc.patterns) || len(p.Policy.AllowExec) != 0 {
 				t.Errorf("patterns %q programs %q, want patterns %q", p.Policy.AllowExecPatterns, p.Policy.AllowExec, tc.patterns)
@@ -468,15 +462,9 @@ func TestAllowExecNameNotWhereTreeWrites(t *testing.T) {
 		{"a system name", "sh", "", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := Build(&Settings{Write: []string{sbx}, Scratch: []string{scratch}, AllowExec: []string{tc.allow}}, []string{"true"}, []string{path})
-			if tc.errHas != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.errHas) {
-					t.Fatalf("err = %v, want %q", err, tc.errHas)
-				}
+			p := buildWant(t, &Settings{Write: []string{sbx}, Scratch: []string{scratch}, AllowExec: []string{tc.allow}}, []string{path}, tc.errHas)
+			if p == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(p.Policy.AllowExec) != 1 || tc.want != "" && p.Policy.AllowExec[0] != tc.want || policy.Under(p.Policy.AllowExec[0], top) && tc.want == "" {
 				t.Errorf("allowed %q, want %q", p.Policy.AllowExec, tc.want)
@@ -650,4 +638,21 @@ func TestEmptyReadRestricts(t *testing.T) {
 	if p, err := Build(s, []string{"true"}, []string{"PATH=/usr/bin:/bin"}); err != nil || p.Policy.ReadRoots != nil {
 		t.Errorf("no read key: read roots %v, %v", p.Policy.ReadRoots, err)
 	}
+}
+
+// buildWant builds s for `true`: the plan, or nil after checking that the
+// error holds errHas when one is wanted.
+func buildWant(t *testing.T, s *Settings, env []string, errHas string) *Plan {
+	t.Helper()
+	p, err := Build(s, []string{"true"}, env)
+	if errHas != "" {
+		if err == nil || !strings.Contains(err.Error(), errHas) {
+			t.Fatalf("err = %v, want %q", err, errHas)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
