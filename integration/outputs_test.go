@@ -218,6 +218,23 @@ func TestClosedStderrKeepsReport(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sbx, "done")); err != nil {
 		t.Errorf("the command did not run to its end: %v", err)
 	}
+	// The same before the run starts: the notice of a sandbox made for the
+	// run is written before the command runs.
+	r2, w2, _ := os.Pipe()
+	r2.Close()
+	rep2 := filepath.Join(dir, "r2.json")
+	cmd2 := exec.Command(tcBin, "run", "--report", rep2, "--", "/bin/true")
+	cmd2.Stderr = w2
+	if err := cmd2.Run(); err != nil {
+		t.Errorf("tracecell with a fresh sandbox and a closed stderr: %v", err)
+	}
+	w2.Close()
+	var r2r report.Report
+	if b, err := os.ReadFile(rep2); err != nil || json.Unmarshal(b, &r2r) != nil {
+		t.Errorf("no report when stderr closed before the run: %v", err)
+	} else if r2r.Sandbox != "" {
+		os.RemoveAll(r2r.Sandbox) // made for the run, kept after it
+	}
 	b, err := os.ReadFile(rep)
 	var rr report.Report
 	if err != nil || json.Unmarshal(b, &rr) != nil || rr.Counts.Denied != 50 {

@@ -506,12 +506,6 @@ func watchSignals() (context.Context, *signalWatch) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &signalWatch{sigs: make(chan os.Signal, 1), cancel: cancel}
 	signal.Notify(w.sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	// A write to a closed stdout or stderr (the operator's `| head`, a
-	// log reader that died) must fail with EPIPE, not kill tracecell
-	// before the report is written: Go's default for fds 1 and 2. Caught,
-	// not ignored: an ignored SIGPIPE would stay ignored in the tree
-	// across exec.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
 	go func() {
 		select {
 		case sg := <-w.sigs:
