@@ -474,7 +474,8 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         # policy.json and loosened it, when each session was denied only its own.
         a = await self.open()
         await a.exec("true")
-        pol_a = os.path.join(a._inner.report_dir, "policy.json")  # type: ignore[attr-defined]
+        rd_a = a._inner.report_dir  # type: ignore[attr-defined]
+        pol_a = os.path.join(rd_a, [n for n in os.listdir(rd_a) if n.endswith(".policy.json")][0])
         with open(pol_a) as f:
             before = f.read()
         b = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-wsb-")))
@@ -487,9 +488,60 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         # A workspace or path grant holding the report directory is refused: the SDK's own
         # file operations, which tracecell does not see, would reach it.
         rd = self.client._report_dir  # type: ignore[attr-defined]
-        with self.assertRaisesRegex(ValueError, "report directory %s is inside the path grant" % rd):
+        with self.assertRaisesRegex(ValueError, "the report directory %s and the workspace or grant" % rd):
             await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-wsc-"),
                                                        extra_path_grants=(SandboxPathGrant(path=os.path.dirname(rd)),)))
+
+    async def test_grants_resolved_once_and_kept_apart(self) -> None:
+        rd = self.client._report_dir  # type: ignore[attr-defined]
+        a = await self.open()
+        # A workspace or grant inside the report directory (another session's) is refused:
+        # tracecell would carve it out of the denied directory (red-team round 3).
+        with self.assertRaisesRegex(ValueError, "report directory .* overlap"):
+            await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-wsb-"),
+                                                       extra_path_grants=(SandboxPathGrant(path=a._inner.report_dir),)))  # type: ignore[attr-defined]
+        with self.assertRaisesRegex(ValueError, "report directory .* overlap"):
+            await self.client.create(manifest=Manifest(root=os.path.join(rd, "ws")))
+        # A grant through a symlink in the workspace: a command could retarget it.
+        target = tmpdir(self, "sbx-target-")
+        os.symlink(target, os.path.join(self.ws, "out"))
+        with self.assertRaisesRegex(ValueError, "lies in %s, which the commands can change" % self.ws):
+            await self.client.create(manifest=Manifest(root=self.ws, extra_path_grants=(SandboxPathGrant(path=os.path.join(self.ws, "out")),)))
+        # A grant resolved when the session is made: a symlink swapped afterwards on the
+        # path of the grant (here the application's own) does not move it.
+        outer = tmpdir(self, "sbx-outer-")
+        real1, real2 = tmpdir(self, "sbx-real1-"), tmpdir(self, "sbx-real2-")
+        link = os.path.join(outer, "g")
+        os.symlink(real1, link)
+        s = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-wsd-"), extra_path_grants=(SandboxPathGrant(path=link),)))
+        async with s:
+            os.unlink(link)
+            os.symlink(real2, link)
+            r = await s.exec("echo x > %s/f; echo y > %s/f" % (real1, real2))
+            self.assertTrue(os.path.exists(os.path.join(real1, "f")))
+            self.assertFalse(os.path.exists(os.path.join(real2, "f")), r.stderr)
+        # Relative paths in the options are the application's, not the workspace's.
+        secret = os.path.join(self.outside, "secret.txt")
+        with open(secret, "w") as f:
+            f.write("s3cret\n")
+        cwd = os.getcwd()
+        os.chdir(self.outside)
+        try:
+            s2 = await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-wse-")),
+                                          options=TracecellSandboxClientOptions(deny_read=("secret.txt",)))
+        finally:
+            os.chdir(cwd)
+        async with s2:
+            r = await s2.exec("cat %s" % secret)
+            self.assertNotIn(b"s3cret", r.stdout)
+        # A session resumed on a client with another report directory keeps the first one
+        # denied too.
+        payload = json.loads(json.dumps(self.client.serialize_session_state(a.state)))
+        client2 = TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports2-"))
+        s3 = await client2.resume(client2.deserialize_session_state(payload))
+        async with s3:
+            r = await s3.exec("ls %s; echo end" % rd)
+            self.assertIn(("tracecell: read %s blocked" % rd).encode(), r.stderr)
 
     async def test_policy_file_empty_allow_exec_and_home(self) -> None:
         # "allow_exec: []" in the policy file runs nothing besides the shell the SDK starts

@@ -133,6 +133,8 @@ class TracecellSandboxClientOptions(BaseSandboxClientOptions):
 
     The options apply on top of the client's ``policy_file``: a setting given here replaces
     the file's, ``deny_read`` adds to the file's, and a setting left at None keeps the file's.
+    Paths are made absolute when the options are made, as the application means them: ``~``
+    its home, a relative path its working directory (never the workspace's).
 
     Attributes:
         allow_exec: programs the commands may run besides the shell that starts each one:
@@ -169,8 +171,12 @@ class TracecellSandboxClientOptions(BaseSandboxClientOptions):
             if isinstance(value, str):
                 raise TypeError("TracecellSandboxClientOptions(%s=...) takes a list of paths, not one string: "
                                 "write %s=[%r]" % (name, name, value))
-        super().__init__(type=type, allow_exec=None if allow_exec is None else tuple(allow_exec), net=net,
-                         deny_read=tuple(deny_read), read=None if read is None else tuple(read), memory=memory,
+        # Paths are the application's, resolved now (its home for ~, its directory for a
+        # relative one): the commands run with the workspace as HOME and directory, and a
+        # resumed session may be in another process.
+        super().__init__(type=type, allow_exec=None if allow_exec is None else tuple(_app_exec(x) for x in allow_exec),
+                         net=net, deny_read=tuple(_app_path(d) for d in deny_read),
+                         read=None if read is None else tuple(_app_path(r) for r in read), memory=memory,
                          max_procs=max_procs, exposed_ports=tuple(exposed_ports))
 
 
@@ -179,6 +185,9 @@ class TracecellSandboxSessionState(UnixLocalSandboxSessionState):
 
     type: Literal["tracecell"] = "tracecell"  # type: ignore[assignment]
     options: TracecellSandboxClientOptions = TracecellSandboxClientOptions()
+    report_roots: Tuple[str, ...] = ()
+    """The report directories of every client that ran the session (a resumed session
+    keeps its earlier ones): all denied to its commands."""
 
 
 @dataclass
@@ -202,8 +211,7 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
     state: TracecellSandboxSessionState
     _tracecell: str
     _file_policy: Dict[str, Any]
-    _policy_path: str
-    _policy_text: str
+    _paths: Tuple[List[str], List[str]]
     _report_dir: str
     _reports: List[CommandReport]
 
@@ -211,14 +219,13 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         self._tracecell = tracecell
         self._file_policy = file_policy
         self._report_dir = report_dir
-        # The client's report directory, every session's under it: denied to every
-        # command, so that no session reads or rewrites another's policy or reports.
-        self._report_root = report_root
-        # The session's policy, written where the tree cannot read or write (report_dir
-        # is denied to it): the policy file's settings, resolved in the application's
-        # environment, with the options and the workspace on top.
-        self._policy_path = os.path.join(report_dir, "policy.json")
-        self._policy_text = ""
+        # The client's report directory, every session's under it (and those of earlier
+        # clients of a resumed session): denied to every command, so that no session
+        # reads or rewrites another's policies or reports.
+        if report_root not in self.state.report_roots:
+            self.state.report_roots = self.state.report_roots + (report_root,)
+        # The workspace and the grants, resolved once: a command cannot retarget them.
+        self._paths = _session_paths(self.state.manifest, self.state.report_roots)
         self._reports = []
         # Like UnixLocal's own allow-list: only these variables of the application's
         # environment reach tracecell; the manifest's environment is added to them.
@@ -248,30 +255,28 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         """The policy every command of the session runs under (``tracecell run --policy``)."""
         o = self.state.options
         f = self._file_policy
-        root = str(Path(self.state.manifest.root).resolve())
+        writable, readonly = self._paths
         pol = dict(f)
         # The workspace first: tracecell puts HOME and TMPDIR in the first writable root.
-        write = [root] + [w for w in f.get("write", []) if w != root]
+        write = writable + [w for w in f.get("write", []) if w not in writable]
         read: Optional[List[str]] = None
         if o.read is not None:
-            read = [os.path.expanduser(r) for r in o.read]
+            read = [_app_path(r) for r in o.read]
         elif "read" in f:
             read = list(f["read"])
-        for g in self.state.manifest.extra_path_grants:
-            if not g.read_only:
-                write.append(g.path)
-            elif read is not None:
-                read.append(g.path)
         pol["write"] = write
         if read is not None:
-            pol["read"] = read + list(_LOGIN_SHELL_READS)
+            pol["read"] = read + readonly + list(_LOGIN_SHELL_READS)
         # Denials only add up; the reports (every session's) are the operator's.
-        pol["deny_read"] = list(f.get("deny_read", [])) + [os.path.expanduser(d) for d in o.deny_read] + [self._report_root]
+        pol["deny_read"] = (list(f.get("deny_read", [])) + [_app_path(d) for d in o.deny_read]
+                            + list(self.state.report_roots))
+        # Paths are the application's (its home for ~, its directory for a relative
+        # one), never the workspace, which is HOME and the directory for tracecell.
         if o.allow_exec is not None:
-            # ~ is the application's home here, as in the policy file, never the
-            # workspace that HOME is for tracecell.
-            pol["allow_exec"] = [os.path.expanduser(x) if x.startswith("~") else x for x in o.allow_exec]
-        elif "allow_exec" not in f:
+            pol["allow_exec"] = [_app_exec(x) for x in o.allow_exec]
+        elif "allow_exec" in f:
+            pol["allow_exec"] = [_app_exec(x) for x in f["allow_exec"]]
+        else:
             pol["allow_exec"] = list(SHELL_AGENT_EXEC)
         pol["net"] = o.net if o.net is not None else f.get("net", "deny")
         if o.memory:
@@ -280,24 +285,13 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
             pol["max_procs"] = o.max_procs
         return pol
 
-    def _write_policy(self) -> str:
-        """Writes the session's policy file unless it holds the policy; returns its path."""
-        text = json.dumps(self._session_policy(), indent=1, sort_keys=True)
-        try:
-            # Not what was written last: what is there (no command can change it, being
-            # under the denied report directory; this does not take that on trust).
-            with open(self._policy_path) as cur:
-                on_disk: Optional[str] = cur.read()
-        except OSError:
-            on_disk = None
-        if text != on_disk:
-            tmp = "%s.%s.tmp" % (self._policy_path, uuid.uuid4().hex)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "w") as out:
-                out.write(text)
-            os.replace(tmp, self._policy_path)
-            self._policy_text = text
-        return self._policy_path
+    def _write_policy(self, report: str) -> str:
+        """Writes the command's policy next to its report, as a new file; returns its path."""
+        path = report[:-len(".json")] + ".policy.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump(self._session_policy(), out, indent=1, sort_keys=True)
+        return path
 
     def _tracecell_argv(self, report: str, env: Mapping[str, str]) -> List[str]:
         argv = [self._tracecell, "run", "--quiet", "--report", report]
@@ -308,7 +302,7 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
             if isinstance(ft, (int, float)) and ft > 0:
                 timeout = min(timeout, float(ft))
             argv += ["--timeout", "%.3f" % max(timeout, 0.001)]
-        argv += ["--policy", self._write_policy()]
+        argv += ["--policy", self._write_policy(report)]
         # The manifest's variables by name (a flag replaces the file's list: the file's too).
         keep = list(self._file_policy.get("keep_env", []))
         keep += [k for k in sorted(env) if k not in _HOST_ENV and k not in _TRACECELL_SETS
@@ -450,15 +444,63 @@ def _default_report_dir() -> str:
     return path
 
 
-def _check_report_dir(report_dir: str, manifest: Manifest) -> None:
-    """Refuses a workspace or path grant that holds the report directory: the SDK's own file
-    operations (which tracecell does not see) reach there."""
-    for p, what in [(str(manifest.root), "the workspace root")] + [(g.path, "the path grant") for g in manifest.extra_path_grants]:
-        rp = os.path.realpath(p)
-        if report_dir == rp or report_dir.startswith(rp.rstrip("/") + "/"):
-            raise ValueError("tracecell.agents: the report directory %s is inside %s %s, where the SDK's file "
-                             "operations could read and change the reports and policies: pass "
-                             "TracecellSandboxClient(report_dir=...) outside it" % (report_dir, what, p))
+def _under(p: str, root: str) -> bool:
+    return p == root or p.startswith(root.rstrip("/") + "/")
+
+
+def _app_path(p: str) -> str:
+    """An option's path as the application means it: ~ its home, relative to its directory."""
+    return os.path.abspath(os.path.expanduser(p))
+
+
+def _app_exec(x: str) -> str:
+    """An allow_exec entry: a name stays a name (looked up in PATH), a path is the
+    application's; a relative pattern is left for tracecell to refuse."""
+    if x.startswith("~") or "/" in x and not any(c in x for c in "*?[") or x.startswith("/"):
+        return _app_path(x)
+    return x
+
+
+def _session_paths(manifest: Manifest, report_roots: Sequence[str]) -> Tuple[List[str], List[str]]:
+    """The workspace and the writable grants, and the read-only grants, resolved once.
+
+    A grant under the workspace or under another writable grant, the same place once
+    resolved, is already covered and left out; one whose path runs through such a place
+    to elsewhere (a symlink the commands could retarget) is refused. So is any of them
+    that holds or lies in a report directory: the SDK's own file operations, which
+    tracecell does not see, reach the workspace and the grants."""
+    root = os.path.realpath(str(manifest.root))
+    kept = [(os.path.abspath(str(manifest.root)), root)]
+    writable, readonly = [root], []
+    grants = sorted(manifest.extra_path_grants, key=lambda g: (g.read_only, len(os.path.realpath(g.path))))
+    for g in grants:
+        given = os.path.abspath(g.path)
+        real = os.path.realpath(given)
+        what = "read-only path grant" if g.read_only else "path grant"
+        covered = False
+        for kg, kr in kept:
+            if _under(given, kg) or _under(given, kr) or _under(real, kr):
+                if not _under(real, kr):
+                    raise ValueError("tracecell.agents: the %s %s lies in %s, which the commands can change, and "
+                                     "leads to %s: a command could point it elsewhere; grant %s itself"
+                                     % (what, g.path, kg, real, real))
+                covered = True
+                break
+        if covered:
+            continue
+        if g.read_only:
+            readonly.append(real)
+        else:
+            writable.append(real)
+            kept.append((given, real))
+    for r in report_roots:
+        for p in writable + readonly:
+            if _under(r, p) or _under(p, r):
+                raise ValueError("tracecell.agents: the report directory %s and the workspace or grant %s overlap: "
+                                 "the reports and policies must be out of reach of the session (the SDK's file "
+                                 "operations reach the workspace and the grants); pass "
+                                 "TracecellSandboxClient(report_dir=...) elsewhere" % (r, p))
+    return writable, readonly
 
 
 def _resolve_policy(tracecell: str, policy_file: str) -> Dict[str, Any]:
@@ -531,6 +573,11 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
             report_dir = _default_report_dir()
         else:
             os.makedirs(report_dir, mode=0o700, exist_ok=True)
+            report_dir = os.path.realpath(report_dir)
+            st = os.stat(report_dir)
+            if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+                raise PermissionError("tracecell.agents: report_dir %s must be a directory of this user (uid %d) "
+                                      "that no other user can write (mode 0700 or 0755)" % (report_dir, os.getuid()))
         self._report_dir = os.path.realpath(report_dir)
         self._instrumentation = instrumentation if instrumentation is not None else Instrumentation()
         self._dependencies = dependencies
@@ -539,9 +586,12 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
 
     def _session(self, state: TracecellSandboxSessionState) -> SandboxSession:
         inner = TracecellSandboxSession(state=state)
-        _check_report_dir(self._report_dir, state.manifest)
         rd = tempfile.mkdtemp(prefix="tracecell-reports-%s-" % state.session_id, dir=self._report_dir)
-        inner._configure(self._tracecell, self._file_policy, rd, self._report_dir)
+        try:
+            inner._configure(self._tracecell, self._file_policy, rd, self._report_dir)
+        except BaseException:
+            os.rmdir(rd)
+            raise
         return self._wrap_session(inner, instrumentation=self._instrumentation)
 
     async def create(self, *, snapshot: Optional[SnapshotSpec | SnapshotBase] = None, manifest: Optional[Manifest] = None,
