@@ -155,11 +155,19 @@ func (b *planBuilder) writeRoots() error {
 		s.Write = []string{d}
 		p.SandboxCreated = true
 	}
-	for _, w := range s.Write {
+	abs := make([]string, len(s.Write))
+	for i, w := range s.Write {
 		a, err := Abs(w)
 		if err != nil {
 			return usagef("--write %s: %v", w, err)
 		}
+		abs[i] = a
+	}
+	if err := checkRootLinks(s, abs); err != nil {
+		return err
+	}
+	for i, w := range s.Write {
+		a := abs[i]
 		if err := os.MkdirAll(a, 0o755); err != nil {
 			return usagef("--write %s: cannot create the directory: %v", w, err)
 		}
@@ -176,6 +184,53 @@ func (b *planBuilder) writeRoots() error {
 		b.pc.WriteRoots = appendUnique(b.pc.WriteRoots, r)
 	}
 	p.Sandbox = b.pc.WriteRoots[0]
+	return nil
+}
+
+// checkRootLinks refuses a writable root whose path runs through a
+// symbolic link that lies inside another writable or scratch root: the
+// tree (of this run or an earlier one) may have put it there, in place of
+// the directory the operator named, to make this root lead anywhere. A
+// root nested in another is otherwise fine (it is covered by it). This
+// runs before anything is created: MkdirAll would follow such a link.
+func checkRootLinks(s *Settings, abs []string) error {
+	var areas []string // the writable and scratch roots, as given and resolved
+	for _, a := range abs {
+		areas = append(areas, filepath.Clean(a))
+		if r, err := filepath.EvalSymlinks(a); err == nil {
+			areas = append(areas, r)
+		}
+	}
+	scratch := s.Scratch
+	if scratch == nil {
+		scratch = policy.DefaultScratch()
+	}
+	for _, d := range scratch {
+		if a, err := Abs(d); err == nil {
+			areas = append(areas, filepath.Clean(a))
+			if r, err := filepath.EvalSymlinks(a); err == nil {
+				areas = append(areas, r)
+			}
+		}
+	}
+	for i, a := range abs {
+		a = filepath.Clean(a)
+		for q := a; q != "/" && q != "."; q = filepath.Dir(q) {
+			inside := ""
+			for _, w := range areas {
+				if q != w && policy.Under(q, w) {
+					inside = w
+					break
+				}
+			}
+			if inside == "" {
+				continue
+			}
+			if st, err := os.Lstat(q); err == nil && st.Mode()&os.ModeSymlink != 0 {
+				return usagef("--write %s: %s is a symbolic link inside the writable root %s, which a traced program may have put there; give the directory it should be (resolved), or remove the link", s.Write[i], q, inside)
+			}
+		}
+	}
 	return nil
 }
 

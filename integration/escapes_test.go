@@ -1262,3 +1262,36 @@ func mqUnlink(name string) {
 	}
 	unix.Syscall(unix.SYS_MQ_UNLINK, uintptr(unsafe.Pointer(p)), 0, 0)
 }
+
+// TestNestedRootRetargeted: a writable root inside another one (a
+// SandboxAgent workspace inside a path grant, or under a policy file's
+// write root) can be replaced by the tree with a symlink to any directory;
+// the next run must refuse it rather than make that directory writable. A
+// red team wrote into an outside directory this way.
+func TestNestedRootRetargeted(t *testing.T) {
+	base := realDir(t)
+	outer, victim := filepath.Join(base, "outer"), filepath.Join(base, "victim")
+	inner := filepath.Join(outer, "ws")
+	for _, d := range []string{inner, victim} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tc := func(script string) result {
+		return execute(t, base, os.Environ(), []string{tcBin, "run", "-q", "--write", inner, "--write", outer,
+			"--allow-exec", "rm", "--allow-exec", "ln", "--", "/bin/sh", "-c", script})
+	}
+	if r := tc(`cd / && rm -rf ` + inner + ` && ln -s ` + victim + ` ` + inner); r.status != 0 {
+		t.Fatalf("run 1 (replace the inner root with a link): status %d: %s", r.status, r.stderr)
+	}
+	if st, err := os.Lstat(inner); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the inner root is not a link after run 1: %v", err)
+	}
+	r := tc(`echo x > ` + filepath.Join(inner, "planted"))
+	if r.status != 125 || !strings.Contains(r.stderr, "is a symbolic link inside the writable root "+outer) {
+		t.Errorf("run 2: status %d, stderr %q; want 125 naming the link", r.status, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(victim, "planted")); err == nil {
+		t.Errorf("run 2 wrote into %s through the link", victim)
+	}
+}
