@@ -338,6 +338,50 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         self.assertLess(time.monotonic() - t0, 10)
         self.assertIn(("tracecell: create %s/c.txt blocked" % self.outside).encode(), u.output)
 
+    async def test_pty_killed_by_the_sdk_keeps_its_report(self) -> None:
+        # The SDK ends PTY commands still running at stop (and when it prunes old ones) with
+        # SIGKILL to their process group; tracecell is sent SIGTERM first, so the command's
+        # report, with what it was denied, is written and kept (a red team found them 0
+        # bytes, the denials lost).
+        s = await self.client.create(manifest=Manifest(root=self.ws))
+        await s.start()
+        u = await s.pty_exec_start("touch %s/k.txt; sleep 300" % self.outside, tty=True, yield_time_s=1)
+        self.assertIsNotNone(u.process_id)
+        t0 = time.monotonic()
+        await s.stop()
+        self.assertLess(time.monotonic() - t0, 10)
+        reps = tracecell_reports(s)
+        self.assertTrue(reps, "no report kept for the PTY command")
+        self.assertEqual([d.paths[0].resolved for d in reps[-1].denials], [self.outside + "/k.txt"])
+        await s.aclose()
+
+    async def test_workspace_swapped_for_a_link(self) -> None:
+        # A workspace inside a writable grant: a command can put a symlink in its place.
+        # The next command is refused by tracecell, and a resume by the client, instead of
+        # making the link's target writable (red-team round 4).
+        grant = tmpdir(self, "sbx-grant-")
+        victim = tmpdir(self, "sbx-victim-")
+        ws = os.path.join(grant, "ws")
+        os.mkdir(ws)
+        s = await self.client.create(manifest=Manifest(root=ws, extra_path_grants=(SandboxPathGrant(path=grant),)))
+        await s.start()
+        r = await s.exec("cd / && rm -rf %s && ln -s %s %s" % (ws, victim, ws))
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        try:
+            r = await s.exec("echo x > planted", shell=True)
+        except Exception:
+            pass  # the SDK may fail to start a command in a workspace that is now a link
+        else:
+            self.assertEqual(r.exit_code, 125, r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(victim, "planted")))
+        payload = json.loads(json.dumps(self.client.serialize_session_state(s.state)))
+        client2 = TracecellSandboxClient(tracecell=BIN, report_dir=tmpdir(self, "sbx-reports2-"))
+        with self.assertRaisesRegex(ValueError, "now resolves to|which the commands can change"):
+            await client2.resume(client2.deserialize_session_state(payload))
+        os.unlink(ws)
+        os.mkdir(ws)
+        await s.aclose()
+
     async def test_file_operations(self) -> None:
         s = await self.open()
         await s.write(Path("notes/a.txt"), io.BytesIO(b"alpha\n"))

@@ -38,10 +38,12 @@ module with an SDK that lacks one fails with an error naming it, and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
 import os
 import shutil
+import signal
 import stat
 import tempfile
 import uuid
@@ -86,6 +88,7 @@ SHELL_AGENT_EXEC: Tuple[str, ...] = ("/usr/local/bin/*", "/usr/bin/*", "/bin/*")
 # The hooks of UnixLocalSandboxSession this module overrides or calls. An SDK that
 # renames one would leave processes unconfined, so their absence stops the import.
 _SDK_HOOKS = ("_confined_exec_command", "_exec_internal", "_watch_process_exit", "_resolved_exec_context",
+              "_terminate_pty_entry",
               "pty_exec_start", "from_state")
 _missing = [h for h in _SDK_HOOKS if not hasattr(UnixLocalSandboxSession, h)]
 if _missing:  # pragma: no cover - depends on the installed SDK
@@ -100,6 +103,9 @@ _HOST_ENV = ("PATH", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "T
              "COLUMNS", "LINES")
 # What the SDK's login shell (sh -lc) reads at start: readable also when `read` restricts reads.
 _LOGIN_SHELL_READS = ("/etc/profile", "/etc/profile.d", "/etc/bash.bashrc", "/etc/environment")
+# How long a PTY command's tracecell gets, after SIGTERM, to kill its tree and write the
+# report before the SDK's SIGKILL.
+_TERM_GRACE = 5.0
 # tracecell's own settings (read by tracecell, outside the sandbox): never taken from the
 # manifest's environment.
 _TRACECELL_OWN_PREFIX = "TRACECELL_"
@@ -188,6 +194,9 @@ class TracecellSandboxSessionState(UnixLocalSandboxSessionState):
     report_roots: Tuple[str, ...] = ()
     """The report directories of every client that ran the session (a resumed session
     keeps its earlier ones): all denied to its commands."""
+    resolved_paths: Optional[Tuple[Tuple[str, ...], Tuple[str, ...]]] = None
+    """The workspace and writable grants, and the read-only grants, as resolved when the
+    session was made; a resume that resolves them elsewhere is refused."""
 
 
 @dataclass
@@ -224,8 +233,16 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         # reads or rewrites another's policies or reports.
         if report_root not in self.state.report_roots:
             self.state.report_roots = self.state.report_roots + (report_root,)
-        # The workspace and the grants, resolved once: a command cannot retarget them.
-        self._paths = _session_paths(self.state.manifest, self.state.report_roots)
+        # The workspace and the grants, resolved once, when the session was made (kept in
+        # its state): a command cannot retarget them, nor can a resume after it did.
+        paths = _session_paths(self.state.manifest, self.state.report_roots, file_policy)
+        if self.state.resolved_paths is None:
+            self.state.resolved_paths = (tuple(paths[0]), tuple(paths[1]))
+        elif (tuple(paths[0]), tuple(paths[1])) != tuple(tuple(x) for x in self.state.resolved_paths):
+            raise ValueError("tracecell.agents: the workspace or a path grant of this session now resolves to %s, "
+                             "not to %s as when the session was made (a symlink put in its place?): not resumed"
+                             % (paths, self.state.resolved_paths))
+        self._paths = (list(self.state.resolved_paths[0]), list(self.state.resolved_paths[1]))
         self._reports = []
         # Like UnixLocal's own allow-list: only these variables of the application's
         # environment reach tracecell; the manifest's environment is added to them.
@@ -381,6 +398,20 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         finally:
             _TTY.reset(token)
 
+    async def _terminate_pty_entry(self, entry: Any) -> None:
+        # The SDK ends a PTY command (at stop, or pruning old ones) with SIGKILL to its
+        # process group: tracecell would die before writing the command's report. SIGTERM
+        # to tracecell first: it kills the tree, writes the report and exits 143; the
+        # command's watch task then collects the report. SIGKILL after a grace period.
+        process = entry.process
+        if process.returncode is None and process.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGTERM)
+            wait = entry.wait_task if entry.wait_task is not None else asyncio.ensure_future(process.wait())
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(wait), _TERM_GRACE)
+        await super()._terminate_pty_entry(entry)
+
     async def _watch_process_exit(self, entry: Any) -> None:
         # As UnixLocal's, with the blocked actions appended to the output before it is
         # marked closed: this task was created after _confined_exec_command, in a copy
@@ -461,38 +492,55 @@ def _app_exec(x: str) -> str:
     return x
 
 
-def _session_paths(manifest: Manifest, report_roots: Sequence[str]) -> Tuple[List[str], List[str]]:
+def _session_paths(manifest: Manifest, report_roots: Sequence[str],
+                   file_policy: Mapping[str, Any]) -> Tuple[List[str], List[str]]:
     """The workspace and the writable grants, and the read-only grants, resolved once.
 
-    A grant under the workspace or under another writable grant, the same place once
-    resolved, is already covered and left out; one whose path runs through such a place
-    to elsewhere (a symlink the commands could retarget) is refused. So is any of them
-    that holds or lies in a report directory: the SDK's own file operations, which
-    tracecell does not see, reach the workspace and the grants."""
-    root = os.path.realpath(str(manifest.root))
-    kept = [(os.path.abspath(str(manifest.root)), root)]
-    writable, readonly = [root], []
-    grants = sorted(manifest.extra_path_grants, key=lambda g: (g.read_only, len(os.path.realpath(g.path))))
-    for g in grants:
-        given = os.path.abspath(g.path)
-        real = os.path.realpath(given)
-        what = "read-only path grant" if g.read_only else "path grant"
+    A grant under the workspace or under another writable grant (the same place once
+    resolved) is already covered and left out. The workspace or a grant whose path runs
+    through a writable place (the workspace, a writable grant, the policy file's write and
+    scratch roots) to somewhere else, a symlink the commands could retarget, is refused;
+    so is any of them that holds or lies in a report directory: the SDK's own file
+    operations, which tracecell does not see, reach the workspace and the grants."""
+    def entry(p: str) -> Tuple[str, str]:
+        given = os.path.abspath(p)
+        return given, os.path.realpath(given)
+
+    root = entry(str(manifest.root))
+    wgrants = [(g, entry(g.path)) for g in manifest.extra_path_grants if not g.read_only]
+    rgrants = [(g, entry(g.path)) for g in manifest.extra_path_grants if g.read_only]
+    # Writable places the commands can change, besides each path's own.
+    areas = [root] + [e for _, e in wgrants]
+    for key in ("write", "scratch"):
+        for p in file_policy.get(key) or []:
+            areas.append(entry(p))
+
+    def through(e: Tuple[str, str], what: str, shown: str) -> bool:
+        """Whether e lies in another writable place (covered); refused when its path runs
+        through one to elsewhere."""
+        given, real = e
         covered = False
-        for kg, kr in kept:
-            if _under(given, kg) or _under(given, kr) or _under(real, kr):
-                if not _under(real, kr):
+        for ag, ar in areas:
+            if (ag, ar) == e or ar == real:
+                continue
+            if _under(given, ag) or _under(given, ar):
+                if not _under(real, ar):
                     raise ValueError("tracecell.agents: the %s %s lies in %s, which the commands can change, and "
-                                     "leads to %s: a command could point it elsewhere; grant %s itself"
-                                     % (what, g.path, kg, real, real))
+                                     "leads to %s: a command could point it elsewhere; give %s itself"
+                                     % (what, shown, ag, real, real))
                 covered = True
-                break
-        if covered:
-            continue
-        if g.read_only:
-            readonly.append(real)
-        else:
-            writable.append(real)
-            kept.append((given, real))
+            elif _under(real, ar):
+                covered = True
+        return covered
+
+    through(root, "workspace root", str(manifest.root))
+    writable, readonly = [root[1]], []
+    for g, e in wgrants:
+        if not through(e, "path grant", g.path) and e[1] not in writable:
+            writable.append(e[1])
+    for g, e in rgrants:
+        if not through(e, "read-only path grant", g.path) and e[1] not in readonly:
+            readonly.append(e[1])
     for r in report_roots:
         for p in writable + readonly:
             if _under(r, p) or _under(p, r):
