@@ -194,12 +194,19 @@ func (b *planBuilder) writeRoots() error {
 // root nested in another is otherwise fine (it is covered by it). This
 // runs before anything is created: MkdirAll would follow such a link.
 func checkRootLinks(s *Settings, abs []string) error {
-	var areas []string // the writable and scratch roots, as given and resolved
-	for _, a := range abs {
-		areas = append(areas, filepath.Clean(a))
+	type area struct {
+		root int // the index in abs, -1 for a scratch root
+		path string
+	}
+	var areas []area // the writable and scratch roots, as given and resolved
+	add := func(i int, a string) {
+		areas = append(areas, area{i, filepath.Clean(a)})
 		if r, err := filepath.EvalSymlinks(a); err == nil {
-			areas = append(areas, r)
+			areas = append(areas, area{i, r})
 		}
+	}
+	for i, a := range abs {
+		add(i, a)
 	}
 	scratch := s.Scratch
 	if scratch == nil {
@@ -207,10 +214,7 @@ func checkRootLinks(s *Settings, abs []string) error {
 	}
 	for _, d := range scratch {
 		if a, err := Abs(d); err == nil {
-			areas = append(areas, filepath.Clean(a))
-			if r, err := filepath.EvalSymlinks(a); err == nil {
-				areas = append(areas, r)
-			}
+			add(-1, a)
 		}
 	}
 	for i, a := range abs {
@@ -218,8 +222,8 @@ func checkRootLinks(s *Settings, abs []string) error {
 		for q := a; q != "/" && q != "."; q = filepath.Dir(q) {
 			inside := ""
 			for _, w := range areas {
-				if q != w && policy.Under(q, w) {
-					inside = w
+				if w.root != i && q != w.path && policy.Under(q, w.path) {
+					inside = w.path
 					break
 				}
 			}
