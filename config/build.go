@@ -163,15 +163,13 @@ func (b *planBuilder) writeRoots() error {
 		}
 		abs[i] = a
 	}
-	if err := checkRootLinks(s, abs); err != nil {
-		return err
-	}
+	// A root nested in another (a SandboxAgent workspace inside a path
+	// grant, under a policy file's write root) can be swapped by the tree
+	// for a symlink to anywhere: resolved through descriptors, a link in a
+	// writable place is refused, never followed (walkRoot).
+	inArea := rootAreas(s, abs)
 	for i, w := range s.Write {
-		a := abs[i]
-		if err := os.MkdirAll(a, 0o755); err != nil {
-			return usagef("--write %s: cannot create the directory: %v", w, err)
-		}
-		r, err := filepath.EvalSymlinks(a)
+		r, err := walkRoot(abs[i], func(dir string) bool { return inArea(i, dir) })
 		if err != nil {
 			return usagef("--write %s: %v", w, err)
 		}
@@ -187,20 +185,15 @@ func (b *planBuilder) writeRoots() error {
 	return nil
 }
 
-// checkRootLinks refuses a writable root whose path runs through a
-// symbolic link that lies inside another writable or scratch root: the
-// tree (of this run or an earlier one) may have put it there, in place of
-// the directory the operator named, to make this root lead anywhere. A
-// root nested in another is otherwise fine (it is covered by it). This
-// runs before anything is created: MkdirAll would follow such a link.
-func checkRootLinks(s *Settings, abs []string) error {
+// rootAreas are, for each writable root, the places the tree may write
+// besides it: the other writable roots and the scratch roots, resolved.
+func rootAreas(s *Settings, abs []string) func(i int, dir string) bool {
 	type area struct {
 		root int // the index in abs, -1 for a scratch root
 		path string
 	}
-	var areas []area // the writable and scratch roots, as given and resolved
+	var areas []area
 	add := func(i int, a string) {
-		areas = append(areas, area{i, filepath.Clean(a)})
 		if r, err := filepath.EvalSymlinks(a); err == nil {
 			areas = append(areas, area{i, r})
 		}
@@ -217,25 +210,14 @@ func checkRootLinks(s *Settings, abs []string) error {
 			add(-1, a)
 		}
 	}
-	for i, a := range abs {
-		a = filepath.Clean(a)
-		for q := a; q != "/" && q != "."; q = filepath.Dir(q) {
-			inside := ""
-			for _, w := range areas {
-				if w.root != i && q != w.path && policy.Under(q, w.path) {
-					inside = w.path
-					break
-				}
-			}
-			if inside == "" {
-				continue
-			}
-			if st, err := os.Lstat(q); err == nil && st.Mode()&os.ModeSymlink != 0 {
-				return usagef("--write %s: %s is a symbolic link inside the writable root %s, which a traced program may have put there; give the directory it should be (resolved), or remove the link", s.Write[i], q, inside)
+	return func(i int, dir string) bool {
+		for _, w := range areas {
+			if w.root != i && policy.Under(dir, w.path) {
+				return true
 			}
 		}
+		return false
 	}
-	return nil
 }
 
 // reads resolves --read (the read roots) and --deny-read.
