@@ -169,7 +169,7 @@ func (b *planBuilder) writeRoots() error {
 	// writable place is refused, never followed (walkRoot).
 	inArea := rootAreas(s, abs)
 	for i, w := range s.Write {
-		r, err := walkRoot(abs[i], func(dir string) bool { return inArea(i, dir) })
+		r, err := walkRoot(abs[i], func(dir string) bool { return inArea(i, dir) }, true, 0o755)
 		if err != nil {
 			return usagef("--write %s: %v", w, err)
 		}
@@ -183,6 +183,16 @@ func (b *planBuilder) writeRoots() error {
 	}
 	p.Sandbox = b.pc.WriteRoots[0]
 	return nil
+}
+
+// underWritable says whether dir is in one of the resolved writable roots.
+func (b *planBuilder) underWritable(dir string) bool {
+	for _, w := range b.pc.WriteRoots {
+		if policy.Under(dir, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // rootAreas are, for each writable root, the places the tree may write
@@ -246,6 +256,14 @@ func (b *planBuilder) reads() error {
 
 // env makes the tree's environment from tracecell's own (environ).
 func (b *planBuilder) env(environ []string) error {
+	// The sandbox's .tmp, made through descriptors like the roots: by its
+	// path name, a tree swapping the sandbox (nested in another root) for a
+	// link could have tracecell make it anywhere (red-team round 6).
+	tmp := filepath.Join(b.p.Sandbox, ".tmp")
+	inRoots := func(dir string) bool { return b.underWritable(dir) }
+	if _, err := walkRoot(tmp, inRoots, true, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
 	env, pathVar, err := buildEnv(b.s, environ, b.p.Sandbox)
 	if err != nil {
 		return err
@@ -409,7 +427,9 @@ func (b *planBuilder) scratch() error {
 		if err != nil {
 			return usagef("--scratch %s: %v", d, err)
 		}
-		r, err := filepath.EvalSymlinks(a)
+		// Resolved like the writable roots: a link in a writable root (a
+		// tree's) is refused, never followed.
+		r, err := walkRoot(a, b.underWritable, false, 0)
 		if err != nil {
 			if b.s.Scratch == nil {
 				continue // no /dev/shm on this host
@@ -546,10 +566,7 @@ func buildEnv(s *Settings, environ []string, sandbox string) ([]string, string, 
 	if m["PATH"] == "" {
 		m["PATH"] = DefaultPath
 	}
-	tmp := filepath.Join(sandbox, ".tmp")
-	if err := os.MkdirAll(tmp, 0o700); err != nil {
-		return nil, "", fmt.Errorf("create %s: %w", tmp, err)
-	}
+	tmp := filepath.Join(sandbox, ".tmp") // made by planBuilder.env
 	m["HOME"] = sandbox
 	m["TMPDIR"] = tmp
 	m["XDG_CACHE_HOME"] = filepath.Join(sandbox, ".cache")

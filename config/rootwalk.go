@@ -25,7 +25,10 @@ const maxRootLinks = 40
 // directory that holds it is not in writable (a resolved writable or
 // scratch root of the run other than this one): there the tree may have
 // put it. The resolved path is read from /proc/self/fd at the end.
-func walkRoot(a string, writable func(dir string) bool) (string, error) {
+//
+// Missing directories are made with mode (before the umask) when create is
+// set; otherwise a missing component is an error.
+func walkRoot(a string, writable func(dir string) bool, create bool, mode uint32) (string, error) {
 	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", os.NewSyscallError("open /", err)
@@ -54,9 +57,9 @@ func walkRoot(a string, writable func(dir string) bool) (string, error) {
 		}
 		cur, curPath := fds[len(fds)-1], dirs[len(dirs)-1]
 		fd, err := unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if errors.Is(err, unix.ENOENT) {
+		if errors.Is(err, unix.ENOENT) && create {
 			// Missing: made here, in the directory already held.
-			if err := unix.Mkdirat(cur, c, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			if err := unix.Mkdirat(cur, c, mode); err != nil && !errors.Is(err, unix.EEXIST) {
 				return "", fmt.Errorf("cannot create the directory %s: %w", filepath.Join(curPath, c), err)
 			}
 			fd, err = unix.Openat(cur, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

@@ -1365,3 +1365,27 @@ func TestNestedRootSwapRace(t *testing.T) {
 		}
 	}
 }
+
+// TestScratchLinkInRoot: a --scratch directory given inside a writable
+// root where the tree left a symlink is refused, not followed to the
+// link's target (red-team round 6).
+func TestScratchLinkInRoot(t *testing.T) {
+	base := realDir(t)
+	root, out := filepath.Join(base, "R"), filepath.Join(base, "out")
+	for _, d := range []string{root, out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(out, filepath.Join(root, "s")); err != nil {
+		t.Fatal(err)
+	}
+	r := execute(t, base, os.Environ(), []string{tcBin, "run", "-q", "--write", root, "--scratch", filepath.Join(root, "s"),
+		"--", "/bin/sh", "-c", "echo x > " + filepath.Join(out, "x2")})
+	if r.status != 125 || !strings.Contains(r.stderr, "--scratch "+filepath.Join(root, "s")) {
+		t.Errorf("status %d, stderr %q; want 125 naming --scratch", r.status, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "x2")); err == nil {
+		t.Errorf("a write reached %s", out)
+	}
+}
