@@ -25,7 +25,7 @@ import tempfile
 import termios
 import time
 import unittest
-from typing import Any, Dict
+from typing import Any, Dict, Tuple
 
 BIN = os.environ.get("TRACECELL_BIN") or shutil.which("tracecell") or ""
 SYS_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -200,6 +200,22 @@ asyncio.run(main())
 '''
 
 
+def _scratch_dirs(test: unittest.TestCase, name: str) -> Tuple[str, str, str]:
+    """A workspace, a report directory and a directory outside both, removed after the test."""
+    dirs = tuple(tempfile.mkdtemp(prefix="sbx-%s-%s-" % (name, kind)) for kind in ("ws", "reports", "out"))
+    for d in dirs:
+        test.addCleanup(shutil.rmtree, d, True)
+    return dirs[0], dirs[1], dirs[2]
+
+
+def _run_driver(driver: str, *args: str) -> "subprocess.CompletedProcess[str]":
+    """Runs a driver script with the SDK, this package and the tracecell binary, in a fresh Python."""
+    env = dict(os.environ, PATH=SYS_PATH, TRACECELL_BIN=BIN,
+               PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-c", driver] + list(args), env=env,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+
+
 class PreloadTest(unittest.TestCase):
     """The session's environment reaches nothing that runs outside the sandbox: with
     LD_PRELOAD naming a library the model's command put in the workspace, no process
@@ -225,21 +241,14 @@ class PreloadTest(unittest.TestCase):
         cc = shutil.which("cc") or shutil.which("gcc")
         if not cc:
             raise unittest.SkipTest("no C compiler")
-        ws = tempfile.mkdtemp(prefix="sbx-preload-ws-")
-        reports = tempfile.mkdtemp(prefix="sbx-preload-reports-")
-        out = tempfile.mkdtemp(prefix="sbx-preload-out-")
-        for d in (ws, reports, out):
-            self.addCleanup(shutil.rmtree, d, True)
+        ws, reports, out = _scratch_dirs(self, "preload")
         marker = os.path.join(out, "loaded")
         src = os.path.join(out, "evil.c")
         with open(src, "w") as f:
             f.write(PRELOAD_C)
         lib = os.path.join(out, "evil.so")
         subprocess.run([cc, "-shared", "-fPIC", "-DMARKER=\"%s\"" % marker, "-o", lib, src], check=True)
-        env = dict(os.environ, PATH=SYS_PATH, TRACECELL_BIN=BIN,
-                   PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        p = subprocess.run([sys.executable, "-c", PRELOAD_DRIVER, ws, reports, lib], env=env,
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        p = _run_driver(PRELOAD_DRIVER, ws, reports, lib)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("copied", p.stdout, p.stdout + p.stderr)
         self.assertIn("TRUE 0", p.stdout, p.stdout + p.stderr)
@@ -280,16 +289,9 @@ class OwnEnvironmentTest(unittest.TestCase):
     def test_manifest_cannot_set_tracecell_variables(self) -> None:
         if not BIN:
             raise unittest.SkipTest("no tracecell binary: set TRACECELL_BIN (make build)")
-        ws = tempfile.mkdtemp(prefix="sbx-ownenv-ws-")
-        reports = tempfile.mkdtemp(prefix="sbx-ownenv-reports-")
-        out = tempfile.mkdtemp(prefix="sbx-ownenv-out-")
-        for d in (ws, reports, out):
-            self.addCleanup(shutil.rmtree, d, True)
+        ws, reports, out = _scratch_dirs(self, "ownenv")
         profile = os.path.join(out, "cpu.prof")
-        env = dict(os.environ, PATH=SYS_PATH, TRACECELL_BIN=BIN,
-                   PYTHONPATH=PYTHON_DIR + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        p = subprocess.run([sys.executable, "-c", OWNENV_DRIVER, ws, reports, profile], env=env,
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        p = _run_driver(OWNENV_DRIVER, ws, reports, profile)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("EXIT 0", p.stdout, p.stdout + p.stderr)
         self.assertIn("APP_SETTING=kept\ndone", p.stdout, p.stdout + p.stderr)
