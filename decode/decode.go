@@ -109,6 +109,10 @@ type Tree interface {
 	// Loopback reports whether the policy lets the tree reach the
 	// loopback network only (a send's local address matters).
 	Loopback() bool
+	// LoopbackIf reports whether network interface index is a loopback
+	// one (a pktinfo control message naming it keeps the datagram on the
+	// host).
+	LoopbackIf(index int32) bool
 	// SendFrom is the local address a send on fd goes from
 	// (policy.Op.From): "" for a stream socket, "unbound", the bound IP,
 	// or a "?..." text when it cannot be told.

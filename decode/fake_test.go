@@ -219,6 +219,9 @@ func (e *fakeEnv) MapAt(addr uint64, named bool) (procfs.Mapping, bool, error) {
 func (e *fakeEnv) Loopback() bool           { return e.loopback }
 func (e *fakeEnv) SendFrom(fd int32) string { e.fromAsked++; return e.from }
 
+// LoopbackIf: interface 1 is lo, as on most hosts.
+func (e *fakeEnv) LoopbackIf(index int32) bool { return index == 1 }
+
 func (e *fakeEnv) AnonPage(addr uint64) bool { return e.anonPages[addr&^0xfff] }
 func (e *fakeEnv) Tracing() bool             { return e.tracing }
 func (e *fakeEnv) Tid() int                  { return 4321 }

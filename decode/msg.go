@@ -64,6 +64,7 @@ package decode
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 	"syscall"
 
 	"github.com/tracecell/tracecell/internal/procfs"
@@ -106,11 +107,11 @@ func MkSpan(addr, n uint64) Span {
 type msg struct {
 	name    uint64 // msg_name; 0 when the kernel takes no address
 	namelen uint64
-	// srLevel is the level (SOL_IP, SOL_IPV6) of a source-route control
-	// message, 0 for none.
-	srLevel int32
-	sr      bool
-	read    []Span // every byte the tracer read for it
+	// routeFamily and routeWhat describe a control message that sends
+	// the datagram past its destination (syscalls.RouteOption, a pktinfo
+	// naming an interface that is not loopback); "" for none.
+	routeFamily, routeWhat string
+	read                   []Span // every byte the tracer read for it
 	// hdr, nameb, ctlb are the bytes read: the msghdr, the name (the
 	// namelen the kernel takes) and the control data the source-route
 	// check parsed (nil when not read), which a frozen sendmsg runs on
@@ -162,14 +163,17 @@ func (d *Decoder) readMsg(addr uint64) (msg, error) {
 			return m, syscall.EFAULT
 		}
 		m.ctlb = cm
-		m.srLevel, m.sr = ctlSourceRoute(cm)
+		m.routeFamily, m.routeWhat = ctlRoute(cm, d.Env.LoopbackIf)
 	}
 	return m, nil
 }
 
-// ctlSourceRoute reports whether the control messages cm set IP options or
-// an IPv6 routing header (IP_RETOPTS, IPV6_RTHDR), and at which level.
-func ctlSourceRoute(cm []byte) (int32, bool) {
+// ctlRoute reports whether the control messages cm send the datagram
+// somewhere other than its destination: IP options, an IPv6 routing header
+// or next hop (IP_RETOPTS, IPV6_RTHDR, IPV6_NEXTHOP), SO_MARK, or a pktinfo
+// naming an interface that loopback(index) does not call a loopback one.
+// It returns the first such message's family and description, "" for none.
+func ctlRoute(cm []byte, loopback func(int32) bool) (family, what string) {
 	n := uint64(len(cm))
 	for off := uint64(0); off+16 <= n; {
 		// struct cmsghdr: size_t cmsg_len; int cmsg_level; int cmsg_type
@@ -179,12 +183,19 @@ func ctlSourceRoute(cm []byte) (int32, bool) {
 		if clen < 16 || clen > n-off {
 			break // the kernel stops here too (__cmsg_nxthdr, EINVAL)
 		}
-		if syscalls.SourceRoute(level, typ, true) {
-			return level, true
+		if f, w := syscalls.RouteOption(level, typ, true); f != "" {
+			return f, w
+		}
+		if ix, ok := syscalls.PktinfoIfindex(level, typ, cm[off+16:off+clen]); ok && ix != 0 && !loopback(ix) {
+			name := "IP_PKTINFO"
+			if level == syscalls.SolIPv6 {
+				name = "IPV6_PKTINFO"
+			}
+			return syscalls.RouteInterface, name + " (interface index " + strconv.Itoa(int(ix)) + ")"
 		}
 		off += (clen + 7) &^ 7
 	}
-	return 0, false
+	return "", ""
 }
 
 // readMsgs reads the messages of sendmsg (one) or sendmmsg (vlen, cut to

@@ -26,11 +26,14 @@ func (d *Decoder) socket() *policy.Op {
 	switch d.Name {
 	case "setsockopt":
 		level, name := d.Regs.Int32Arg(1), d.Regs.Int32Arg(2)
-		if !syscalls.SourceRoute(level, name, false) || d.Regs.Arg(4) == 0 {
-			d.Out = PassOutcome() // another level's option, or options cleared
+		family, what := syscalls.RouteOption(level, name, false)
+		if family == "" || d.Regs.Arg(4) == 0 {
+			// Another level's option, or options cleared (an optlen of
+			// 0 unbinds SO_BINDTODEVICE; the others fail with EINVAL).
+			d.Out = PassOutcome()
 			return nil
 		}
-		return d.sourceRouteOp(level)
+		return d.routeOp(family, what)
 	}
 	kind := syscalls.KindConnect
 	if d.Name == "bind" {
@@ -71,8 +74,8 @@ func (d *Decoder) socket() *policy.Op {
 				dests = append(dests[:0], dest{ptr: m.name, n: m.namelen, arg: -1, raw: m.nameb, rewritten: why})
 				break
 			}
-			if m.sr {
-				return d.sourceRouteOp(m.srLevel)
+			if m.routeFamily != "" {
+				return d.routeOp(m.routeFamily, m.routeWhat)
 			}
 			dests = append(dests, dest{ptr: m.name, n: m.namelen, arg: -1, raw: m.nameb})
 		}
@@ -117,16 +120,14 @@ func (d *Decoder) socket() *policy.Op {
 	return &policy.Op{Kind: kind, Syscall: d.Name}
 }
 
-// sourceRouteOp is the check of IP options or an IPv6 routing header set on
-// a socket or sent with a datagram (syscalls.SourceRoute): the kernel then
-// sends the packet to the first hop they name, whatever the destination
-// address the policy saw.
-func (d *Decoder) sourceRouteOp(level int32) *policy.Op {
-	op := &policy.Op{Kind: syscalls.KindConnect, Syscall: d.Name, Family: "source-route", Addr: "IP options"}
-	if level == syscalls.SolIPv6 {
-		op.Addr = "IPv6 routing header"
-	}
-	return op
+// routeOp is the check of a socket option or control message that sends
+// packets somewhere other than their destination address
+// (syscalls.RouteOption): IP options or an IPv6 routing header or next hop
+// (the first hop they name) or an outgoing interface (a packet for
+// 127.0.0.1 leaves through it). Family is syscalls.RouteSource or
+// syscalls.RouteInterface, what names the option for the report.
+func (d *Decoder) routeOp(family, what string) *policy.Op {
+	return &policy.Op{Kind: syscalls.KindConnect, Syscall: d.Name, Family: family, Addr: what}
 }
 
 // sockaddrOp decodes one socket address, n bytes at addr; raw, when not

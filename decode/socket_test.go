@@ -59,6 +59,22 @@ func cmsg(level, typ int32, data int) string {
 	return string(b)
 }
 
+// cmsgData is one control message of level and type carrying data.
+func cmsgData(level, typ int32, data []byte) string {
+	n := 16 + len(data)
+	b := make([]byte, (n+7)&^7)
+	binary.LittleEndian.PutUint64(b, uint64(n))
+	binary.LittleEndian.PutUint32(b[8:], uint32(level))
+	binary.LittleEndian.PutUint32(b[12:], uint32(typ))
+	copy(b[16:], data)
+	return string(b)
+}
+
+// pktinfo4 is a struct in_pktinfo naming interface ix; pktinfo6 a struct
+// in6_pktinfo.
+func pktinfo4(ix uint32) []byte { return append(le32(ix), make([]byte, 8)...) }
+func pktinfo6(ix uint32) []byte { return append(make([]byte, 16), le32(ix)...) }
+
 // sockOp checks a socket operation's family, address and port.
 func sockOp(family, addr string, port int) func(*testing.T, *policy.Op, *Result, *fakeEnv) {
 	return func(t *testing.T, op *policy.Op, _ *Result, _ *fakeEnv) {
@@ -152,6 +168,27 @@ func TestDecodeSocket(t *testing.T) {
 			check: sockOp("source-route", "IPv6 routing header", 0)},
 		{name: "setsockopt IP_OPTIONS cleared passes", call: "setsockopt", args: [6]uint64{3, syscalls.SolIP, syscalls.IPOptions, 0, 0}, want: Pass},
 		{name: "setsockopt TCP_KEEPIDLE, the same number, passes", call: "setsockopt", args: [6]uint64{3, 6, 4, addr1, 4}, want: Pass},
+		// An outgoing interface: a packet for 127.0.0.1 leaves through it
+		// (red team, session 23).
+		{name: "setsockopt SO_BINDTODEVICE", call: "setsockopt", args: [6]uint64{3, syscalls.SolSocket, syscalls.SoBindToDevice, addr1, 5}, kind: syscalls.KindConnect,
+			check: sockOp(syscalls.RouteInterface, "SO_BINDTODEVICE", 0)},
+		{name: "setsockopt SO_BINDTODEVICE empty unbinds: passes", call: "setsockopt", args: [6]uint64{3, syscalls.SolSocket, syscalls.SoBindToDevice, addr1, 0}, want: Pass},
+		{name: "setsockopt SO_BINDTOIFINDEX", call: "setsockopt", args: [6]uint64{3, syscalls.SolSocket, syscalls.SoBindToIfindex, addr1, 4}, kind: syscalls.KindConnect,
+			check: sockOp(syscalls.RouteInterface, "SO_BINDTOIFINDEX", 0)},
+		{name: "setsockopt SO_MARK", call: "setsockopt", args: [6]uint64{3, syscalls.SolSocket, syscalls.SoMark, addr1, 4}, kind: syscalls.KindConnect,
+			check: sockOp(syscalls.RouteInterface, "SO_MARK", 0)},
+		{name: "setsockopt IP_UNICAST_IF", call: "setsockopt", args: [6]uint64{3, syscalls.SolIP, syscalls.IPUnicastIf, addr1, 4}, kind: syscalls.KindConnect,
+			check: sockOp(syscalls.RouteInterface, "IP_UNICAST_IF", 0)},
+		{name: "setsockopt IPV6_UNICAST_IF", call: "setsockopt", args: [6]uint64{3, syscalls.SolIPv6, syscalls.IPv6UnicastIf, addr1, 4}, kind: syscalls.KindConnect,
+			check: sockOp(syscalls.RouteInterface, "IPV6_UNICAST_IF", 0)},
+		{name: "setsockopt sticky IPV6_PKTINFO", call: "setsockopt", args: [6]uint64{3, syscalls.SolIPv6, syscalls.IPv6Pktinfo, addr1, 20}, kind: syscalls.KindConnect,
+			check: sockOp(syscalls.RouteInterface, "IPV6_PKTINFO", 0)},
+		{name: "setsockopt IPV6_NEXTHOP", call: "setsockopt", args: [6]uint64{3, syscalls.SolIPv6, syscalls.IPv6Nexthop, addr1, 28}, kind: syscalls.KindConnect,
+			check: sockOp(syscalls.RouteSource, "IPv6 next hop (IPV6_NEXTHOP)", 0)},
+		{name: "setsockopt IPV6_2292PKTOPTIONS", call: "setsockopt", args: [6]uint64{3, syscalls.SolIPv6, syscalls.IPv62292Pktoptions, addr1, 32}, kind: syscalls.KindConnect,
+			check: sockOp(syscalls.RouteSource, "IPv6 sticky options (IPV6_2292PKTOPTIONS)", 0)},
+		{name: "setsockopt SO_KEEPALIVE, IPV6_NEXTHOP's number, passes", call: "setsockopt", args: [6]uint64{3, syscalls.SolSocket, 9, addr1, 4}, want: Pass},
+		{name: "setsockopt SO_ATTACH_BPF, IP_UNICAST_IF's number, passes", call: "setsockopt", args: [6]uint64{3, syscalls.SolSocket, 50, addr1, 16}, want: Pass},
 	}
 	run(t, cases)
 }
@@ -181,6 +218,21 @@ func TestDecodeSendmsg(t *testing.T) {
 		{name: "IP_RETOPTS in the control data is a source route", call: "sendmsg", args: [6]uint64{3, addr1},
 			mem:  map[uintptr]string{addr1: msghdr(addr2, 16, addr3, 48), addr2: in, addr3: cmsg(1, 2, 4) + cmsg(syscalls.SolIP, syscalls.IPRetopts, 8)},
 			kind: syscalls.KindConnect, check: sockOp("source-route", "IP options", 0)},
+		{name: "IP_PKTINFO naming another interface sends out of it", call: "sendmsg", args: [6]uint64{3, addr1},
+			mem:  map[uintptr]string{addr1: msghdr(addr2, 16, addr3, 32), addr2: in, addr3: cmsgData(syscalls.SolIP, syscalls.IPPktinfo, pktinfo4(2))},
+			kind: syscalls.KindConnect, check: sockOp(syscalls.RouteInterface, "IP_PKTINFO (interface index 2)", 0)},
+		{name: "IP_PKTINFO naming loopback is decided by the address", call: "sendmsg", args: [6]uint64{3, addr1},
+			mem:  map[uintptr]string{addr1: msghdr(addr2, 16, addr3, 32), addr2: in, addr3: cmsgData(syscalls.SolIP, syscalls.IPPktinfo, pktinfo4(1))},
+			kind: syscalls.KindConnect, check: sockOp("inet", "10.0.0.1", 53)},
+		{name: "IP_PKTINFO naming none is decided by the address", call: "sendmsg", args: [6]uint64{3, addr1},
+			mem:  map[uintptr]string{addr1: msghdr(addr2, 16, addr3, 32), addr2: in, addr3: cmsgData(syscalls.SolIP, syscalls.IPPktinfo, pktinfo4(0))},
+			kind: syscalls.KindConnect, check: sockOp("inet", "10.0.0.1", 53)},
+		{name: "IPV6_PKTINFO after another message names an interface", call: "sendmsg", args: [6]uint64{3, addr1},
+			mem:  map[uintptr]string{addr1: msghdr(addr2, 16, addr3, 24+40), addr2: in, addr3: cmsg(1, 2, 4) + cmsgData(syscalls.SolIPv6, syscalls.IPv6Pktinfo, pktinfo6(3))},
+			kind: syscalls.KindConnect, check: sockOp(syscalls.RouteInterface, "IPV6_PKTINFO (interface index 3)", 0)},
+		{name: "SO_MARK as a control message", call: "sendmsg", args: [6]uint64{3, addr1},
+			mem:  map[uintptr]string{addr1: msghdr(addr2, 16, addr3, 24), addr2: in, addr3: cmsgData(syscalls.SolSocket, syscalls.SoMark, le32(7))},
+			kind: syscalls.KindConnect, check: sockOp(syscalls.RouteInterface, "SO_MARK", 0)},
 		{name: "control data past the limit: ENOBUFS", call: "sendmsg", args: [6]uint64{3, addr1},
 			mem: map[uintptr]string{addr1: msghdr(0, 0, addr3, maxControl+1)}, want: KernelFails, errno: syscall.ENOBUFS},
 		{name: "sendmmsg: every address an operation, may sleep between", call: "sendmmsg", args: [6]uint64{3, addr1, 2},

@@ -1062,8 +1062,11 @@ func TestPathPageOff(t *testing.T) {
 		// with its load) instead of a comparison with each trapped one.
 		// Both together (merged): x86_64 551 (reads off), aarch64 479.
 		// Then io_setup and io_submit forbidden (native AIO, red team 4).
-		"x86_64":  {567, 589, 572, 594, 602, 624, 606, 625}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {489, 514, 486, 511, 523, 548, 520, 545}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		// Then net +7 (x86_64 +8 with clones, leaf layout): setsockopt's
+		// interface options (SO_BINDTODEVICE, IP_UNICAST_IF, ...) and
+		// IPV6_NEXTHOP, IPV6_2292PKTOPTIONS.
+		"x86_64":  {567, 589, 572, 594, 609, 631, 614, 632}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {489, 514, 486, 511, 530, 555, 527, 552}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

@@ -639,6 +639,10 @@ func escapeCases() []escapeCase {
 		sourceRouteCase("py-ip-options-lsrr", "ip-options", "setsockopt", "192.0.2.1"),
 		sourceRouteCase("py-ip-retopts-lsrr", "ip-retopts", "sendmsg", "192.0.2.1", "9"),
 		sourceRouteCase("py-ip-retopts-lsrr-padded", "ip-retopts-padded", "sendmsg", "192.0.2.1", "9"),
+		interfaceCase("py-so-bindtodevice", "bind-device", "setsockopt"),
+		interfaceCase("py-ip-unicast-if", "unicast-if", "setsockopt"),
+		interfaceCase("py-ip-pktinfo-ifindex", "pktinfo", "sendmsg"),
+		interfaceCase("py-ipv6-sticky-pktinfo", "sticky-pktinfo6", "setsockopt"),
 		{name: "py-tcp-listen-unbound", prog: []string{"py", "tcp-bind-listen"}, kinds: []string{"bind"}, errno: "EACCES", match: bySyscall,
 			setup: func(w *world) []string {
 				// The outside connects to whatever port the program
@@ -781,6 +785,50 @@ func sourceRouteCase(name, pyCase, sysname string, args ...string) escapeCase {
 			w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
 			return args
 		}}
+}
+
+// interfaceCase: a datagram for 127.0.0.1 (::1) sent out of a network
+// interface that is not loopback, chosen by a socket option or a pktinfo
+// control message: it leaves through that interface onto its network (a
+// red team's sniffer on the far end of a veth caught such packets, session
+// 23). The ground truth, as for source routes, is the kernel taking it:
+// the option set and the datagram sent.
+func interfaceCase(name, pyCase, sysname string) escapeCase {
+	return escapeCase{name: name, prog: []string{"py", pyCase}, flags: []string{"--net", "loopback"},
+		kinds: []string{"connect"}, errno: "EACCES", match: bySyscall,
+		skip: func(w *world) string {
+			if outsideInterface() == nil {
+				return "no network interface other than loopback is up here"
+			}
+			return ""
+		},
+		bareCannot: func(res string) string {
+			if res != "ok" {
+				return "the kernel here does not send out of the interface for this user: " + res
+			}
+			return ""
+		},
+		setup: func(w *world) []string {
+			w.sysname, w.needle = sysname, "network interface"
+			w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
+			ifc := outsideInterface()
+			return []string{ifc.Name, strconv.Itoa(ifc.Index), "9"}
+		}}
+}
+
+// outsideInterface returns the first interface that is up and not a
+// loopback one, nil when there is none.
+func outsideInterface() *net.Interface {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil
+	}
+	for i := range ifs {
+		if ifs[i].Flags&net.FlagUp != 0 && ifs[i].Flags&net.FlagLoopback == 0 {
+			return &ifs[i]
+		}
+	}
+	return nil
 }
 
 // noDevShm skips a /dev/shm case where there is none.

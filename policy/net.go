@@ -46,13 +46,22 @@ func (p *Policy) decideNet(op *Op, l Ledger) Decision {
 		return p.decideUnix(op, l)
 	case "inet", "inet6":
 		return p.decideInet(op, verb)
-	case "source-route":
-		// IP options (LSRR, SSRR) or an IPv6 routing header: the packet
-		// goes to the first hop they name, not to the address checked.
+	case syscalls.RouteSource:
+		// IP options (LSRR, SSRR), an IPv6 routing header or next hop:
+		// the packet goes to the first hop they name, not to the address
+		// checked.
 		if p.cfg.Net == NetAllow {
 			return allow(RuleNetAllow)
 		}
 		return p.netDenied("set "+op.Addr+", which route packets through other hosts (source routing)", RuleNetLoopback)
+	case syscalls.RouteInterface:
+		// An outgoing interface (SO_BINDTODEVICE, IP_UNICAST_IF, a
+		// pktinfo's index, SO_MARK): a packet for 127.0.0.1 leaves
+		// through that interface onto its network.
+		if p.cfg.Net == NetAllow {
+			return allow(RuleNetAllow)
+		}
+		return p.netDenied("set "+op.Addr+", which sends packets out of a chosen network interface whatever their address", RuleNetLoopback)
 	case "netlink":
 		// NETLINK_ROUTE is how glibc's getaddrinfo (AI_ADDRCONFIG) and
 		// if_nameindex learn the local addresses: their peer is the

@@ -661,6 +661,8 @@ func TestDecideOtherFamilies(t *testing.T) {
 		{"unspec bind", Op{Kind: B, Family: "unspec"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
 		{"listen unbound", Op{Kind: B, Syscall: "listen", Family: "unspec"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
 		{"source route", Op{Kind: C, Syscall: "setsockopt", Family: "source-route", Addr: "IP options"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"outgoing interface", Op{Kind: C, Syscall: "setsockopt", Family: syscalls.RouteInterface, Addr: "SO_BINDTODEVICE"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"pktinfo interface", Op{Kind: C, Syscall: "sendmsg", Family: syscalls.RouteInterface, Addr: "IP_PKTINFO (interface index 2)"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
 		{"abstract connect", Op{Kind: C, Family: "unix", Abstract: true, Addr: "@x"}, want{RuleUnixAbstract, RuleUnixAbstract, RuleNetAllow}, nil},
 		{"abstract bind", Op{Kind: B, Family: "unix", Abstract: true, Addr: "@x"}, want{RuleUnixAbstract, RuleUnixAbstract, RuleNetAllow}, nil},
 		{"autobind", Op{Kind: B, Family: "unix"}, same(RuleUnixAutobind), nil},

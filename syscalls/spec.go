@@ -1,6 +1,7 @@
 package syscalls
 
 import (
+	"encoding/binary"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,33 +42,122 @@ type PathArg struct {
 	EmptyPathOK bool
 }
 
-// Socket options that make the kernel route a packet through hosts other
-// than its destination, by optname (the filter traps these numbers; the
-// tracer checks the level): IP_OPTIONS at IPPROTO_IP (LSRR, SSRR), and
-// IPV6_RTHDR and IPV6_2292RTHDR at IPPROTO_IPV6 (a segment routing header).
-// The same values at other levels (TCP_KEEPIDLE is 4) are passed.
+// Socket options and control messages that send a packet somewhere other
+// than where its destination address says, by optname (the filter traps
+// these numbers at every level; the tracer checks the level):
+//   - source routes: IP_OPTIONS at IPPROTO_IP (LSRR, SSRR; IP_RETOPTS as a
+//     control message), IPV6_RTHDR and IPV6_2292RTHDR at IPPROTO_IPV6 (a
+//     segment routing header), IPV6_NEXTHOP (the first hop itself), and
+//     IPV6_2292PKTOPTIONS (sticky options given as control messages, which
+//     may hold any of these);
+//   - an outgoing interface: SO_BINDTODEVICE, SO_BINDTOIFINDEX and SO_MARK
+//     (policy routing) at SOL_SOCKET, IP_UNICAST_IF and IPV6_UNICAST_IF, and
+//     IPV6_PKTINFO set as a sticky option. A packet for 127.0.0.1 sent on a
+//     socket bound to eth0 leaves through eth0 (red team, session 23). The
+//     control messages IP_PKTINFO and IPV6_PKTINFO (IPV6_2292PKTINFO) name
+//     an interface for one datagram: the tracer checks their index
+//     (PktinfoIfindex).
+//
+// The same values at other levels (TCP_KEEPIDLE is 4, SO_KEEPALIVE 9) are
+// passed.
 const (
-	SolIP         = 0  // IPPROTO_IP
-	SolIPv6       = 41 // IPPROTO_IPV6
-	IPOptions     = 4  // IP_OPTIONS; also the cmsg type IP_RETOPTS = 7
-	IPRetopts     = 7  // IP_RETOPTS: IP options for one datagram (a control message)
-	IPv6Rthdr     = 57 // IPV6_RTHDR
-	IPv62292Rthdr = 5  // IPV6_2292RTHDR
+	SolSocket          = 1  // SOL_SOCKET
+	SolIP              = 0  // IPPROTO_IP
+	SolIPv6            = 41 // IPPROTO_IPV6
+	IPOptions          = 4  // IP_OPTIONS; also the cmsg type IP_RETOPTS = 7
+	IPRetopts          = 7  // IP_RETOPTS: IP options for one datagram (a control message)
+	IPPktinfo          = 8  // IP_PKTINFO: struct in_pktinfo, its ipi_ifindex first
+	IPUnicastIf        = 50 // IP_UNICAST_IF
+	IPv62292Pktinfo    = 2  // IPV6_2292PKTINFO
+	IPv62292Rthdr      = 5  // IPV6_2292RTHDR
+	IPv62292Pktoptions = 6  // IPV6_2292PKTOPTIONS
+	IPv6Nexthop        = 9  // IPV6_NEXTHOP (IPV6_2292NEXTHOP has the same number)
+	IPv6Pktinfo        = 50 // IPV6_PKTINFO: struct in6_pktinfo, its ipi6_ifindex at 16
+	IPv6Rthdr          = 57 // IPV6_RTHDR
+	IPv6UnicastIf      = 76 // IPV6_UNICAST_IF
+	SoBindToDevice     = 25 // SO_BINDTODEVICE (the same on x86_64 and arm64)
+	SoMark             = 36 // SO_MARK
+	SoBindToIfindex    = 62 // SO_BINDTOIFINDEX
 )
 
 // SourceRouteOpts are the optnames the filter traps setsockopt for.
-var SourceRouteOpts = []uint32{IPOptions, IPv6Rthdr, IPv62292Rthdr}
+// IPV6_PKTINFO has IP_UNICAST_IF's number (50), listed once.
+var SourceRouteOpts = []uint32{IPOptions, IPv6Rthdr, IPv62292Rthdr, IPv6Nexthop, IPv62292Pktoptions,
+	IPUnicastIf, IPv6UnicastIf, SoBindToDevice, SoMark, SoBindToIfindex}
 
-// SourceRoute reports whether a socket option or control message (level,
-// name) sets IP options or an IPv6 routing header.
-func SourceRoute(level, name int32, cmsg bool) bool {
+// Route families of RouteOption: how the option sends a packet past its
+// checked destination.
+const (
+	RouteSource    = "source-route" // through other hosts
+	RouteInterface = "interface"    // out of a chosen network interface
+)
+
+// RouteOption says whether a socket option (cmsg false) or a control
+// message of sendmsg (cmsg true) at (level, name) sends packets somewhere
+// other than their destination address: its family (RouteSource,
+// RouteInterface) and what it sets, for the report; "" when it does not.
+// The pktinfo control messages are not listed: only their interface index
+// decides (PktinfoIfindex).
+func RouteOption(level, name int32, cmsg bool) (family, what string) {
 	switch level {
 	case SolIP:
-		return name == IPOptions || (cmsg && name == IPRetopts)
+		switch {
+		case name == IPOptions || (cmsg && name == IPRetopts):
+			return RouteSource, "IP options"
+		case name == IPUnicastIf && !cmsg:
+			return RouteInterface, "IP_UNICAST_IF"
+		}
 	case SolIPv6:
-		return name == IPv6Rthdr || name == IPv62292Rthdr
+		switch {
+		case name == IPv6Rthdr || name == IPv62292Rthdr:
+			return RouteSource, "IPv6 routing header"
+		case name == IPv6Nexthop:
+			return RouteSource, "IPv6 next hop (IPV6_NEXTHOP)"
+		case name == IPv62292Pktoptions && !cmsg:
+			return RouteSource, "IPv6 sticky options (IPV6_2292PKTOPTIONS)"
+		case name == IPv6UnicastIf && !cmsg:
+			return RouteInterface, "IPV6_UNICAST_IF"
+		case name == IPv6Pktinfo && !cmsg:
+			return RouteInterface, "IPV6_PKTINFO"
+		}
+	case SolSocket:
+		switch name {
+		case SoBindToDevice:
+			if !cmsg {
+				return RouteInterface, "SO_BINDTODEVICE"
+			}
+		case SoBindToIfindex:
+			if !cmsg {
+				return RouteInterface, "SO_BINDTOIFINDEX"
+			}
+		case SoMark:
+			// Also a control message since Linux 5.19 (sock_cmsg_send).
+			return RouteInterface, "SO_MARK"
+		}
 	}
-	return false
+	return "", ""
+}
+
+// PktinfoIfindex returns the interface index a pktinfo control message
+// (IP_PKTINFO, IPV6_PKTINFO, IPV6_2292PKTINFO) with payload data names for
+// its datagram; ok is false for another control message or a payload the
+// kernel rejects as too short (EINVAL, nothing sent). Index 0 names none.
+func PktinfoIfindex(level, typ int32, data []byte) (ifindex int32, ok bool) {
+	switch {
+	case level == SolIP && typ == IPPktinfo:
+		// struct in_pktinfo { int ipi_ifindex; struct in_addr ipi_spec_dst, ipi_addr; }
+		if len(data) < 12 {
+			return 0, false
+		}
+		return int32(binary.LittleEndian.Uint32(data)), true
+	case level == SolIPv6 && (typ == IPv6Pktinfo || typ == IPv62292Pktinfo):
+		// struct in6_pktinfo { struct in6_addr ipi6_addr; int ipi6_ifindex; }
+		if len(data) < 20 {
+			return 0, false
+		}
+		return int32(binary.LittleEndian.Uint32(data[16:])), true
+	}
+	return 0, false
 }
 
 // Handler says how the tracer decodes a call.
@@ -444,9 +534,10 @@ func buildSpecs() map[string]*Spec {
 		// (inet_csk_listen_start → get_port with the address left 0): a
 		// public port without any bind to check.
 		mk("listen", KindBind, HSocket).fd(0),
-		// setsockopt: only the options that set IP options or an IPv6
-		// routing header are trapped (SourceRouteOpts): source routing
-		// sends traffic for 127.0.0.1 to the first hop it names.
+		// setsockopt: only the options that route a packet past its
+		// destination are trapped (SourceRouteOpts, RouteOption): source
+		// routing sends traffic for 127.0.0.1 to the first hop it names,
+		// an interface binding out of that interface.
 		mk("setsockopt", KindConnect, HSocket).fd(0).flags(2),
 
 		// Signals. tgkill and rt_tgsigqueueinfo: PidArg is the tgid, the

@@ -3,6 +3,7 @@ package tracer
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"syscall"
@@ -246,6 +247,30 @@ func (e decEnv) Tracing() bool { return e.t.cfg.TraceAll }
 func (e decEnv) Loopback() bool { return e.t.loopback }
 
 func (e decEnv) SendFrom(fd int32) string { return e.t.sendFrom(e.c, fd) }
+
+func (e decEnv) LoopbackIf(index int32) bool { return e.t.loopbackIf(index) }
+
+// loopbackIf reports whether network interface index is a loopback one in
+// tracecell's network namespace, which is the tree's (setns is forbidden
+// to it). An index that names no interface, or that cannot be looked up,
+// is not: the send is then decided like one out of another interface.
+// The answer is kept for the run: whether a device is a loopback one is
+// its driver's (IFF_LOOPBACK cannot be set on another), and an index is
+// not reused while the device lives.
+func (t *tracer) loopbackIf(index int32) bool {
+	if v, ok := t.loopbackIfs[index]; ok {
+		return v
+	}
+	ifc, err := net.InterfaceByIndex(int(index))
+	v := err == nil && ifc.Flags&net.FlagLoopback != 0
+	if t.loopbackIfs == nil {
+		t.loopbackIfs = map[int32]bool{}
+	}
+	if len(t.loopbackIfs) < 64 {
+		t.loopbackIfs[index] = v
+	}
+	return v
+}
 
 // decEnv is the decode stage's Env.
 var _ decode.Env = decEnv{}

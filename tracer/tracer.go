@@ -283,6 +283,9 @@ type tracer struct {
 	audit    bool // policy mode audit: denials are recorded, not enforced
 	trapNet  bool // the network is not open: connect, send and listen are checked
 	loopback bool // --net loopback: datagram sends are checked for the socket they leave from
+	// loopbackIfs caches which interface indexes are loopback ones
+	// (loopbackIf), asked for when a pktinfo control message names one.
+	loopbackIfs map[int32]bool
 	// readsChecked: the policy restricts reads (read roots, deny-read), so
 	// a read-only open is a decision a race could subvert.
 	readsChecked bool

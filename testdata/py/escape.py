@@ -262,6 +262,43 @@ def main():
                 else:
                     s.sendmsg([PAYLOAD], [(socket.IPPROTO_IP, 7, opts)], 0, ("127.0.0.1", int(args[1])))
         result(run)
+    elif case in ("bind-device", "unicast-if", "pktinfo", "sticky-pktinfo6"):
+        # A datagram for 127.0.0.1 (or ::1) sent out of interface args[0]
+        # (a name; its index is args[1]) to port args[2]: the kernel routes
+        # it through that interface onto its network (red team, session
+        # 23). A socket bound to a device is connected, which binds it to
+        # the device's address (a bind to 127.0.0.1 would fail: EINVAL),
+        # and sends without an address; the others are bound to loopback
+        # first, as --net loopback asks.
+        name, index, port = args[0], int(args[1]), int(args[2])
+
+        def run():
+            fam, dst = socket.AF_INET, ("127.0.0.1", port)
+            if case == "sticky-pktinfo6":
+                fam, dst = socket.AF_INET6, ("::1", port)
+            with socket.socket(fam, socket.SOCK_DGRAM) as s:
+                if case not in ("bind-device", "unicast-if"):
+                    s.bind((dst[0], 0))
+                if case == "bind-device":
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, name.encode())
+                    got = s.getsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, 16).rstrip(b"\0")
+                    if got != name.encode():
+                        raise OSError(errno.EINVAL, "device not set: %r" % got)
+                elif case == "unicast-if":
+                    # IP_UNICAST_IF (50) takes the index in network order.
+                    s.setsockopt(socket.IPPROTO_IP, 50, struct.pack("!I", index))
+                elif case == "sticky-pktinfo6":
+                    # IPV6_PKTINFO (50) set as a sticky option.
+                    s.setsockopt(socket.IPPROTO_IPV6, 50, bytes(16) + struct.pack("=i", index))
+                if case == "pktinfo":
+                    info = struct.pack("=i4s4s", index, bytes(4), bytes(4))
+                    s.sendmsg([PAYLOAD], [(socket.IPPROTO_IP, 8, info)], 0, dst)
+                elif case in ("bind-device", "unicast-if"):
+                    s.connect(dst)
+                    s.send(PAYLOAD)
+                else:
+                    s.sendto(PAYLOAD, dst)
+        result(run)
     elif case == "tcp-bind-listen":
         # bind to args[0]:args[1] (a failure is only noted, as a careless
         # or hostile program would; "-" binds nothing, and listen then
