@@ -54,6 +54,13 @@ func (t *tracer) event(tk *task, cause int) error {
 			// (copy_process: restart_block is part of the copied
 			// task_struct), a shared futex wait's among them.
 			n.futexRestart = tk.futexRestart
+			// A forked child runs the parent's program with its argv
+			// until it execs: what /proc/<child>/cmdline shows is the
+			// parent's memory as it is now, which the parent may have
+			// rewritten.
+			if pp, cp := t.tree.procs[tk.tgid], t.tree.procs[n.tgid]; n.tgid != tk.tgid && pp != nil && cp != nil && cp.execs == 0 && cp.argv == nil {
+				cp.exe, cp.argv = pp.exe, pp.argv
+			}
 			if pp, cp := t.tree.procs[tk.tgid], t.tree.procs[n.tgid]; n.tgid != tk.tgid && pp != nil && cp != nil &&
 				pp.page == pageMapped && cp.page == pageUnknown && cp.execs == 0 {
 				// fork copies the path page, clone(CLONE_VM) and vfork
@@ -121,7 +128,13 @@ func (t *tracer) execEvent(tk *task) error {
 		p = &proc{tgid: tk.tgid, threads: 1}
 		t.tree.procs[tk.tgid] = p
 	}
-	p.argv = nil
+	// The argv the kernel copied: nothing of the new program has run yet.
+	// The root's first exec is tracecell's own, with Config.Argv.
+	if initial && tid == t.tree.rootPid && !t.rootExecDone {
+		p.argv = append([]string{}, t.cfg.Argv...)
+	} else {
+		p.argv = readCmdline(tid)
+	}
 	p.dropPage() // a new address space
 	p.dropMaps()
 	exeLink := fmt.Sprintf("/proc/%d/exe", tid)

@@ -108,8 +108,11 @@ type proc struct {
 	// threads counts the group's tasks in tree.tasks; the proc is dropped
 	// when it reaches 0.
 	threads int
-	// exe and argv are /proc/<tgid>/exe and cmdline, read once per exec
-	// (procInfo); execs counts the group's execs.
+	// exe and argv are /proc/<tgid>/exe and cmdline, read at each exec
+	// event before the new program runs (the root's first: Config.Argv)
+	// and passed on to a forked child, never read from memory the
+	// program has had a chance to rewrite; execs counts the group's
+	// execs.
 	exe   string
 	argv  []string
 	execs int
@@ -329,12 +332,24 @@ func (tr *tree) procInfo(tgid int) (string, []string) {
 		p.exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", tgid))
 	}
 	if p.argv == nil {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", tgid)); err == nil {
-			b = bytes.TrimSuffix(b, []byte{0})
-			for _, a := range bytes.Split(b, []byte{0}) {
-				p.argv = append(p.argv, string(a))
-			}
-		}
+		p.argv = readCmdline(tgid)
 	}
 	return p.exe, p.argv
+}
+
+// readCmdline returns the argv in /proc/<pid>/cmdline, nil when it cannot
+// be read. That is the process's own memory: read it at the exec event,
+// before the new program runs, or it says what the program wrote there
+// (a red team reported a forged argv this way, session 23).
+func readCmdline(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return nil
+	}
+	b = bytes.TrimSuffix(b, []byte{0})
+	argv := []string{}
+	for _, a := range bytes.Split(b, []byte{0}) {
+		argv = append(argv, string(a))
+	}
+	return argv
 }
