@@ -229,6 +229,20 @@ func (d *Decoder) procMem() *policy.Op {
 	return &policy.Op{Kind: syscalls.KindProcess, Syscall: d.Name, TargetPid: pid, TargetInTree: d.Env.PidInTree(pid)}
 }
 
+// schedCore decides prctl(PR_SCHED_CORE, op, pid, type, ...) by the
+// process it names: pid 0 is the caller (its thread group, or its process
+// group, which lies in the tree's own session); another must be the
+// tree's. PR_SCHED_CORE_GET only reads a cookie and passes.
+func (d *Decoder) schedCore() *policy.Op {
+	if uint32(d.Regs.Arg(1)) == syscalls.PrSchedCoreGet {
+		d.Out = PassOutcome()
+		return nil
+	}
+	pid := int(d.Regs.Int32Arg(2))
+	d.Flags = "PR_SCHED_CORE"
+	return &policy.Op{Kind: syscalls.KindProcess, Syscall: d.Name, TargetPid: pid, TargetInTree: pid == 0 || d.Env.PidInTree(pid)}
+}
+
 // forbidden handles the calls never allowed; the report names what they
 // name.
 func (d *Decoder) forbidden() *policy.Op {
@@ -236,6 +250,9 @@ func (d *Decoder) forbidden() *policy.Op {
 	case "seccomp":
 		d.Flags = "SECCOMP_FILTER_FLAG_NEW_LISTENER"
 	case "prctl":
+		if uint32(d.Regs.Arg(0)) == syscalls.PrSchedCore {
+			return d.schedCore()
+		}
 		if uint32(d.Regs.Arg(0)) != syscalls.PrSetMM {
 			// Not ours to deny: a filter of the program's own
 			// returned SECCOMP_RET_TRACE for it.

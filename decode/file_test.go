@@ -311,6 +311,19 @@ func TestDecodeForbidden(t *testing.T) {
 	cases := []tcase{
 		{name: "prctl other than PR_SET_MM passes", call: "prctl", args: [6]uint64{unix.PR_SET_NAME}, want: Pass},
 		{name: "prctl PR_SET_MM", call: "prctl", args: [6]uint64{syscalls.PrSetMM}, kind: syscalls.KindForbidden, flags: "PR_SET_MM"},
+		{name: "PR_SCHED_CORE_SHARE_TO an outside process", call: "prctl", args: [6]uint64{syscalls.PrSchedCore, 2, 1}, kind: syscalls.KindProcess, flags: "PR_SCHED_CORE",
+			check: func(t *testing.T, op *policy.Op, _ *Result, _ *fakeEnv) {
+				if op.TargetPid != 1 || op.TargetInTree {
+					t.Errorf("target %d in tree %v", op.TargetPid, op.TargetInTree)
+				}
+			}},
+		{name: "PR_SCHED_CORE_CREATE for the caller", call: "prctl", args: [6]uint64{syscalls.PrSchedCore, 1, 0, 1}, kind: syscalls.KindProcess,
+			check: func(t *testing.T, op *policy.Op, _ *Result, _ *fakeEnv) {
+				if !op.TargetInTree {
+					t.Errorf("pid 0 (the caller) taken as outside the tree")
+				}
+			}},
+		{name: "PR_SCHED_CORE_GET passes", call: "prctl", args: [6]uint64{syscalls.PrSchedCore, syscalls.PrSchedCoreGet, 1}, want: Pass},
 		{name: "seccomp", call: "seccomp", args: [6]uint64{1, 8}, kind: syscalls.KindForbidden, flags: "SECCOMP_FILTER_FLAG_NEW_LISTENER"},
 		{name: "mq_timedsend names its queue", call: "mq_timedsend", args: [6]uint64{5}, kind: syscalls.KindForbidden,
 			paths: []wantPath{{"path", "fd 5", "/etc", true, 5, ""}}},

@@ -230,7 +230,7 @@ func rules(o Options) ([]rule, error) {
 		case "seccomp":
 			c = &cond{arg: s.FlagsArg, anyBits: true, mask: syscalls.SeccompFilterFlagNewListener}
 		case "prctl":
-			c = &cond{arg: s.FlagsArg, vals: []uint32{syscalls.PrSetMM}}
+			c = &cond{arg: s.FlagsArg, vals: syscalls.PrctlTrapped}
 		}
 		if c != nil {
 			if err := c.check(); err != nil {

@@ -604,6 +604,21 @@ func escapeCases() []escapeCase {
 				}
 				return []string{strconv.Itoa(w.pid)}
 			}},
+		// A core-scheduling cookie pushed onto an outside process (red
+		// team, session 23). The ground truth is the cookie the kernel
+		// reports for it (PR_SCHED_CORE_GET from the test); kernels
+		// without core scheduling answer EINVAL, even bare.
+		{name: "py-sched-core-share-to-outside", prog: []string{"py", "sched-core-share-to"}, kinds: []string{"process"}, errno: "EPERM", match: byPid,
+			bareCannot: cannotWhen("EINVAL", "EPERM", "ENODEV"),
+			setup: func(w *world) []string {
+				startSleep(w)
+				w.escaped = func(result) (bool, string) {
+					var cookie uint64
+					err := unix.Prctl(62, 0, uintptr(w.pid), 0, uintptr(unsafe.Pointer(&cookie)))
+					return err == nil && cookie != 0, fmt.Sprintf("cookie %#x (%v)", cookie, err)
+				}
+				return []string{strconv.Itoa(w.pid)}
+			}},
 		{name: "py-prlimit-outside", prog: []string{"py", "prlimit"}, kinds: []string{"process"}, errno: "EPERM", match: byPid,
 			setup: func(w *world) []string {
 				startSleep(w)

@@ -299,8 +299,8 @@ func FormatLeaseType(typ uint32) string {
 // the only seccomp(2) use the filter traps (see the forbidden list).
 const SeccompFilterFlagNewListener = 8
 
-// PrSetMM is prctl's PR_SET_MM option (3.3), the only prctl the filter
-// traps. Its PR_SET_MM_MAP sub-option needs no capability (only exe_fd
+// PrSetMM is prctl's PR_SET_MM option (3.3), one of the two prctls the
+// filter traps (PrctlTrapped). Its PR_SET_MM_MAP sub-option needs no capability (only exe_fd
 // does) and sets where the kernel takes the heap to be (start_brk, brk):
 // brk(2) then unmaps whatever lies between the new and the old break,
 // tracecell's path page included (tracer: pathpage.go). The other
@@ -308,6 +308,20 @@ const SeccompFilterFlagNewListener = 8
 // /proc/<pid>/cmdline shows, with CAP_SYS_RESOURCE. Only checkpoint/restore
 // tools (CRIU) use it.
 const PrSetMM = 35
+
+// PrSchedCore is prctl's PR_SCHED_CORE option (5.14): PR_SCHED_CORE_CREATE,
+// _SHARE_TO and _SHARE_FROM give a core-scheduling cookie to, or take it
+// from, the process (or its thread group or process group) named by the
+// third argument, which may be any process the caller may ptrace-read: a
+// process outside the tree (red team, session 23). PR_SCHED_CORE_GET only
+// reads.
+const (
+	PrSchedCore    = 62
+	PrSchedCoreGet = 0
+)
+
+// PrctlTrapped are the prctl options the filter traps.
+var PrctlTrapped = []uint32{PrSetMM, PrSchedCore}
 
 // Futex operations (include/uapi/linux/futex.h; the same on every ABI).
 // FUTEX_PRIVATE_FLAG in futex(2)'s op, and FUTEX2_PRIVATE in the flags of

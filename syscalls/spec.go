@@ -356,7 +356,8 @@ const (
 //     are rare) and covers an operator who runs tracecell as root.
 //   - fsconfig and open_tree_attr complete the new mount API (fsopen,
 //     fsmount, fspick, move_mount, open_tree, mount_setattr).
-//   - prctl(PR_SET_MM) (syscalls.PrSetMM; the filter traps no other prctl):
+//   - prctl(PR_SET_MM) (syscalls.PrSetMM; the filter traps no other prctl
+//     but PR_SCHED_CORE, which is decided by its target process):
 //     its PR_SET_MM_MAP needs no capability and moves the kernel's idea of
 //     the heap, after which brk(2) unmaps whatever lies below the old
 //     break, tracecell's path page included; it also rewrites what
@@ -624,7 +625,9 @@ func buildSpecs() map[string]*Spec {
 
 		// seccomp: trapped only with SECCOMP_FILTER_FLAG_NEW_LISTENER.
 		mk("seccomp", KindForbidden, HForbidden).flags(1),
-		// prctl: trapped only for PR_SET_MM (see PrSetMM).
+		// prctl: trapped only for PR_SET_MM (see PrSetMM, forbidden)
+		// and PR_SCHED_CORE (PrSchedCore: decided by the process it
+		// names).
 		mk("prctl", KindForbidden, HForbidden).flags(0),
 	}
 	for _, n := range forbidden {

@@ -194,6 +194,14 @@ def main():
         result(lambda: os.kill(int(args[0]), signal.SIGTERM))
     elif case == "setpriority":
         result(lambda: os.setpriority(os.PRIO_PROCESS, int(args[0]), 19))
+    elif case == "sched-core-share-to":
+        # prctl(PR_SCHED_CORE, PR_SCHED_CORE_SHARE_TO, pid, PIDTYPE_PID, 0):
+        # gives that process this one's core-scheduling cookie (5.14+).
+        def run():
+            lc = libc()
+            lc.prctl(62, 1, 0, 0, 0)  # PR_SCHED_CORE_CREATE for itself (EINVAL without core scheduling)
+            ctypes_call(lambda: lc.prctl(62, 2, int(args[0]), 0, 0))()
+        result(run)
     elif case == "prlimit":
         result(lambda: resource.prlimit(int(args[0]), resource.RLIMIT_NOFILE, (17, 17)))
     elif case == "oom-score-adj":  # make the kernel kill that process first
