@@ -8,15 +8,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
 // capNetAdmin and keepMask mirror linux/capability.h and caps.DefaultKeep
-// (chown, dac_override, dac_read_search, fowner, fsetid, kill, setgid,
-// setuid, net_bind_service).
+// (chown, dac_override, dac_read_search, fowner, fsetid, kill,
+// net_bind_service).
 const (
 	capNetAdmin = 12
-	keepMask    = 0x4ff
+	keepMask    = 0x43f
 )
 
 // ownCaps reads one capability set of this test process ("CapBnd").
@@ -183,5 +184,56 @@ func TestRootWithoutSetpcap(t *testing.T) {
 		if tc.status == 125 && (!strings.Contains(r.stderr, "CAP_SETPCAP") || !strings.HasSuffix(strings.TrimSpace(r.stderr), tc.hint) || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0) {
 			t.Errorf("%s: stderr should be one line naming CAP_SETPCAP and ending in %s:\n%s", tc.bounding, tc.hint, r.stderr)
 		}
+	}
+}
+
+// TestRootTreeKeepsItsUid: a root tree cannot switch to another user. With
+// setuid it could (a red team, session 23), and as that user it read the
+// environment of that user's processes through /proc, which its dropped
+// sys_ptrace keeps from it as root. --keep-cap setuid,setgid gives the
+// switch back: the ground truth that the check can fail.
+func TestRootTreeKeepsItsUid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the capabilities of a tree started by a root tracecell")
+	}
+	host := exec.Command("/bin/sleep", "300")
+	host.Env = []string{"SECRET=tracecell-uid-test"}
+	host.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { host.Process.Kill(); host.Wait() })
+	const script = `
+import errno, os, sys
+def res(f):
+    try:
+        return f()
+    except OSError as e:
+        return "errno=" + errno.errorcode[e.errno]
+def switch():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+    return "ok"
+print("setuid", res(switch))
+print("environ", res(lambda: "secret" if b"tracecell-uid-test" in open("/proc/%s/environ" % sys.argv[1], "rb").read() else "no secret"))
+`
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		{"default", nil, "setuid errno=EPERM\nenviron errno=EACCES\n"},
+		{"keep setuid", []string{"--keep-cap", "setuid", "--keep-cap", "setgid"}, "setuid ok\nenviron secret\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sbx := realDir(t)
+			argv := append([]string{tcBin, "run", "-q", "--write", sbx}, tc.flags...)
+			argv = append(argv, "--", python, "-c", script, strconv.Itoa(host.Process.Pid))
+			r := execute(t, "", os.Environ(), argv)
+			if r.status != 0 || r.stdout != tc.want {
+				t.Errorf("status %d, tree said:\n%s\nwant:\n%s\nstderr:\n%s", r.status, r.stdout, tc.want, r.stderr)
+			}
+		})
 	}
 }

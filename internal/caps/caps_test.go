@@ -42,7 +42,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	if got := DefaultKeep.String(); got != "chown,dac_override,dac_read_search,fowner,fsetid,kill,setgid,setuid,net_bind_service" {
+	if got := DefaultKeep.String(); got != "chown,dac_override,dac_read_search,fowner,fsetid,kill,net_bind_service" {
 		t.Errorf("DefaultKeep = %s", got)
 	}
 	if got := Set(0).String(); got != "none" {
