@@ -230,7 +230,9 @@ type result struct {
 	stdout string
 	stderr string
 	report *reportDoc // nil for bare runs
-	wall   time.Duration
+	// reportPath is the report file of a traced run.
+	reportPath string
+	wall       time.Duration
 }
 
 // runBare runs argv in dir with env, without tracecell.
@@ -256,7 +258,7 @@ func runTraced(t *testing.T, sbx string, env []string, flags []string, argv ...s
 	if err != nil {
 		t.Fatalf("tracecell wrote no report (status %d): %v\nstderr:\n%s", r.status, err, r.stderr)
 	}
-	r.report = &reportDoc{}
+	r.report, r.reportPath = &reportDoc{}, rp
 	if err := json.Unmarshal(b, r.report); err != nil {
 		t.Fatalf("decode report %s: %v\n%s", rp, err, b)
 	}

@@ -5,8 +5,10 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -170,6 +172,49 @@ type Path struct {
 	// tracecell's own stdio (by device numbers). Every other pty is another
 	// session's terminal.
 	OwnPty bool `json:"-"`
+	// GivenBytes, BaseBytes and ResolvedBytes repeat Given, Base and
+	// Resolved byte for byte when they are not valid UTF-8 (KeepBytes):
+	// a JSON string cannot hold such bytes (encoding/json writes U+FFFD
+	// for each), so two different paths would read alike in a report.
+	// Reading a report back (UnmarshalJSON) restores the strings from them.
+	GivenBytes    []byte `json:"given_base64,omitempty"`
+	BaseBytes     []byte `json:"relative_to_base64,omitempty"`
+	ResolvedBytes []byte `json:"resolved_base64,omitempty"`
+}
+
+// KeepBytes sets GivenBytes, BaseBytes and ResolvedBytes for the strings
+// that are not valid UTF-8, and reports whether any was.
+func (p *Path) KeepBytes() bool {
+	kept := false
+	for _, f := range []struct {
+		s   string
+		raw *[]byte
+	}{{p.Given, &p.GivenBytes}, {p.Base, &p.BaseBytes}, {p.Resolved, &p.ResolvedBytes}} {
+		if !utf8.ValidString(f.s) {
+			*f.raw = []byte(f.s)
+			kept = true
+		}
+	}
+	return kept
+}
+
+// UnmarshalJSON reads a path of a report: the *_base64 fields, when
+// present, give the exact bytes of the strings they repeat.
+func (p *Path) UnmarshalJSON(b []byte) error {
+	type plain Path
+	if err := json.Unmarshal(b, (*plain)(p)); err != nil {
+		return err
+	}
+	if p.GivenBytes != nil {
+		p.Given = string(p.GivenBytes)
+	}
+	if p.BaseBytes != nil {
+		p.Base = string(p.BaseBytes)
+	}
+	if p.ResolvedBytes != nil {
+		p.Resolved = string(p.ResolvedBytes)
+	}
+	return nil
 }
 
 // Op is one checked operation.

@@ -3,9 +3,11 @@ package tracer
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -139,6 +141,17 @@ func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Eve
 	if op != nil {
 		ev.Kind = op.Kind
 		ev.Paths = op.Paths
+		for i := range ev.Paths {
+			if !utf8.ValidString(ev.Paths[i].Given) || !utf8.ValidString(ev.Paths[i].Resolved) || !utf8.ValidString(ev.Paths[i].Base) {
+				// The report keeps the exact bytes beside the strings
+				// (a red team's "\xff\xfe" read as U+FFFD twice).
+				ev.Paths = slices.Clone(op.Paths)
+				for j := range ev.Paths {
+					ev.Paths[j].KeepBytes()
+				}
+				break
+			}
+		}
 		ev.Family, ev.Address, ev.Port, ev.Abstract = op.Family, op.Addr, op.Port, op.Abstract
 		if op.Kind == syscalls.KindSignal || op.Kind == syscalls.KindProcess {
 			p := op.TargetPid

@@ -166,6 +166,17 @@ class DenialTableTest(unittest.TestCase):
                                       tried=[p(a, True, role="program"), p(b, True, role="program", resolved=a)]))
         self.assertEqual([x.given for x in grouped.tried], [a, b])
 
+    def test_path_bytes(self) -> None:
+        # A path that is not valid UTF-8 comes with its exact bytes in *_base64 (the Go report's
+        # policy.Path.KeepBytes); a valid one without.
+        raw = p("/etc/\ufffd\ufffd-a", False)
+        raw.update(given_base64="L2V0Yy//li1h", resolved_base64="L2V0Yy//li1h")
+        d = Denial.from_dict(ev("create", "mkdir", "outside-writable-roots", OUT, [raw]))
+        self.assertEqual(d.paths[0].given_bytes, b"/etc/\xff\x96-a")
+        self.assertEqual(d.paths[0].resolved_bytes, b"/etc/\xff\x96-a")
+        plain = Denial.from_dict(ev("create", "mkdir", "outside-writable-roots", OUT, [p("/etc/x", False)]))
+        self.assertIsNone(plain.paths[0].given_bytes)
+
     def test_allow_events_are_not_blocked_operations(self) -> None:
         self.assertEqual(describe_denials([Denial.from_dict(dict(CASES[0][1], decision="allow"))]), [])
 

@@ -5,6 +5,8 @@ decoded JSON in ``raw``. Timestamps are kept as the server's RFC 3339 strings.
 """
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass, field
 from typing import Any, Dict, FrozenSet, Iterator, List, Mapping, Optional
 
@@ -22,6 +24,16 @@ def _int(d: Mapping[str, Any], key: str, default: int = 0) -> int:
 def _float(d: Mapping[str, Any], key: str, default: float = 0.0) -> float:
     v = d.get(key)
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else default
+
+
+def _b64(d: Mapping[str, Any], key: str) -> Optional[bytes]:
+    v = d.get(key)
+    if not isinstance(v, str):
+        return None
+    try:
+        return base64.b64decode(v, validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _bool(d: Mapping[str, Any], key: str) -> bool:
@@ -73,11 +85,16 @@ class DenialPath:
     resolved: str
     exists: bool
     is_dir: bool = False
+    given_bytes: Optional[bytes] = None
+    """``given`` byte for byte when it is not valid UTF-8 (``given`` then shows U+FFFD)."""
+    resolved_bytes: Optional[bytes] = None
+    """``resolved`` byte for byte when it is not valid UTF-8."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DenialPath:
         return cls(role=_str(d, "role"), given=_str(d, "given"), resolved=_str(d, "resolved"),
-                   exists=_bool(d, "exists"), is_dir=_bool(d, "is_dir"))
+                   exists=_bool(d, "exists"), is_dir=_bool(d, "is_dir"),
+                   given_bytes=_b64(d, "given_base64"), resolved_bytes=_b64(d, "resolved_base64"))
 
 
 @dataclass
