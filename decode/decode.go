@@ -73,6 +73,11 @@ type Paths interface {
 	CharDev(fd int32) (DevID, bool)
 	// FdLink is the text of the /proc/<tid>/fd/N link of fd.
 	FdLink(fd int32) (string, bool)
+	// FdFlags is the open file flags (fdinfo "flags:", with O_ACCMODE and
+	// O_PATH) of the file descriptor that the resolved magic link
+	// /proc/<pid>/fd/N (or /proc/<pid>/task/<tid>/fd/N) is; false when
+	// resolved is no such link or its fdinfo cannot be read.
+	FdFlags(resolved string) (uint64, bool)
 	// Lstat reports whether resolved exists, and is a directory.
 	Lstat(resolved string) (exists, isDir bool)
 	// MayKnow reports whether the policy lets the tree know what exists

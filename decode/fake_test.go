@@ -53,6 +53,7 @@ type fakeEnv struct {
 	chr     map[int32]DevID // character device fds
 	stdio   map[DevID]bool
 	async   map[string]bool
+	fdFlags map[string]uint64 // fdinfo flags of a /proc/<pid>/fd/N link
 	// sockets
 	frozen       bool
 	exitWritable Span // memory an exit could write
@@ -184,6 +185,10 @@ func (e *fakeEnv) CharDev(fd int32) (DevID, bool) {
 func (e *fakeEnv) FdLink(fd int32) (string, bool) {
 	p, ok := e.fds[fd]
 	return p, ok
+}
+func (e *fakeEnv) FdFlags(resolved string) (uint64, bool) {
+	f, ok := e.fdFlags[resolved]
+	return f, ok
 }
 func (e *fakeEnv) Lstat(resolved string) (exists, isDir bool) {
 	f, ok := e.files[resolved]

@@ -152,6 +152,10 @@ func (d *Decoder) fill(p policy.Path, r pathres.Result, err error) (policy.Path,
 	// A pipe or socket reached through /proc/<pid>/fd/N may be reopened
 	// only when that process is in the tree.
 	p.SpecialInTree = r.Special != "" && d.Env.PidInTree(r.ProcPid)
+	// And for writing only when that very fd is open for writing: a pipe
+	// the tree got read-only (a host process's, reached through its
+	// /proc/<pid>/fd/N, or a read end) is no write end it holds.
+	p.SpecialWritable = p.SpecialInTree && d.fdWritable(r.Path)
 	if pid, ok := ProcPid(r.Path); ok {
 		p.ProcOutside = !d.Env.PidInTree(pid)
 	}
@@ -162,6 +166,19 @@ func (d *Decoder) fill(p policy.Path, r pathres.Result, err error) (policy.Path,
 		p.OwnPty = d.Env.OwnsPty(r.Path)
 	}
 	return p, true
+}
+
+// fdWritable reports whether the magic link res (/proc/<pid>/fd/N) is a
+// file descriptor open for writing: access mode O_WRONLY or O_RDWR, not
+// O_PATH (whose access mode bits the kernel clears). Mode 3 opens for
+// neither (OPEN_FMODE).
+func (d *Decoder) fdWritable(res string) bool {
+	flags, ok := d.Env.FdFlags(res)
+	if !ok || flags&unix.O_PATH != 0 {
+		return false
+	}
+	acc := flags & unix.O_ACCMODE
+	return acc == unix.O_WRONLY || acc == unix.O_RDWR
 }
 
 // FdPath resolves what fd of the stopped thread refers to.

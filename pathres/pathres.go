@@ -580,3 +580,55 @@ func parent(dir string) string {
 	}
 	return dir[:i]
 }
+
+// FdInfoPath is the fdinfo file of the file descriptor link res names:
+// /proc/<pid>/fdinfo/<N> for /proc/<pid>/fd/<N>, and the same under
+// /proc/<pid>/task/<tid>. ok is false for any other path (an ns/* link,
+// map_files/*, cwd): those name no open file with an access mode.
+func FdInfoPath(res string) (string, bool) {
+	rest, ok := strings.CutPrefix(res, "/proc/")
+	if !ok {
+		return "", false
+	}
+	parts := strings.Split(rest, "/")
+	if !allDigits(parts[0]) {
+		return "", false
+	}
+	i := 1
+	if len(parts) >= 3 && parts[1] == "task" && allDigits(parts[2]) {
+		i = 3
+	}
+	if len(parts) != i+2 || parts[i] != "fd" || !allDigits(parts[i+1]) {
+		return "", false
+	}
+	parts[i] = "fdinfo"
+	return "/proc/" + strings.Join(parts, "/"), true
+}
+
+// FdFlags reads the open file flags (the octal "flags:" line of fdinfo:
+// O_ACCMODE, O_PATH, O_NONBLOCK, ...) of the file descriptor the link res
+// names (FdInfoPath). The fd must not change between the caller's walk of
+// res and this read: the caller holds the tree frozen, or the fd's process
+// is the stopped caller alone.
+func FdFlags(res string) (uint64, error) {
+	p, ok := FdInfoPath(res)
+	if !ok {
+		return 0, fmt.Errorf("%s is not a file descriptor link", res)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, err
+	}
+	return ParseFdInfoFlags(b)
+}
+
+// ParseFdInfoFlags parses the "flags:" line of an fdinfo file (octal, as
+// fs/proc/fd.c seq_show prints f_flags).
+func ParseFdInfoFlags(b []byte) (uint64, error) {
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			return strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+		}
+	}
+	return 0, errors.New("fdinfo has no flags: line")
+}

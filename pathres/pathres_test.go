@@ -599,3 +599,65 @@ func TestViaProc(t *testing.T) {
 		}
 	}
 }
+
+func TestFdInfoPath(t *testing.T) {
+	for _, c := range []struct {
+		res, want string
+		ok        bool
+	}{
+		{"/proc/42/fd/3", "/proc/42/fdinfo/3", true},
+		{"/proc/42/task/43/fd/10", "/proc/42/task/43/fdinfo/10", true},
+		{"/proc/42/ns/net", "", false},
+		{"/proc/42/map_files/1000-2000", "", false},
+		{"/proc/42/cwd", "", false},
+		{"/proc/self/fd/3", "", false},
+		{"/proc/42/fd", "", false},
+		{"/proc/42/fd/3/x", "", false},
+		{"/proc/42/task/x/fd/3", "", false},
+		{"/dev/fd/3", "", false},
+	} {
+		t.Run(c.res, func(t *testing.T) {
+			got, ok := FdInfoPath(c.res)
+			if got != c.want || ok != c.ok {
+				t.Errorf("FdInfoPath(%q) = %q, %v; want %q, %v", c.res, got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+// TestFdFlags reads the access mode of both ends of a pipe of this process
+// through the links a tree would reopen.
+func TestFdFlags(t *testing.T) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	pid, tid := os.Getpid(), unix.Gettid()
+	for _, c := range []struct {
+		name string
+		link string
+		acc  uint64
+	}{
+		{"read end", fmt.Sprintf("/proc/%d/fd/%d", pid, p[0]), unix.O_RDONLY},
+		{"write end", fmt.Sprintf("/proc/%d/fd/%d", pid, p[1]), unix.O_WRONLY},
+		{"write end through task", fmt.Sprintf("/proc/%d/task/%d/fd/%d", pid, tid, p[1]), unix.O_WRONLY},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := FdFlags(c.link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f&unix.O_ACCMODE != c.acc || f&unix.O_NONBLOCK == 0 {
+				t.Errorf("flags %#o, want access mode %#o with O_NONBLOCK", f, c.acc)
+			}
+		})
+	}
+	if _, err := FdFlags(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil {
+		t.Error("FdFlags of an ns link: no error")
+	}
+	if _, err := ParseFdInfoFlags([]byte("pos:\t0\nmnt_id:\t15\n")); err == nil {
+		t.Error("ParseFdInfoFlags without a flags: line: no error")
+	}
+}

@@ -411,9 +411,16 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 		// A non-file object named through /proc/<pid>/fd/N (Resolved is
 		// that link). Writing to a pipe or socket the tree holds is what
 		// /dev/stdout is for; the pipe of a host process is a way out.
+		// Reopening gives a new open file of the object, with the mode
+		// asked for, whatever the mode of the fd it was reached by: so
+		// only an fd open for writing may be reopened for writing. A
+		// pipe the tree opened read-only through a host process's
+		// /proc/<pid>/fd/N is held by the tree too, but only to read.
 		switch {
-		case kind == syscalls.KindWrite && pa.SpecialInTree:
+		case kind == syscalls.KindWrite && pa.SpecialInTree && pa.SpecialWritable:
 			return allow(RuleSpecialObject), ""
+		case kind == syscalls.KindWrite && pa.SpecialInTree:
+			return deny(syscall.EACCES, RuleProcWrite, fmt.Sprintf("%s is not open for writing there: reopening it for writing through /proc would give the tree a write end it does not hold", fdOwner(res, pa.Special))), ""
 		case kind == syscalls.KindWrite:
 			return deny(syscall.EACCES, RuleProcWrite, fmt.Sprintf("%s belongs to %s outside the traced tree", pa.Special, procOwner(res))), ""
 		}
@@ -676,6 +683,18 @@ func procOwner(res string) string {
 		return "pid " + rest
 	}
 	return "a process"
+}
+
+// fdOwner names the object special and where the link res leads to it
+// for a reason: "pipe:[12] (fd 3 of pid 42)" for /proc/42/fd/3 or
+// /proc/42/task/43/fd/3.
+func fdOwner(res, special string) string {
+	rest, _ := strings.CutPrefix(res, "/proc/")
+	parts := strings.Split(rest, "/")
+	if n := len(parts); n >= 3 && parts[n-2] == "fd" {
+		return fmt.Sprintf("%s (fd %s of %s)", special, parts[n-1], procOwner(res))
+	}
+	return fmt.Sprintf("%s (%s)", special, res)
 }
 
 func nameOf(op *Op) string {

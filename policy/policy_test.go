@@ -83,8 +83,8 @@ func newp(p string) Path { return Path{Resolved: p} }
 // deleted is a file with no name whose old name was p (pathres Deleted).
 func deleted(p string) Path { return Path{Resolved: p + " (deleted)", Deleted: true} }
 func dir(p string) Path     { return Path{Resolved: p, Exists: true, IsDir: true} }
-func special(pid int, obj string, inTree bool) Path {
-	return Path{Resolved: fmt.Sprintf("/proc/%d/fd/1", pid), Exists: true, Special: obj, SpecialInTree: inTree}
+func special(pid int, obj string, inTree, writable bool) Path {
+	return Path{Resolved: fmt.Sprintf("/proc/%d/fd/1", pid), Exists: true, Special: obj, SpecialInTree: inTree, SpecialWritable: writable}
 }
 
 var rootItself = map[string]Rule{"write": RuleInsideRoot, "create": RuleInsideRoot, "link": RuleInsideRoot, "lease": RuleInsideRoot}
@@ -158,9 +158,10 @@ var forms = []form{
 	{name: "scratch owned prefix sibling", p: ex("/dev/shm/mine2"), def: RuleScratchNotOwned},
 	{name: "scratch dir itself", p: dir("/dev/shm"), def: RuleScratchNotOwned},
 	{name: "scratch lookalike", p: newp("/dev/shmx/a"), def: RuleOutsideRoots},
-	{name: "special pipe in tree", p: special(77, "pipe:[5]", true), def: RuleProcWrite, by: writeOnly(RuleSpecialObject)},
-	{name: "special socket in tree", p: special(77, "socket:[9]", true), def: RuleProcWrite, by: writeOnly(RuleSpecialObject)},
-	{name: "special pipe outside tree", p: special(1, "pipe:[5]", false), def: RuleProcWrite},
+	{name: "special pipe in tree", p: special(77, "pipe:[5]", true, true), def: RuleProcWrite, by: writeOnly(RuleSpecialObject)},
+	{name: "special socket in tree", p: special(77, "socket:[9]", true, true), def: RuleProcWrite, by: writeOnly(RuleSpecialObject)},
+	{name: "special pipe in tree read-only fd", p: special(77, "pipe:[5]", true, false), def: RuleProcWrite},
+	{name: "special pipe outside tree", p: special(1, "pipe:[5]", false, false), def: RuleProcWrite},
 	{name: "unclean", p: ex("/srv/sbx/../etc/passwd"), def: RuleUnresolvedPath},
 	{name: "trailing slash", p: dir("/srv/sbx/"), def: RuleUnresolvedPath},
 	{name: "relative", p: ex("a.txt"), def: RuleUnresolvedPath},
@@ -265,8 +266,9 @@ func TestDecideFSReasons(t *testing.T) {
 		{"chmod root", p, Op{Kind: syscalls.KindChmod, Paths: []Path{dir("/work/b")}}, "cannot chmod the writable root itself (/work/b)"},
 		{"xattr root", p, Op{Kind: syscalls.KindXattr, Paths: []Path{dir("/work/b")}}, "cannot set xattrs on the writable root itself (/work/b)"},
 		{"proc", p, Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/proc/1/mem")}}, "writes under /proc are not allowed"},
-		{"foreign pipe", p, Op{Kind: syscalls.KindWrite, Paths: []Path{special(1, "pipe:[5]", false)}}, "pipe:[5] belongs to pid 1 outside the traced tree"},
-		{"chmod pipe", p, Op{Kind: syscalls.KindChmod, Paths: []Path{special(7, "pipe:[5]", true)}}, "chmod of pipe:[5] through /proc is not allowed"},
+		{"foreign pipe", p, Op{Kind: syscalls.KindWrite, Paths: []Path{special(1, "pipe:[5]", false, false)}}, "pipe:[5] belongs to pid 1 outside the traced tree"},
+		{"chmod pipe", p, Op{Kind: syscalls.KindChmod, Paths: []Path{special(7, "pipe:[5]", true, true)}}, "chmod of pipe:[5] through /proc is not allowed"},
+		{"read-only pipe of tree", p, Op{Kind: syscalls.KindWrite, Paths: []Path{special(7, "pipe:[5]", true, false)}}, "pipe:[5] (fd 1 of pid 7) is not open for writing there: reopening it for writing through /proc would give the tree a write end it does not hold"},
 		{"deny-read", p, Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/srv/sbx/.secret/k")}}, "matches deny-read /srv/sbx/.secret"},
 		{"scratch", p, Op{Kind: syscalls.KindDelete, Paths: []Path{ex("/dev/shm/x")}}, "not created by the traced tree (scratch dir /dev/shm is create-only)"},
 		{"scratch itself", p, Op{Kind: syscalls.KindChmod, Paths: []Path{dir("/dev/shm")}}, "the scratch dir /dev/shm itself may not be changed"},
@@ -365,8 +367,8 @@ func TestDecideRead(t *testing.T) {
 		{ex("/dev/shm/x"), RuleRead, RuleRead, RuleRead},
 		{ex("/proc/1/status"), RuleRead, RuleRead, RuleRead},
 		{ex("/proc/cpuinfo"), RuleRead, RuleRead, RuleRead},
-		{special(1, "pipe:[3]", false), RuleProcRead, RuleProcRead, RuleProcRead},
-		{special(1, "pipe:[3]", true), RuleRead, RuleRead, RuleRead},
+		{special(1, "pipe:[3]", false, false), RuleProcRead, RuleProcRead, RuleProcRead},
+		{special(1, "pipe:[3]", true, true), RuleRead, RuleRead, RuleRead},
 		{ex("/sys/devices/system/cpu/online"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
 		{ex("/srv/sbx/../etc/hosts"), RuleUnresolvedPath, RuleUnresolvedPath, RuleUnresolvedPath},
 		{dir("/"), RuleRead, RuleReadNotAllowed, RuleReadNotAllowed},
@@ -418,8 +420,8 @@ func TestDecideRead(t *testing.T) {
 		{"fdinfo in tree", ex("/proc/42/fdinfo/5"), RuleRead},
 		{"map_files in tree", ex("/proc/42/map_files"), RuleRead},
 		{"environ in tree", ex("/proc/42/environ"), RuleRead},
-		{"pipe outside", special(77, "pipe:[9]", false), RuleProcRead},
-		{"pipe in tree", special(42, "pipe:[3]", true), RuleRead},
+		{"pipe outside", special(77, "pipe:[9]", false, false), RuleProcRead},
+		{"pipe in tree", special(42, "pipe:[3]", true, true), RuleRead},
 	} {
 		t.Run("proc/"+c.name, func(t *testing.T) {
 			d := po.Decide(&Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{c.path}}, nil)
@@ -676,7 +678,7 @@ func TestDecideOtherFamilies(t *testing.T) {
 		{"unix connect scratch owned", Op{Kind: C, Family: "unix", Paths: []Path{ex("/dev/shm/mine.sock")}}, want{RuleUnixInRoots, RuleUnixInRoots, RuleNetAllow}, nil},
 		{"unix connect scratch host", Op{Kind: C, Family: "unix", Paths: []Path{ex("/dev/shm/host.sock")}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
 		{"unix connect unclean", Op{Kind: C, Family: "unix", Paths: []Path{ex("/srv/sbx/../run/docker.sock")}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
-		{"unix connect via proc", Op{Kind: C, Family: "unix", Paths: []Path{special(1, "socket:[4]", true)}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
+		{"unix connect via proc", Op{Kind: C, Family: "unix", Paths: []Path{special(1, "socket:[4]", true, true)}}, want{RuleUnixOutsideRoots, RuleUnixOutsideRoots, RuleNetAllow}, nil},
 		{"unix bind in root", Op{Kind: B, Family: "unix", Paths: []Path{newp("/srv/sbx/s.sock")}}, same(RuleInsideRoot), nil},
 		{"unix bind outside", Op{Kind: B, Family: "unix", Paths: []Path{newp("/tmp/s.sock")}}, same(RuleOutsideRoots), nil},
 		{"unix bind scratch", Op{Kind: B, Family: "unix", Paths: []Path{newp("/dev/shm/new.sock")}}, same(RuleScratchCreate), []string{"/dev/shm/new.sock"}},

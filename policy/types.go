@@ -149,6 +149,14 @@ type Path struct {
 	// traced tree. Re-opening a pipe the tree holds (/dev/stdout) is no way
 	// out; opening the pipe of a host process through /proc/<pid>/fd/N is.
 	SpecialInTree bool `json:"special_in_tree,omitempty"`
+	// SpecialWritable is set by the tracer for a SpecialInTree path that
+	// is a file descriptor link (/proc/<pid>/fd/N) whose fd is open for
+	// writing (its fdinfo flags: O_WRONLY or O_RDWR, not O_PATH).
+	// Reopening an object for writing through /proc gives the tree no
+	// write access it did not hold only then: a pipe it holds read-only
+	// (a host process's pipe opened read-only through that process's
+	// /proc/<pid>/fd/N, or a read end) must not become a write end.
+	SpecialWritable bool `json:"special_writable,omitempty"`
 	// ProcOutside is set by the tracer when Resolved lies under /proc/<pid>
 	// of a process outside the traced tree (its environment, command line
 	// and memory hold other programs' secrets).
