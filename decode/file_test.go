@@ -113,31 +113,40 @@ func TestDecodeOpen(t *testing.T) {
 			}},
 		{name: "a write end of the tree through /proc", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_WRONLY},
 			mem: map[uintptr]string{addr1: "/proc/77/fd/3"}, kind: syscalls.KindWrite,
-			env: func(e *fakeEnv) { e.inTree[77] = true; e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_WRONLY | unix.O_NONBLOCK} },
+			env: func(e *fakeEnv) {
+				e.inTree[77] = true
+				e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_WRONLY | unix.O_NONBLOCK}
+			},
 			check: specialWritable(true, true)},
 		{name: "an fd of the tree open read-write", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_WRONLY},
 			mem: map[uintptr]string{addr1: "/proc/77/fd/3"}, kind: syscalls.KindWrite,
-			env: func(e *fakeEnv) { e.inTree[77] = true; e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_RDWR} },
+			env:   func(e *fakeEnv) { e.inTree[77] = true; e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_RDWR} },
 			check: specialWritable(true, true)},
 		{name: "a pipe the tree holds read-only", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_WRONLY},
 			mem: map[uintptr]string{addr1: "/proc/77/fd/3"}, kind: syscalls.KindWrite,
-			env: func(e *fakeEnv) { e.inTree[77] = true; e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_RDONLY | unix.O_NONBLOCK} },
+			env: func(e *fakeEnv) {
+				e.inTree[77] = true
+				e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_RDONLY | unix.O_NONBLOCK}
+			},
 			check: specialWritable(true, false)},
 		{name: "an O_PATH fd of the tree", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_WRONLY},
 			mem: map[uintptr]string{addr1: "/proc/77/fd/3"}, kind: syscalls.KindWrite,
-			env: func(e *fakeEnv) { e.inTree[77] = true; e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_PATH | unix.O_WRONLY} },
+			env: func(e *fakeEnv) {
+				e.inTree[77] = true
+				e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_PATH | unix.O_WRONLY}
+			},
 			check: specialWritable(true, false)},
 		{name: "an fd of the tree opened with access mode 3", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_WRONLY},
 			mem: map[uintptr]string{addr1: "/proc/77/fd/3"}, kind: syscalls.KindWrite,
-			env: func(e *fakeEnv) { e.inTree[77] = true; e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_ACCMODE} },
+			env:   func(e *fakeEnv) { e.inTree[77] = true; e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_ACCMODE} },
 			check: specialWritable(true, false)},
 		{name: "fdinfo of the tree's fd unreadable", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_WRONLY},
 			mem: map[uintptr]string{addr1: "/proc/77/fd/3"}, kind: syscalls.KindWrite,
-			env: func(e *fakeEnv) { e.inTree[77] = true },
+			env:   func(e *fakeEnv) { e.inTree[77] = true },
 			check: specialWritable(true, false)},
 		{name: "a write end of an outside process", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_WRONLY},
 			mem: map[uintptr]string{addr1: "/proc/77/fd/3"}, kind: syscalls.KindWrite,
-			env: func(e *fakeEnv) { e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_WRONLY} },
+			env:   func(e *fakeEnv) { e.fdFlags = map[string]uint64{"/proc/77/fd/3": unix.O_WRONLY} },
 			check: specialWritable(false, false)},
 		{name: "the tree's own pty", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_RDWR},
 			mem: map[uintptr]string{addr1: "/dev/pts/3"}, kind: syscalls.KindWrite,
