@@ -1,0 +1,255 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// pipeReopenProg tries, from the tree, every /proc form of reopening for
+// writing a pipe it holds read-only: the stdin pipe of a host process,
+// opened read-only through /proc/<hostpid>/fd/0 (read-only opens are not
+// checked), then reopened O_WRONLY through its own fd. Once from a single
+// thread and once with a second thread alive (the tree's open then runs
+// frozen). It prints one line per attempt: "<form> <errno or ok>".
+const pipeReopenProg = `
+import errno, os, sys, threading
+host = int(sys.argv[1])
+if len(sys.argv) > 2:
+    # A root tree becomes the host process's user (it keeps CAP_SETUID).
+    u = int(sys.argv[2])
+    os.setgroups([])
+    os.setresgid(u, u, u)
+    os.setresuid(u, u, u)
+def attempt(tag):
+    r = os.open("/proc/%d/fd/0" % host, os.O_RDONLY | os.O_NONBLOCK)
+    forms = {
+        "self": "/proc/self/fd/%d" % r,
+        "pid": "/proc/%d/fd/%d" % (os.getpid(), r),
+        "task": "/proc/%d/task/%d/fd/%d" % (os.getpid(), threading.get_native_id(), r),
+        "thread-self": "/proc/thread-self/fd/%d" % r,
+        "devfd": "/dev/fd/%d" % r,
+    }
+    for name, p in forms.items():
+        try:
+            w = os.open(p, os.O_WRONLY)
+        except OSError as e:
+            print(tag, name, errno.errorcode.get(e.errno, e.errno))
+            continue
+        os.write(w, b"INJECTED-BY-TREE\n")
+        os.close(w)
+        print(tag, name, "ok")
+    os.close(r)
+attempt("single")
+stop = threading.Event()
+t = threading.Thread(target=stop.wait)
+t.start()
+try:
+    attempt("threaded")
+finally:
+    stop.set()
+    t.join()
+`
+
+// TestPipeReopenHostPipe: a tree must not write into a host process's pipe
+// by opening it read-only through /proc/<hostpid>/fd/0 and reopening its
+// own /proc/self/fd/N (or /dev/fd/N, task/<tid>/fd/N, thread-self) for
+// writing. A red team made a host `cat` print its bytes this way, and a
+// host `sleep 3 | sh` run its commands (F1). Ground truth outside the tree:
+// what the host cat, reading that pipe, writes to its output file.
+//
+// The host cat runs as the tree's user: as the test's user when that is
+// not root; when it is root, as nobody, with tracecell run as nobody too
+// and as root with a tree that drops to nobody (a root tree lacks the
+// capabilities of a root cat, and the kernel would refuse it the read-only
+// open of its fd already).
+func TestPipeReopenHostPipe(t *testing.T) {
+	type variant struct {
+		prefix  []string // how tracecell is started
+		host    []string // how the host pipeline is started
+		treeArg []string // extra program arguments (the uid to drop to)
+	}
+	variants := map[string]variant{"self": {}}
+	if isRoot {
+		nb := nobodyCmd(t)
+		variants = map[string]variant{
+			"nobody":      {nb, nb, nil},
+			"root-setuid": {nil, nb, []string{"65534"}},
+		}
+	}
+	for name, v := range variants {
+		t.Run(name, func(t *testing.T) {
+			testPipeReopenHostPipe(t, v.prefix, v.host, v.treeArg)
+		})
+	}
+}
+
+func testPipeReopenHostPipe(t *testing.T, prefix, hostPrefix []string, treeArg []string) {
+	sbx := openWorldDir(t)
+	hd := openWorldDir(t)
+	out, pidf := filepath.Join(hd, "cat.out"), filepath.Join(hd, "cat.pid")
+	// The host pipeline, `producer | cat > OUT`, made by a host process of
+	// the tree's user (the pipe's inode is its creator's, mode 0600): the
+	// producer writes its line once the test says so; the consumer writes
+	// its pid and becomes cat.
+	script := `(read x; echo HOST-LINE) | sh -c 'echo $$ > "$PIDF"; exec cat > "$OUT"'`
+	hargv := append(append([]string{}, hostPrefix...), "/bin/sh", "-c", script)
+	host := exec.Command(hargv[0], hargv[1:]...)
+	host.Env = append(os.Environ(), "PIDF="+pidf, "OUT="+out)
+	hostIn, err := host.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			hostIn.Close()
+			host.Wait()
+		}
+	}()
+	catPid := ""
+	for i := 0; i < 500 && catPid == ""; i++ {
+		if b, err := os.ReadFile(pidf); err == nil && strings.HasSuffix(string(b), "\n") {
+			catPid = strings.TrimSpace(string(b))
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if catPid == "" {
+		t.Fatal("the host pipeline wrote no pid")
+	}
+	// The consumer has exec'd cat once its /proc/<pid>/exe is cat's.
+	for i := 0; i < 500; i++ {
+		if exe, _ := os.Readlink("/proc/" + catPid + "/exe"); strings.HasSuffix(exe, "/cat") {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	rp := filepath.Join(openWorldDir(t), "report.json")
+	argv := append(append([]string{}, prefix...), tcBin, "run", "--quiet", "--write", sbx, "--report", rp, "--",
+		python, "-c", pipeReopenProg, catPid)
+	r := execute(t, "", os.Environ(), append(argv, treeArg...))
+	b, err := os.ReadFile(rp)
+	if err != nil {
+		t.Fatalf("tracecell wrote no report (status %d): %v\nstderr:\n%s", r.status, err, r.stderr)
+	}
+	r.report = &reportDoc{}
+	if err := json.Unmarshal(b, r.report); err != nil {
+		t.Fatalf("decode report: %v\n%s", err, b)
+	}
+
+	hostIn.Write([]byte("\n"))
+	hostIn.Close()
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- host.Wait() }()
+	select {
+	case err := <-waitErr:
+		done = true
+		if err != nil {
+			t.Fatalf("host pipeline: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("host pipeline did not finish")
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), "INJECTED") {
+		t.Errorf("ESCAPED: the tree wrote into the host process's pipe: the host cat wrote\n%s\ntree output:\n%s", got, r.stdout)
+	}
+	if string(got) != "HOST-LINE\n" {
+		t.Errorf("host cat wrote %q, want only its own line", got)
+	}
+
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 10 {
+		t.Fatalf("tree printed %d lines, want 10 (5 forms, twice); status %d\nstdout:\n%s\nstderr:\n%s\ndenials:\n%s", len(lines), r.status, r.stdout, r.stderr, r.report.denialList())
+	}
+	for _, l := range lines {
+		if !strings.HasSuffix(l, " EACCES") {
+			t.Errorf("reopen for writing %q, want EACCES", l)
+		}
+	}
+
+	// Every attempt is reported: proc-write, EACCES, naming the pipe,
+	// the fd and the tree's own pid.
+	n := 0
+	for _, e := range r.report.Denials {
+		if e.Rule != "proc-write" {
+			t.Errorf("unexpected denial: %v", e)
+			continue
+		}
+		if e.Syscall != "openat" || e.Errno != "EACCES" || e.Kind != "write" || len(e.Paths) == 0 ||
+			!strings.HasPrefix(e.Paths[0].Special, "pipe:[") ||
+			!strings.Contains(e.Reason, e.Paths[0].Special+" (fd ") || !strings.Contains(e.Reason, "not open for writing") {
+			t.Errorf("denial does not name the read-only pipe: %v", e)
+			continue
+		}
+		n++
+	}
+	if n != 10 {
+		t.Errorf("%d proc-write denials reported, want 10:\n%s", n, r.report.denialList())
+	}
+}
+
+// pipeReopenOwnProg reopens for writing what the tree holds open for
+// writing: its stdout (a pipe), through /proc/self/fd/1 and /dev/stdout,
+// and the write end of a pipe of its own (allowed); then the read end of
+// that pipe (denied). With a second thread alive, so the opens run frozen.
+const pipeReopenOwnProg = `
+import errno, os, threading
+stop = threading.Event()
+t = threading.Thread(target=stop.wait)
+t.start()
+try:
+    w = os.open("/proc/self/fd/1", os.O_WRONLY)
+    os.write(w, b"via-proc-self-fd-1\n")
+    os.close(w)
+    with open("/dev/stdout", "w") as f:
+        f.write("via-dev-stdout\n")
+    rfd, wfd = os.pipe()
+    w = os.open("/proc/self/fd/%d" % wfd, os.O_WRONLY)
+    os.write(w, b"own-pipe")
+    os.close(w)
+    print("own write end:", os.read(rfd, 100).decode())
+    try:
+        os.open("/proc/self/fd/%d" % rfd, os.O_WRONLY)
+        print("own read end: ok")
+    except OSError as e:
+        print("own read end:", errno.errorcode.get(e.errno, e.errno))
+finally:
+    stop.set()
+    t.join()
+`
+
+// TestPipeReopenOwnWriteEnd: what the tree holds open for writing it may
+// reopen for writing (/dev/stdout when stdout is a pipe, a pipe's write
+// end); a read end it may not.
+func TestPipeReopenOwnWriteEnd(t *testing.T) {
+	sbx := realDir(t)
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"--quiet"}, python, "-c", pipeReopenOwnProg)
+	if r.status != 0 {
+		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"via-proc-self-fd-1\n", "via-dev-stdout\n", "own write end: own-pipe\n", "own read end: EACCES\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if len(r.report.Denials) != 1 {
+		t.Fatalf("%d denials, want 1 (the read end):\n%s", len(r.report.Denials), r.report.denialList())
+	}
+	if e := r.report.Denials[0]; e.Rule != "proc-write" || e.Errno != "EACCES" || len(e.Paths) == 0 ||
+		!strings.HasPrefix(e.Paths[0].Special, "pipe:[") || !strings.Contains(e.Reason, "not open for writing") {
+		t.Errorf("denial of the read end: %v", e)
+	}
+}
