@@ -2,6 +2,8 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -88,55 +90,94 @@ func TestPipeReopenHostPipe(t *testing.T) {
 	}
 }
 
-func testPipeReopenHostPipe(t *testing.T, prefix, hostPrefix []string, treeArg []string) {
-	sbx := openWorldDir(t)
+// hostPipe is a host pipeline `producer | cat > OUT` started by the test,
+// outside tracecell, by a host process of the tree's user (a pipe's inode
+// is its creator's, mode 0600, and a reopen through /proc checks it). The
+// producer writes HOST-LINE once the test says so (finish); the consumer
+// writes its pid and becomes cat.
+type hostPipe struct {
+	pid  string // cat's
+	out  string // cat's output file
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	done bool
+}
+
+func startHostPipe(t *testing.T, prefix []string) *hostPipe {
+	t.Helper()
 	hd := openWorldDir(t)
-	out, pidf := filepath.Join(hd, "cat.out"), filepath.Join(hd, "cat.pid")
-	// The host pipeline, `producer | cat > OUT`, made by a host process of
-	// the tree's user (the pipe's inode is its creator's, mode 0600): the
-	// producer writes its line once the test says so; the consumer writes
-	// its pid and becomes cat.
+	h := &hostPipe{out: filepath.Join(hd, "cat.out")}
+	pidf := filepath.Join(hd, "cat.pid")
 	script := `(read x; echo HOST-LINE) | sh -c 'echo $$ > "$PIDF"; exec cat > "$OUT"'`
-	hargv := append(append([]string{}, hostPrefix...), "/bin/sh", "-c", script)
-	host := exec.Command(hargv[0], hargv[1:]...)
-	host.Env = append(os.Environ(), "PIDF="+pidf, "OUT="+out)
-	hostIn, err := host.StdinPipe()
-	if err != nil {
+	argv := append(append([]string{}, prefix...), "/bin/sh", "-c", script)
+	h.cmd = exec.Command(argv[0], argv[1:]...)
+	h.cmd.Env = append(os.Environ(), "PIDF="+pidf, "OUT="+h.out)
+	var err error
+	if h.in, err = h.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	if err := host.Start(); err != nil {
+	if err := h.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			hostIn.Close()
-			host.Wait()
+	t.Cleanup(func() {
+		if !h.done {
+			h.in.Close()
+			h.cmd.Wait()
 		}
-	}()
-	catPid := ""
-	for i := 0; i < 500 && catPid == ""; i++ {
+	})
+	for i := 0; i < 500 && h.pid == ""; i++ {
 		if b, err := os.ReadFile(pidf); err == nil && strings.HasSuffix(string(b), "\n") {
-			catPid = strings.TrimSpace(string(b))
+			h.pid = strings.TrimSpace(string(b))
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if catPid == "" {
+	if h.pid == "" {
 		t.Fatal("the host pipeline wrote no pid")
 	}
 	// The consumer has exec'd cat once its /proc/<pid>/exe is cat's.
 	for i := 0; i < 500; i++ {
-		if exe, _ := os.Readlink("/proc/" + catPid + "/exe"); strings.HasSuffix(exe, "/cat") {
+		if exe, _ := os.Readlink("/proc/" + h.pid + "/exe"); strings.HasSuffix(exe, "/cat") {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return h
+}
 
+// finish lets the producer write its line and end, waits for the pipeline
+// and returns what cat wrote.
+func (h *hostPipe) finish(t *testing.T) string {
+	t.Helper()
+	h.in.Write([]byte("\n"))
+	h.in.Close()
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- h.cmd.Wait() }()
+	select {
+	case err := <-waitErr:
+		h.done = true
+		if err != nil {
+			t.Fatalf("host pipeline: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("host pipeline did not finish")
+	}
+	got, err := os.ReadFile(h.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(got)
+}
+
+// runTracedAs runs tracecell (started through prefix, e.g. as nobody)
+// with sbx writable and reads its report back from a directory anyone
+// may write.
+func runTracedAs(t *testing.T, prefix []string, sbx string, flags []string, argv ...string) result {
+	t.Helper()
 	rp := filepath.Join(openWorldDir(t), "report.json")
-	argv := append(append([]string{}, prefix...), tcBin, "run", "--quiet", "--write", sbx, "--report", rp, "--",
-		python, "-c", pipeReopenProg, catPid)
-	r := execute(t, "", os.Environ(), append(argv, treeArg...))
+	args := append(append([]string{}, prefix...), tcBin, "run", "--quiet", "--write", sbx, "--report", rp)
+	args = append(append(append(args, flags...), "--"), argv...)
+	r := execute(t, "", os.Environ(), args)
 	b, err := os.ReadFile(rp)
 	if err != nil {
 		t.Fatalf("tracecell wrote no report (status %d): %v\nstderr:\n%s", r.status, err, r.stderr)
@@ -145,28 +186,18 @@ func testPipeReopenHostPipe(t *testing.T, prefix, hostPrefix []string, treeArg [
 	if err := json.Unmarshal(b, r.report); err != nil {
 		t.Fatalf("decode report: %v\n%s", err, b)
 	}
+	return r
+}
 
-	hostIn.Write([]byte("\n"))
-	hostIn.Close()
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- host.Wait() }()
-	select {
-	case err := <-waitErr:
-		done = true
-		if err != nil {
-			t.Fatalf("host pipeline: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("host pipeline did not finish")
-	}
-	got, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(got), "INJECTED") {
+func testPipeReopenHostPipe(t *testing.T, prefix, hostPrefix []string, treeArg []string) {
+	sbx := openWorldDir(t)
+	h := startHostPipe(t, hostPrefix)
+	r := runTracedAs(t, prefix, sbx, nil, append([]string{python, "-c", pipeReopenProg, h.pid}, treeArg...)...)
+	got := h.finish(t)
+	if strings.Contains(got, "INJECTED") {
 		t.Errorf("ESCAPED: the tree wrote into the host process's pipe: the host cat wrote\n%s\ntree output:\n%s", got, r.stdout)
 	}
-	if string(got) != "HOST-LINE\n" {
+	if got != "HOST-LINE\n" {
 		t.Errorf("host cat wrote %q, want only its own line", got)
 	}
 
@@ -251,5 +282,48 @@ func TestPipeReopenOwnWriteEnd(t *testing.T) {
 	if e := r.report.Denials[0]; e.Rule != "proc-write" || e.Errno != "EACCES" || len(e.Paths) == 0 ||
 		!strings.HasPrefix(e.Paths[0].Special, "pipe:[") || !strings.Contains(e.Reason, "not open for writing") {
 		t.Errorf("denial of the read end: %v", e)
+	}
+}
+
+// TestPipeReopenRace: the fd a reopen names may change under the check.
+// One thread flips fd 100 with dup2 (not checked) between the write end of
+// the tree's own pipe and a host process's pipe opened read-only, while
+// another reopens /proc/self/fd/100 for writing (testdata/escapes/
+// pipereopen.c). Such an open walks /proc, so it is never run on a path
+// page copy but with every other task of the tree stopped (uncopyable,
+// tracer/pathpage.go): the fd the tracer read the mode of is the fd the
+// kernel reopens. Ground truth: what the host cat wrote.
+func TestPipeReopenRace(t *testing.T) {
+	bin := cProgram(t, "TRACECELL_PIPEREOPEN_BIN", "escapes/pipereopen.c", "-pthread")
+	var prefix []string
+	if isRoot {
+		prefix = nobodyCmd(t) // a root tree could not open a root cat's fd
+	}
+	sbx := openWorldDir(t)
+	h := startHostPipe(t, prefix)
+	r := runTracedAs(t, prefix, sbx, nil, bin, h.pid, "1500")
+	got := h.finish(t)
+	if strings.Contains(got, "INJECTED") {
+		t.Errorf("ESCAPED: the tree wrote into the host process's pipe (%d bytes)\ntree: %s", len(got), r.stdout)
+	}
+	var own, host, denied, other int
+	if _, err := fmt.Sscanf(resultOf(r.stdout), "pipereopen own=%d host=%d denied=%d other=%d", &own, &host, &denied, &other); err != nil {
+		t.Fatalf("no result (status %d): %v\nstdout:\n%s\nstderr:\n%s", r.status, err, r.stdout, r.stderr)
+	}
+	t.Logf("own=%d host=%d denied=%d other=%d", own, host, denied, other)
+	if host != 0 {
+		t.Errorf("ESCAPED: %d reopens got the host's pipe", host)
+	}
+	if own == 0 || denied == 0 {
+		t.Errorf("the race did not run both ways (own=%d denied=%d): the test proves nothing", own, denied)
+	}
+	if len(r.report.Denials) == 0 {
+		t.Error("no denial reported")
+	}
+	for _, e := range r.report.Denials {
+		if e.Rule != "proc-write" || e.Syscall != "openat" || e.Errno != "EACCES" {
+			t.Errorf("unexpected denial: %v", e)
+			break
+		}
 	}
 }

@@ -141,6 +141,7 @@ aarch64-linux-gnu-gcc -static -O2 -Wall -o "$root/tc/bin/ioctl" testdata/escapes
 aarch64-linux-gnu-gcc -static -O2 -Wall -pthread -o "$root/tc/bin/fsops" testdata/fsops/fsops.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -pthread -o "$root/tc/bin/tidreuse" testdata/escapes/tidreuse.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -pthread -o "$root/tc/bin/execrace" testdata/escapes/execrace.c
+aarch64-linux-gnu-gcc -static -O2 -Wall -pthread -o "$root/tc/bin/pipereopen" testdata/escapes/pipereopen.c
 aarch64-linux-gnu-gcc -static -O2 -Wall -o "$root/tc/bin/sigthread" testdata/escapes/sigthread.c
 if [ "${TC_ARM64_SURFACE418:-0}" = 1 ] && [ -e "$root/tc/tests/integration.test" ]; then
   aarch64-linux-gnu-gcc -static -O2 -Wall -o "$root/tc/bin/surface418" testdata/surface418/surface418.c
@@ -199,7 +200,7 @@ mount -t tmpfs -o mode=1777 tmpfs /tmp
 ip link set lo up
 hostname arm64-vm
 export PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/root TMPDIR=/tmp LANG=C.UTF-8
-export TRACECELL_BIN=/tc/bin/tracecell TRACECELL_ESCAPE_BIN=/tc/bin/escape TRACECELL_RACE_BIN=/tc/bin/race TRACECELL_NETMEM_BIN=/tc/bin/netmem TRACECELL_IOCTL_BIN=/tc/bin/ioctl TRACECELL_FSOPS_BIN=/tc/bin/fsops TRACECELL_TIDREUSE_BIN=/tc/bin/tidreuse TRACECELL_EXECRACE_BIN=/tc/bin/execrace TRACECELL_SIGTHREAD_BIN=/tc/bin/sigthread
+export TRACECELL_BIN=/tc/bin/tracecell TRACECELL_ESCAPE_BIN=/tc/bin/escape TRACECELL_RACE_BIN=/tc/bin/race TRACECELL_NETMEM_BIN=/tc/bin/netmem TRACECELL_IOCTL_BIN=/tc/bin/ioctl TRACECELL_FSOPS_BIN=/tc/bin/fsops TRACECELL_TIDREUSE_BIN=/tc/bin/tidreuse TRACECELL_EXECRACE_BIN=/tc/bin/execrace TRACECELL_PIPEREOPEN_BIN=/tc/bin/pipereopen TRACECELL_SIGTHREAD_BIN=/tc/bin/sigthread
 [ -x /usr/bin/python3 ] || export TRACECELL_ALLOW_NO_PYTHON=1 # TC_ARM64_PYTHON=0: the Python tests skip
 echo "@@KERNEL \$(uname -srm) cpus=\$(nproc)"
 [ -x /usr/bin/python3 ] && echo "@@PYTHON \$(/usr/bin/python3 -c 'import sys, numpy, pandas, matplotlib; print(sys.version.split()[0], "numpy", numpy.__version__, "pandas", pandas.__version__, "matplotlib", matplotlib.__version__)' 2>&1 | tail -1)"
