@@ -271,11 +271,13 @@ func (t *tracer) deny(tid int, errno syscall.Errno) error {
 
 // scratchStarts updates the ledger for an allowed call. The entries it
 // creates in a scratch directory are the tree's only once the call has made
-// them (callDone): a create the tree lets fail on purpose (EMFILE, ENOSPC)
-// must not leave it owning a name a host process may take later. The
-// entries it deletes or renames away stop being its own at once (should
-// the call fail, the tree only loses a right): a host process may create
-// the name afterwards.
+// them (callDone), recorded with the identity of what it made: a create the
+// tree lets fail on purpose (EMFILE, ENOSPC) must not leave it owning a
+// name a host process may take later. The entries it deletes stop being
+// its own at once (should the call fail, the tree only loses a right). A
+// rename moves the tree's entries to their new names once it has
+// succeeded (callDone, ledger.renameDone): the objects keep their
+// identities, and until then the old names still hold them.
 func (t *tracer) scratchStarts(c *call, op *policy.Op, d policy.Decision) {
 	if op != nil {
 		switch op.Kind {
@@ -285,12 +287,14 @@ func (t *tracer) scratchStarts(c *call, op *policy.Op, d policy.Decision) {
 			}
 		case syscalls.KindRename:
 			exchange := c.name == "renameat2" && t.flagsArg(c)&unix.RENAME_EXCHANGE != 0
-			if len(op.Paths) == 2 && !exchange {
-				src := op.Paths[0]
-				if op.Paths[0].Role == "target" {
-					src = op.Paths[1]
+			if len(op.Paths) == 2 {
+				src, dst := op.Paths[0], op.Paths[1]
+				if src.Role == "target" {
+					src, dst = dst, src
 				}
-				t.ledger.drop(src.Resolved)
+				if t.ledger.involves(src.Resolved, dst.Resolved) {
+					c.tk.pendingMove = &scratchMove{from: src.Resolved, to: dst.Resolved, exchange: exchange}
+				}
 			}
 		}
 	}

@@ -1,38 +1,187 @@
 package tracer
 
 import (
+	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/report"
 )
 
-// ledger records the scratch entries the tree created: the resolved paths
-// of entries a create in a scratch directory made (callDone), each with
-// everything below it. An entry leaves it when the tree deletes or renames
-// it away (scratchStarts, drop). It is the policy's view of ownership
+// ledger records the scratch entries the tree created: the resolved path of
+// each entry a create in a scratch directory made, with the identity
+// (st_dev, st_ino) of the object the create made, read at the call's
+// completion (callDone). An entry is the tree's only while its name still
+// holds that object: a host process that removes the tree's entry and makes
+// its own under the same name ("shm_unlink stale; shm_open O_EXCL") has made
+// a new object, which is not the tree's (red team F4a). Nothing is owned
+// by being below a directory the tree made: a host program may put files
+// into it (a fixed /dev/shm directory name), and those are its own (F4b);
+// the tree owns exactly the entries it made, each recorded.
+//
+// An entry leaves it when the tree deletes it (scratchStarts), when a
+// rename of the tree's moves it (the ledger moves it with its recorded
+// entries below, renameDone), or when a check finds its name holding
+// another object (Owned; the name is then remembered as replaced, for the
+// reason of the denial). It is the policy's view of ownership
 // (policy.Ledger).
-type ledger map[string]bool
+type ledger struct {
+	own map[string]entryID
+	// replaced are names the tree created whose object another process
+	// removed or replaced; forgotten when the tree creates the name anew.
+	replaced map[string]bool
+}
 
-// Owned reports whether p or a directory above it was created by the tree.
-func (l ledger) Owned(p string) bool {
-	for q := p; ; q = filepath.Dir(q) {
-		if l[q] {
-			return true
+// entryID is the identity of a recorded object: its device and inode
+// number, and its birth time where the file system keeps one (statx
+// STATX_BTIME; 0 otherwise). The inode number alone is not enough where
+// the file system hands a freed number to the next file at once (ext4
+// does: a host process's "unlink; create" makes a new file with the old
+// number); tmpfs (/dev/shm) takes a fresh number for every file.
+type entryID struct {
+	dev, ino uint64
+	btime    int64 // nanoseconds since the epoch; 0 when unknown
+}
+
+// maxForeignScan bounds the entries Foreign looks at below one directory.
+const maxForeignScan = 100000
+
+func newLedger() *ledger {
+	return &ledger{own: map[string]entryID{}, replaced: map[string]bool{}}
+}
+
+// noStatxID is set once statx(2) answered ENOSYS (a kernel before 4.11,
+// or a seccomp profile that does not know it): lstat then, without birth
+// times.
+var noStatxID atomic.Bool
+
+// lstatID is the identity of the object at p (not following a last
+// symlink).
+func lstatID(p string) (entryID, bool) {
+	for !noStatxID.Load() {
+		var sx unix.Statx_t
+		err := unix.Statx(unix.AT_FDCWD, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_SYNC_AS_STAT,
+			unix.STATX_TYPE|unix.STATX_INO|unix.STATX_BTIME, &sx)
+		switch err {
+		case unix.EINTR:
+			continue
+		case unix.ENOSYS:
+			noStatxID.Store(true)
+			continue
+		case nil:
+		default:
+			return entryID{}, false
 		}
-		if q == "/" || q == "." {
-			return false
+		id := entryID{dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor), ino: sx.Ino}
+		if sx.Mask&unix.STATX_BTIME != 0 {
+			id.btime = sx.Btime.Sec*1e9 + int64(sx.Btime.Nsec)
 		}
+		return id, true
+	}
+	var st unix.Stat_t
+	for {
+		err := unix.Lstat(p, &st)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return entryID{}, false
+		}
+		return entryID{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
 	}
 }
 
-// left lists the recorded entries that still exist, outermost first.
-func (l ledger) left() []string {
+// record makes the object now at p the tree's (a create of the tree's has
+// just made it). Nothing is recorded when p is gone already.
+func (l *ledger) record(p string) {
+	if id, ok := lstatID(p); ok {
+		l.own[p] = id
+		delete(l.replaced, p)
+	}
+}
+
+// Owned reports whether the tree created the entry p itself and p still
+// holds the object it made. An entry whose name holds another object now
+// is forgotten and remembered as replaced.
+func (l *ledger) Owned(p string) bool {
+	id, ok := l.own[p]
+	if !ok {
+		return false
+	}
+	cur, ok := lstatID(p)
+	if ok && cur == id {
+		return true
+	}
+	delete(l.own, p)
+	if ok {
+		l.replaced[p] = true
+	}
+	return false
+}
+
+// Replaced reports whether p is a name the tree created whose object
+// another process has since removed and replaced by its own.
+func (l *ledger) Replaced(p string) bool {
+	if l.replaced[p] {
+		return true
+	}
+	// Not checked yet: a recorded name holding another object.
+	if _, ok := l.own[p]; ok && !l.Owned(p) {
+		return l.replaced[p]
+	}
+	return false
+}
+
+// Foreign names an entry below the directory dir that is not the tree's
+// (not recorded, or replaced), "" when every entry below it is: renaming
+// dir would move that entry, another process's, with it. Only the tree's
+// own directories are descended into, so the cost is bounded by what the
+// tree recorded below dir; past maxForeignScan entries it gives up and
+// says so (the caller denies).
+func (l *ledger) Foreign(dir string) string {
+	n := 0
+	var walk func(d string) string
+	walk = func(d string) string {
+		f, err := os.Open(d)
+		if err != nil {
+			return d + " (cannot be listed: " + err.Error() + ")"
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return d + " (cannot be listed: " + err.Error() + ")"
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			n++
+			if n > maxForeignScan {
+				return fmt.Sprintf("%s (more than %d entries below %s: not checked)", d, maxForeignScan, dir)
+			}
+			p := d + "/" + name
+			if !l.Owned(p) {
+				return p
+			}
+			if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+				if f := walk(p); f != "" {
+					return f
+				}
+			}
+		}
+		return ""
+	}
+	return walk(dir)
+}
+
+// left lists the recorded entries that still hold the tree's objects,
+// outermost first.
+func (l *ledger) left() []string {
 	out := []string{}
-	for p := range l {
-		if _, err := os.Lstat(p); err == nil {
+	for p, id := range l.own {
+		if cur, ok := lstatID(p); ok && cur == id {
 			out = append(out, p)
 		}
 	}
@@ -52,14 +201,86 @@ func (l ledger) left() []string {
 }
 
 // drop forgets p and everything recorded below it.
-func (l ledger) drop(p string) {
+func (l *ledger) drop(p string) {
 	if p == "" {
 		return
 	}
-	delete(l, p)
-	for q := range l {
+	delete(l.own, p)
+	for q := range l.own {
 		if strings.HasPrefix(q, p+"/") {
-			delete(l, q)
+			delete(l.own, q)
+		}
+	}
+}
+
+// take removes p and the entries recorded below it and returns them, by
+// their path relative to p ("" for p itself).
+func (l *ledger) take(p string) map[string]entryID {
+	out := map[string]entryID{}
+	if p == "" {
+		return out
+	}
+	for q, id := range l.own {
+		if q == p {
+			out[""] = id
+		} else if strings.HasPrefix(q, p+"/") {
+			out[q[len(p):]] = id
+		}
+	}
+	l.drop(p)
+	return out
+}
+
+// put records the entries of take under p.
+func (l *ledger) put(p string, m map[string]entryID) {
+	for rel, id := range m {
+		l.own[p+rel] = id
+		delete(l.replaced, p+rel)
+	}
+}
+
+// scratchMove is a rename of the tree's in flight that involves the
+// ledger: from and to are its resolved source and target; exchange for
+// RENAME_EXCHANGE.
+type scratchMove struct {
+	from, to string
+	exchange bool
+}
+
+// involves reports whether a rename of from to to touches recorded
+// entries (at or below either name).
+func (l *ledger) involves(from, to string) bool {
+	for q := range l.own {
+		for _, p := range [2]string{from, to} {
+			if p != "" && (q == p || strings.HasPrefix(q, p+"/")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// renameDone updates the ledger for a rename that succeeded: the objects
+// keep their identities, the names change. The recorded entries at and
+// below the source now are at and below the target; what the target held
+// is gone, or, exchanged, at the source. A name of the tree's that now
+// holds an object that was not recorded (a file of a writable root, the
+// tree's to change where it was, moved over the tree's own scratch entry)
+// is recorded by what is there now. (A fresh target in a scratch directory
+// is recorded by the create the policy saw in it: Decision.Scratch.)
+func (l *ledger) renameDone(m scratchMove) {
+	src := l.take(m.from)
+	dst := l.take(m.to)
+	if len(src) > 0 {
+		l.put(m.to, src)
+	} else if len(dst) > 0 {
+		l.record(m.to)
+	}
+	if m.exchange {
+		if len(dst) > 0 {
+			l.put(m.from, dst)
+		} else if len(src) > 0 {
+			l.record(m.from)
 		}
 	}
 }

@@ -4,62 +4,271 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/report"
 )
 
-// TestLedgerOwned: an entry is owned with everything below it; a drop
-// takes the entry and everything below, nothing beside it.
-func TestLedgerOwned(t *testing.T) {
-	l := ledger{"/s/a": true, "/s/a/b/c": true, "/s/ab": true, "/s/x": true}
-	l.drop("/s/a")
-	l.drop("") // nothing
-	cases := []struct {
-		path string
-		want bool
-	}{
-		{"/s/a", false},
-		{"/s/a/b/c", false},
-		{"/s/ab", true},
-		{"/s/ab/deep/er", true},
-		{"/s/x", true},
-		{"/s", false},
-		{"/", false},
-		{".", false},
+// ledgerDir is a temporary directory with a ledger and helpers that act
+// as the tree (mk records what it makes) and as a host process (the
+// plain os calls).
+type ledgerDir struct {
+	t *testing.T
+	d string
+	l *ledger
+}
+
+func newLedgerDir(t *testing.T) *ledgerDir {
+	return &ledgerDir{t: t, d: t.TempDir(), l: newLedger()}
+}
+
+func (x *ledgerDir) p(name string) string { return filepath.Join(x.d, name) }
+
+// host makes name as another process would (a directory when it ends in
+// "/"), without the ledger.
+func (x *ledgerDir) host(name string) {
+	x.t.Helper()
+	var err error
+	if strings.HasSuffix(name, "/") {
+		err = os.Mkdir(x.p(name), 0o755)
+	} else {
+		err = os.WriteFile(x.p(name), []byte("host"), 0o644)
 	}
-	for _, c := range cases {
-		t.Run(c.path, func(t *testing.T) {
-			if got := l.Owned(c.path); got != c.want {
-				t.Errorf("Owned(%q) = %v, want %v", c.path, got, c.want)
-			}
-		})
+	if err != nil {
+		x.t.Fatal(err)
 	}
 }
 
-// TestLedgerLeft: what is left is what still exists, outermost first,
-// never nil.
-func TestLedgerLeft(t *testing.T) {
-	d := t.TempDir()
-	for _, p := range []string{"a/b", "c"} {
-		if err := os.MkdirAll(filepath.Join(d, p), 0o755); err != nil {
+// replace removes the tree's name and makes the host's own under it, as a
+// host's "unlink stale; create" does. It waits first for the coarse clock
+// that birth times come from to move on: where the file system hands the
+// freed inode number to the new file at once (ext4, the usual TempDir),
+// only the birth time tells the two apart (entryID).
+func (x *ledgerDir) replace(name string) {
+	x.t.Helper()
+	time.Sleep(30 * time.Millisecond)
+	if err := os.RemoveAll(x.p(name)); err != nil {
+		x.t.Fatal(err)
+	}
+	x.host(name)
+}
+
+// mk makes name as the tree and records it, as callDone does.
+func (x *ledgerDir) mk(name string) {
+	x.t.Helper()
+	x.host(name)
+	x.l.record(x.p(strings.TrimSuffix(name, "/")))
+}
+
+// TestLedgerOwned: an entry is owned while its name holds what the tree
+// made; a host's entry under the same name (F4a) or in the tree's
+// directory (F4b) is not; a drop takes the entry and everything below.
+func TestLedgerOwned(t *testing.T) {
+	x := newLedgerDir(t)
+	x.mk("a/")
+	x.mk("a/b")
+	x.mk("f")
+	x.mk("g")
+	x.host("a/hostfile")
+	x.host("ab")
+	x.replace("f") // a host process took the name over
+	if err := os.Remove(x.p("g")); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		path           string
+		owned, replace bool
+	}{
+		{"a", true, false},
+		{"a/b", true, false},
+		{"a/hostfile", false, false},
+		{"a/missing", false, false},
+		{"ab", false, false},
+		{"f", false, true},
+		{"g", false, false}, // gone: nothing there to be the tree's
+	}
+	for _, c := range cases {
+		t.Run(c.path, func(t *testing.T) {
+			p := x.p(c.path)
+			if got := x.l.Owned(p); got != c.owned {
+				t.Errorf("Owned = %v, want %v", got, c.owned)
+			}
+			if got := x.l.Replaced(p); got != c.replace {
+				t.Errorf("Replaced = %v, want %v", got, c.replace)
+			}
+			if got := x.l.Owned(p); got != c.owned {
+				t.Errorf("Owned asked again = %v, want %v", got, c.owned)
+			}
+		})
+	}
+	t.Run("recreated", func(t *testing.T) {
+		// The tree removes the host's entry (it may not: only to test the
+		// ledger) and makes its own again: a new object, recorded anew.
+		if err := os.Remove(x.p("f")); err != nil {
 			t.Fatal(err)
 		}
+		x.mk("f")
+		if !x.l.Owned(x.p("f")) || x.l.Replaced(x.p("f")) {
+			t.Errorf("recreated: Owned %v Replaced %v", x.l.Owned(x.p("f")), x.l.Replaced(x.p("f")))
+		}
+	})
+	t.Run("drop", func(t *testing.T) {
+		x.l.drop(x.p("a"))
+		x.l.drop("") // nothing
+		if x.l.Owned(x.p("a")) || x.l.Owned(x.p("a/b")) || !x.l.Owned(x.p("f")) {
+			t.Errorf("after drop: a %v a/b %v f %v", x.l.Owned(x.p("a")), x.l.Owned(x.p("a/b")), x.l.Owned(x.p("f")))
+		}
+	})
+}
+
+// TestLedgerRename: a rename of the tree's moves its entries with their
+// identities, a renamed-over name of the tree's holds the object moved
+// there, an exchange swaps.
+func TestLedgerRename(t *testing.T) {
+	rename := func(x *ledgerDir, from, to string, exchange bool) {
+		t.Helper()
+		m := scratchMove{from: x.p(from), to: x.p(to), exchange: exchange}
+		if !x.l.involves(m.from, m.to) {
+			t.Fatalf("rename %s %s: not involving the ledger", from, to)
+		}
+		var err error
+		if exchange {
+			err = unix.Renameat2(unix.AT_FDCWD, m.from, unix.AT_FDCWD, m.to, unix.RENAME_EXCHANGE)
+		} else {
+			err = os.Rename(m.from, m.to)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.l.renameDone(m)
 	}
-	j := func(p string) string { return filepath.Join(d, p) }
+	owns := func(x *ledgerDir, want map[string]bool) {
+		t.Helper()
+		for name, w := range want {
+			if got := x.l.Owned(x.p(name)); got != w {
+				t.Errorf("Owned(%s) = %v, want %v", name, got, w)
+			}
+		}
+	}
+	t.Run("directory", func(t *testing.T) {
+		x := newLedgerDir(t)
+		x.mk("d/")
+		x.mk("d/sub/")
+		x.mk("d/sub/f")
+		x.mk("dx") // a sibling with the prefix
+		rename(x, "d", "e", false)
+		owns(x, map[string]bool{"e": true, "e/sub": true, "e/sub/f": true, "d": false, "d/sub/f": false, "dx": true})
+		if len(x.l.own) != 4 {
+			t.Errorf("ledger %v: want the 4 entries", x.l.own)
+		}
+	})
+	t.Run("over its own", func(t *testing.T) {
+		x := newLedgerDir(t)
+		x.mk("tmp")
+		x.mk("final")
+		rename(x, "tmp", "final", false)
+		owns(x, map[string]bool{"final": true, "tmp": false})
+		if x.l.Replaced(x.p("final")) {
+			t.Error("final replaced")
+		}
+	})
+	t.Run("from elsewhere over its own", func(t *testing.T) {
+		// A file of the writable root (not recorded) moved over the tree's
+		// scratch entry: the name holds it now, and it is the tree's.
+		x := newLedgerDir(t)
+		x.mk("final")
+		x.host("sandboxfile")
+		rename(x, "sandboxfile", "final", false)
+		owns(x, map[string]bool{"final": true})
+	})
+	t.Run("exchange", func(t *testing.T) {
+		x := newLedgerDir(t)
+		x.mk("a/")
+		x.mk("a/in")
+		x.mk("b")
+		rename(x, "a", "b", true)
+		owns(x, map[string]bool{"a": true, "b": true, "b/in": true, "a/in": false})
+	})
+	t.Run("not involved", func(t *testing.T) {
+		x := newLedgerDir(t)
+		x.mk("mine")
+		if x.l.involves(x.p("other"), x.p("other2")) || x.l.involves(x.p("min"), "") {
+			t.Error("involves entries it does not touch")
+		}
+	})
+}
+
+// TestLedgerForeign: renaming a directory of the tree's would move every
+// entry in it: Foreign names the first that is not the tree's.
+func TestLedgerForeign(t *testing.T) {
+	x := newLedgerDir(t)
+	x.mk("clean/")
+	x.mk("clean/a")
+	x.mk("clean/sub/")
+	x.mk("clean/sub/b")
+	x.mk("dirty/")
+	x.mk("dirty/sub/")
+	x.host("dirty/sub/hostfile")
+	x.mk("hostdir/")
+	x.host("hostdir/sub/")
+	x.mk("empty/")
+	cases := []struct{ dir, want string }{
+		{"clean", ""},
+		{"empty", ""},
+		{"dirty", "dirty/sub/hostfile"},
+		{"hostdir", "hostdir/sub"},
+	}
+	for _, c := range cases {
+		t.Run(c.dir, func(t *testing.T) {
+			want := c.want
+			if want != "" {
+				want = x.p(want)
+			}
+			if got := x.l.Foreign(x.p(c.dir)); got != want {
+				t.Errorf("Foreign = %q, want %q", got, want)
+			}
+		})
+	}
+	t.Run("unlistable", func(t *testing.T) {
+		if got := x.l.Foreign(x.p("missing")); !strings.Contains(got, "cannot be listed") {
+			t.Errorf("Foreign of a missing directory = %q", got)
+		}
+	})
+}
+
+// TestLedgerLeft: what is left is what still holds the tree's objects,
+// outermost first, never nil.
+func TestLedgerLeft(t *testing.T) {
 	cases := []struct {
 		name string
-		l    ledger
+		mk   []string
+		host []string // made by a host process after the tree's are removed
 		want []string
 	}{
-		{"empty", ledger{}, []string{}},
-		{"gone", ledger{j("gone"): true}, []string{}},
-		{"nested under a listed directory", ledger{j("a"): true, j("a/b"): true, j("c"): true, j("gone"): true}, []string{j("a"), j("c")}},
+		{"empty", nil, nil, []string{}},
+		{"nested under a listed directory", []string{"a/", "a/b/", "c/"}, nil, []string{"a", "c"}},
+		{"replaced by a host's", []string{"r"}, []string{"r"}, []string{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := c.l.left(); !reflect.DeepEqual(got, c.want) {
-				t.Errorf("left = %#v, want %#v", got, c.want)
+			x := newLedgerDir(t)
+			for _, n := range c.mk {
+				x.mk(n)
+			}
+			for _, n := range c.host {
+				x.replace(n)
+			}
+			x.l.record(x.p("never-made")) // nothing there: not recorded
+			want := []string{}
+			for _, w := range c.want {
+				want = append(want, x.p(w))
+			}
+			if got := x.l.left(); !reflect.DeepEqual(got, want) {
+				t.Errorf("left = %#v, want %#v", got, want)
 			}
 		})
 	}

@@ -91,11 +91,11 @@ func (t *tracer) trapsListen() bool { return t.trapNet }
 //
 // Precondition: tk is stopped at the syscall exit of its call.
 func (t *tracer) callDone(tk *task, unfrozen bool) {
-	ino, scratch, pty, fx := tk.bindIno, tk.pendingScratch, tk.ptyPending, tk.futexExit
-	if ino == 0 && len(scratch) == 0 && !pty && fx == 0 {
+	ino, scratch, pty, fx, mv := tk.bindIno, tk.pendingScratch, tk.ptyPending, tk.futexExit, tk.pendingMove
+	if ino == 0 && len(scratch) == 0 && !pty && fx == 0 && mv == nil {
 		return
 	}
-	tk.bindIno, tk.pendingScratch, tk.ptyPending, tk.futexExit = 0, nil, false, 0
+	tk.bindIno, tk.pendingScratch, tk.ptyPending, tk.futexExit, tk.pendingMove = 0, nil, false, 0, nil
 	if t.readRegs(tk.tid) != nil {
 		return // gone
 	}
@@ -106,9 +106,12 @@ func (t *tracer) callDone(tk *task, unfrozen bool) {
 	if ino != 0 && ret == 0 {
 		t.bound.add(ino)
 	}
+	if mv != nil && ret == 0 {
+		t.ledger.renameDone(*mv)
+	}
 	if ret >= 0 { // an fd, or 0
 		for _, p := range scratch {
-			t.ledger[p] = true
+			t.ledger.record(p)
 		}
 	}
 	if pty && ret == 0 {

@@ -103,7 +103,7 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 		return t.runExec(c.tk) // execrun.go
 	}
 	if f == nil {
-		if c.tk.bindIno != 0 || len(c.tk.pendingScratch) > 0 || c.tk.ptyPending || c.tk.futexExit != 0 {
+		if c.tk.bindIno != 0 || len(c.tk.pendingScratch) > 0 || c.tk.pendingMove != nil || c.tk.ptyPending || c.tk.futexExit != 0 {
 			return t.resumeToExit(c.tk)
 		}
 		return t.resume(tid, 0)

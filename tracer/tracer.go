@@ -308,7 +308,7 @@ type tracer struct {
 	dec decode.Decoder
 	env decEnv
 	// ledger records the scratch entries the tree owns (ledger.go).
-	ledger ledger
+	ledger *ledger
 	// bound holds the inet sockets (by inode) that a bind of the tree's
 	// bound to an allowed address: listen may use them (listen.go).
 	bound boundSockets
@@ -351,7 +351,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 	t := &tracer{
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
 		dirs: newDirCache(cfg),
-		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: ledger{}, bound: boundSockets{}, ptys: newPtyLedger(),
+		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: newLedger(), bound: boundSockets{}, ptys: newPtyLedger(),
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		trapNet:      cfg.Policy.Config().Net != policy.NetAllow,
 		loopback:     cfg.Policy.Config().Net == policy.NetLoopback,

@@ -77,6 +77,10 @@ type task struct {
 	// flight creates: the tree owns them once the call has succeeded
 	// (callDone).
 	pendingScratch []string
+	// pendingMove is this task's allowed rename in flight: the ledger
+	// moves the tree's entries to their new names once it has succeeded
+	// (callDone, ledger.renameDone). nil when none.
+	pendingMove *scratchMove
 	// ptyPending: this task's call in flight is a TIOCGPTN on fd ptyFd
 	// writing to ptyArg, resumed to its syscall exit, where the pty it
 	// names is recorded (pty.go).
