@@ -472,15 +472,27 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 			// session) under it is that program's, and a symlink, FIFO
 			// or file planted there is read by it (F6).
 			if dir := path.Dir(res); dir != s && (l == nil || !l.Owned(dir)) {
+				if l != nil && l.Replaced(dir) {
+					return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("creates in %s, a directory the traced tree created that another process has since removed or moved and replaced by its own (scratch dir %s)", dir, s)), ""
+				}
 				return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("creates in %s, a directory the traced tree did not create (in scratch dir %s it may create entries only at the top or in its own directories)", dir, s)), ""
 			}
 			return allow(RuleScratchCreate), res
 		case res != s && l != nil && l.Owned(res):
+			// Renaming its own directory moves everything in it: not
+			// when another process has put entries of its own there.
+			if kind == syscalls.KindRename && pa.IsDir {
+				if f := l.Foreign(res); f != "" {
+					return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("renames %s, a directory the traced tree created, which holds %s, an entry it did not create (another process's): the rename would move it", res, f)), ""
+				}
+			}
 			return allow(RuleScratchOwned), ""
 		case res == s:
 			return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("the scratch dir %s itself may not be changed", s)), ""
+		case l != nil && l.Replaced(res):
+			return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("replaced by another process: the traced tree created an entry by this name, but another process removed or moved it and made its own here, which is not the tree's (scratch dir %s)", s)), ""
 		}
-		return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree (scratch dir %s is create-only)", s)), ""
+		return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree (scratch dir %s is create-only; below a directory the tree created, only the entries it made itself are its own)", s)), ""
 	}
 	return deny(syscall.EACCES, RuleOutsideRoots, "outside writable roots ("+p.writeText+")"), ""
 }

@@ -6,6 +6,7 @@ import (
 	"path"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,22 +14,38 @@ import (
 	"github.com/tracecell/tracecell/syscalls"
 )
 
-// ledger is the test's Ledger: an entry is owned when it or a directory
-// above it was recorded (as the tracer's ledger does).
+// ledger is the test's Ledger, exact as the tracer's is: true for an entry
+// the tree created that still holds its object, false for one the tree
+// created that another process has replaced (and, below a directory, an
+// entry that is not the tree's: Foreign).
 type ledger map[string]bool
 
-func (l ledger) Owned(p string) bool {
-	for q := p; ; q = path.Dir(q) {
-		if l[q] {
-			return true
-		}
-		if q == "/" || q == "." {
-			return false
-		}
-	}
+func (l ledger) Owned(p string) bool { return l[p] }
+
+func (l ledger) Replaced(p string) bool {
+	v, ok := l[p]
+	return ok && !v
 }
 
-var owned = ledger{"/dev/shm/spoof (deleted)": true, "/dev/shm/mine": true, "/dev/shm/mydir": true, "/dev/shm/mine.sock": true}
+func (l ledger) Foreign(p string) string {
+	var out []string
+	for q, v := range l {
+		if !v && strings.HasPrefix(q, p+"/") {
+			out = append(out, q)
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return ""
+	}
+	return out[0]
+}
+
+// owned: the tree's entries; /dev/shm/reused is a name of the tree's that
+// a host process has taken over (F4a); /dev/shm/mydir/sub/hostfile is a
+// host's file in a directory of the tree's (F4b).
+var owned = ledger{"/dev/shm/spoof (deleted)": true, "/dev/shm/mine": true, "/dev/shm/mydir": true, "/dev/shm/mine.sock": true,
+	"/dev/shm/mydir/x": true, "/dev/shm/mydir/sub": true, "/dev/shm/mydir/sub/hostfile": false, "/dev/shm/reused": false, "/dev/shm/reuseddir": false}
 
 func baseConfig() Config {
 	return Config{
@@ -135,7 +152,7 @@ var forms = []form{
 	// A directory of a host program (or another session) in the scratch
 	// dir: nothing may be planted in it (F6).
 	{name: "scratch new deep", p: newp("/dev/shm/hostdir/new"), def: RuleScratchNotOwned},
-	{name: "scratch new deeper in own dir", p: newp("/dev/shm/mydir/sub/new"), def: RuleScratchOwned, by: scratchNew},
+	{name: "scratch new deeper in own dir", p: newp("/dev/shm/mydir/sub/new"), def: RuleScratchNotOwned, by: scratchNew},
 	// Files with no name (F8): decided by their last directory, never by
 	// the text, which the tree may own ("/dev/shm/spoof (deleted)").
 	{name: "deleted in root", p: deleted("/srv/sbx/gone"), def: RuleInsideRoot},
@@ -154,7 +171,16 @@ var forms = []form{
 	{name: "scratch existing not owned", p: ex("/dev/shm/hostfile"), def: RuleScratchNotOwned},
 	{name: "scratch owned", p: ex("/dev/shm/mine"), def: RuleScratchOwned},
 	{name: "scratch owned dir child", p: ex("/dev/shm/mydir/x"), def: RuleScratchOwned},
-	{name: "scratch owned dir new child", p: newp("/dev/shm/mydir/new"), def: RuleScratchOwned, by: scratchNew},
+	// A name below the tree's directory that it did not make: not its own,
+	// though it may create it.
+	{name: "scratch owned dir new child", p: newp("/dev/shm/mydir/new"), def: RuleScratchNotOwned, by: scratchNew},
+	// A host's file in the tree's directory (F4b): not the tree's.
+	{name: "scratch host file in own dir", p: ex("/dev/shm/mydir/hostfile"), def: RuleScratchNotOwned},
+	{name: "scratch host file in own subdir", p: ex("/dev/shm/mydir/sub/hostfile"), def: RuleScratchNotOwned},
+	// The tree's names, taken over by a host process (F4a).
+	{name: "scratch replaced", p: ex("/dev/shm/reused"), def: RuleScratchNotOwned},
+	{name: "scratch new in replaced dir", p: newp("/dev/shm/reuseddir/new"), def: RuleScratchNotOwned},
+	{name: "scratch in replaced dir", p: ex("/dev/shm/reuseddir/hostfile"), def: RuleScratchNotOwned},
 	{name: "scratch owned prefix sibling", p: ex("/dev/shm/mine2"), def: RuleScratchNotOwned},
 	{name: "scratch dir itself", p: dir("/dev/shm"), def: RuleScratchNotOwned},
 	{name: "scratch lookalike", p: newp("/dev/shmx/a"), def: RuleOutsideRoots},
@@ -270,7 +296,7 @@ func TestDecideFSReasons(t *testing.T) {
 		{"chmod pipe", p, Op{Kind: syscalls.KindChmod, Paths: []Path{special(7, "pipe:[5]", true, true)}}, "chmod of pipe:[5] through /proc is not allowed"},
 		{"read-only pipe of tree", p, Op{Kind: syscalls.KindWrite, Paths: []Path{special(7, "pipe:[5]", true, false)}}, "pipe:[5] (fd 1 of pid 7) is not open for writing there: reopening it for writing through /proc would give the tree a write end it does not hold"},
 		{"deny-read", p, Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/srv/sbx/.secret/k")}}, "matches deny-read /srv/sbx/.secret"},
-		{"scratch", p, Op{Kind: syscalls.KindDelete, Paths: []Path{ex("/dev/shm/x")}}, "not created by the traced tree (scratch dir /dev/shm is create-only)"},
+		{"scratch", p, Op{Kind: syscalls.KindDelete, Paths: []Path{ex("/dev/shm/x")}}, "not created by the traced tree (scratch dir /dev/shm is create-only; below a directory the tree created, only the entries it made itself are its own)"},
 		{"scratch itself", p, Op{Kind: syscalls.KindChmod, Paths: []Path{dir("/dev/shm")}}, "the scratch dir /dev/shm itself may not be changed"},
 		{"no path", p, Op{Kind: syscalls.KindWrite, Syscall: "truncate"}, "truncate without a path"},
 	}
@@ -1350,6 +1376,8 @@ func TestPrivateScratch(t *testing.T) {
 	}{
 		{"/dev/shm/mine", owned, false},
 		{"/dev/shm/mydir/x", owned, false},
+		{"/dev/shm/mydir/hostfile", owned, true},
+		{"/dev/shm/reused", owned, true},
 		{"/dev/shm", owned, false},
 		{"/dev/shm/psm_other", owned, true},
 		{"/dev/shm/sem.other", nil, true},
@@ -1498,6 +1526,60 @@ func TestDeletedRead(t *testing.T) {
 			}
 			if d.Allow || d.Rule != tc.rule || d.Errno != syscall.EACCES {
 				t.Fatalf("Decide = %+v, want %s, EACCES", d, tc.rule)
+			}
+		})
+	}
+}
+
+// TestScratchOwnership: the tree owns exactly the scratch entries it made,
+// while they hold what it made (red team F4a, F4b): not a name another
+// process took over, not a host's file in the tree's own directory, not a
+// directory holding such a file when renamed.
+func TestScratchOwnership(t *testing.T) {
+	p := mustNew(t, baseConfig())
+	l := ledger{"/dev/shm/mine": true, "/dev/shm/mydir": true, "/dev/shm/mydir/x": true,
+		"/dev/shm/mydir/sub": true, "/dev/shm/mydir/sub/hostfile": false,
+		"/dev/shm/clean": true, "/dev/shm/clean/a": true,
+		"/dev/shm/reused": false, "/dev/shm/reuseddir": false,
+		"/dev/shm/sem.tmp": true}
+	dirEx := func(s string) Path { q := ex(s); q.IsDir = true; return q }
+	cases := []struct {
+		name    string
+		op      Op
+		rule    Rule
+		scratch []string
+		reason  string // a part of the denial's reason
+	}{
+		{"write replaced file", Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/dev/shm/reused")}}, RuleScratchNotOwned, nil, "replaced by another process"},
+		{"unlink replaced file", Op{Kind: syscalls.KindDelete, Paths: []Path{ex("/dev/shm/reused")}}, RuleScratchNotOwned, nil, "replaced by another process"},
+		{"create in replaced dir", Op{Kind: syscalls.KindCreate, Paths: []Path{newp("/dev/shm/reuseddir/f")}}, RuleScratchNotOwned, nil, "another process has since removed or moved"},
+		{"write host file in own dir", Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/dev/shm/mydir/hostfile")}}, RuleScratchNotOwned, nil, "only the entries it made itself"},
+		{"unlink host file in own dir", Op{Kind: syscalls.KindDelete, Paths: []Path{ex("/dev/shm/mydir/hostfile")}}, RuleScratchNotOwned, nil, "only the entries it made itself"},
+		{"chmod host file in own dir", Op{Kind: syscalls.KindChmod, Paths: []Path{ex("/dev/shm/mydir/hostfile")}}, RuleScratchNotOwned, nil, "only the entries it made itself"},
+		{"rename over host file in own dir", Op{Kind: syscalls.KindRename, Paths: []Path{ex("/dev/shm/mydir/x"), ex("/dev/shm/mydir/hostfile")}}, RuleScratchNotOwned, nil, "target not created"},
+		{"rename host file away", Op{Kind: syscalls.KindRename, Paths: []Path{ex("/dev/shm/mydir/hostfile"), newp("/dev/shm/mydir/y")}}, RuleScratchNotOwned, nil, "source not created"},
+		{"link host file in own dir", Op{Kind: syscalls.KindLink, Paths: []Path{ex("/dev/shm/mydir/hostfile"), newp("/dev/shm/mydir/y")}}, RuleScratchNotOwned, nil, "source not created"},
+		{"rename own dir holding a host file", Op{Kind: syscalls.KindRename, Paths: []Path{dirEx("/dev/shm/mydir"), newp("/dev/shm/moved")}}, RuleScratchNotOwned, nil, "holds /dev/shm/mydir/sub/hostfile, an entry it did not create"},
+		{"exchange into own dir holding a host file", Op{Kind: syscalls.KindRename, Paths: []Path{ex("/dev/shm/mine"), dirEx("/dev/shm/mydir")}}, RuleScratchNotOwned, nil, "target renames /dev/shm/mydir"},
+		// The tree's life cycle.
+		{"rename own clean dir", Op{Kind: syscalls.KindRename, Paths: []Path{dirEx("/dev/shm/clean"), newp("/dev/shm/moved")}}, RuleScratchOwned, []string{"/dev/shm/moved"}, ""},
+		{"create in own dir", Op{Kind: syscalls.KindCreate, Paths: []Path{newp("/dev/shm/mydir/new")}}, RuleScratchCreate, []string{"/dev/shm/mydir/new"}, ""},
+		{"write own file in own dir", Op{Kind: syscalls.KindWrite, Paths: []Path{ex("/dev/shm/mydir/x")}}, RuleScratchOwned, nil, ""},
+		{"rename own file within scratch", Op{Kind: syscalls.KindRename, Paths: []Path{ex("/dev/shm/mydir/x"), newp("/dev/shm/x2")}}, RuleScratchOwned, []string{"/dev/shm/x2"}, ""},
+		{"rename own file over own file", Op{Kind: syscalls.KindRename, Paths: []Path{ex("/dev/shm/mine"), ex("/dev/shm/mydir/x")}}, RuleScratchOwned, nil, ""},
+		{"recreate a name of its own that is gone", Op{Kind: syscalls.KindCreate, Paths: []Path{newp("/dev/shm/reused")}}, RuleScratchCreate, []string{"/dev/shm/reused"}, ""},
+		// sem_open: a temporary name, linked to the final one.
+		{"sem_open link", Op{Kind: syscalls.KindLink, Paths: []Path{ex("/dev/shm/sem.tmp"), newp("/dev/shm/sem.final")}}, RuleScratchOwned, []string{"/dev/shm/sem.final"}, ""},
+		{"sem_open unlink temp", Op{Kind: syscalls.KindDelete, Paths: []Path{ex("/dev/shm/sem.tmp")}}, RuleScratchOwned, nil, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			op := c.op
+			op.Syscall = "test"
+			d := p.Decide(&op, l)
+			check(t, d, c.rule, syscall.EACCES, c.scratch)
+			if !strings.Contains(d.Reason, c.reason) {
+				t.Fatalf("reason %q, want it to say %q", d.Reason, c.reason)
 			}
 		})
 	}

@@ -299,9 +299,22 @@ type Decision struct {
 	Scratch []string `json:"-"`
 }
 
-// Ledger knows which scratch entries the traced tree created itself.
+// Ledger knows which scratch entries the traced tree created itself. The
+// tracer's records each entry a create of the tree's made with the
+// identity of the object made, and checks it at every question: an entry
+// is the tree's only while its name holds that very object. Nothing is the
+// tree's for being below a directory it made: a host process may put its
+// own files there.
 type Ledger interface {
-	// Owned reports whether path, or a directory above it inside a scratch
-	// directory, was created by the traced tree.
+	// Owned reports whether the traced tree created the entry at path
+	// itself and path still holds the object it made.
 	Owned(path string) bool
+	// Replaced reports whether path is a name the tree created whose
+	// object another process has removed or moved away and replaced by
+	// its own (asked after Owned said no, for the reason of the denial).
+	Replaced(path string) bool
+	// Foreign names an entry below the directory path that is not the
+	// tree's (another process's, or one it could not check), "" when
+	// every entry below it is: renaming the directory would move them.
+	Foreign(path string) string
 }
