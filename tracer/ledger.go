@@ -141,15 +141,18 @@ func (l *ledger) Replaced(p string) bool {
 // dir would move that entry, another process's, with it. Only the tree's
 // own directories are descended into, so the cost is bounded by what the
 // tree recorded below dir; past maxForeignScan entries it gives up and
-// says so (the caller denies).
+// says so (the caller denies). A directory is opened O_DIRECTORY and
+// O_NOFOLLOW: whatever was swapped in under its name (a FIFO, whose open
+// would block the tracer; a symlink) is not listed but named.
 func (l *ledger) Foreign(dir string) string {
 	n := 0
 	var walk func(d string) string
 	walk = func(d string) string {
-		f, err := os.Open(d)
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return d + " (cannot be listed: " + err.Error() + ")"
 		}
+		f := os.NewFile(uintptr(fd), d)
 		names, err := f.Readdirnames(-1)
 		f.Close()
 		if err != nil {

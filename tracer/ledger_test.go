@@ -237,6 +237,20 @@ func TestLedgerForeign(t *testing.T) {
 		if got := x.l.Foreign(x.p("missing")); !strings.Contains(got, "cannot be listed") {
 			t.Errorf("Foreign of a missing directory = %q", got)
 		}
+		// A FIFO swapped in under the directory's name is named, never
+		// opened for reading (which would block until a writer came).
+		if err := unix.Mkfifo(x.p("fifo"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := x.l.Foreign(x.p("fifo")); !strings.Contains(got, "cannot be listed") {
+			t.Errorf("Foreign of a FIFO = %q", got)
+		}
+		if err := os.Symlink(x.p("clean"), x.p("link")); err != nil {
+			t.Fatal(err)
+		}
+		if got := x.l.Foreign(x.p("link")); !strings.Contains(got, "cannot be listed") {
+			t.Errorf("Foreign of a symlink = %q", got)
+		}
 	})
 }
 
