@@ -14,14 +14,14 @@ import (
 // runs once the tree has made its entries (the tree waits for it) and
 // changes them from outside. It returns the tree's attempts by name, the
 // run and the base.
-func scratchRun(t *testing.T, mode string, host func(base string) error) (map[string]string, result, string) {
+func scratchRun(t *testing.T, mode string, host func(base string) error, flags, args []string) (map[string]string, result, string) {
 	t.Helper()
 	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
 		t.Skip("no /dev/shm")
 	}
 	base := fmt.Sprintf("/dev/shm/tracecell-it-owner-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() {
-		for _, s := range []string{"-d", "-d2", "-f", "-f-ln", "-moved"} {
+		for _, s := range []string{"-d", "-d2", "-f", "-f-ln", "-moved", "-in"} {
 			os.RemoveAll(base + s)
 		}
 	})
@@ -50,7 +50,8 @@ func scratchRun(t *testing.T, mode string, host func(base string) error) (map[st
 		}
 		hostErr <- err
 	}()
-	r := runTraced(t, sbx, runEnv(t, sbx), []string{"-q"}, python, pyScript("scratch_owner.py"), mode, base, signal)
+	argv := append([]string{python, pyScript("scratch_owner.py"), mode, base, signal}, args...)
+	r := runTraced(t, sbx, runEnv(t, sbx), append([]string{"-q"}, flags...), argv...)
 	if err := <-hostErr; err != nil {
 		t.Fatalf("host process: %v", err)
 	}
@@ -145,7 +146,7 @@ func TestScratchNameReuse(t *testing.T) {
 			return err
 		}
 		return os.WriteFile(base+"-f", []byte("HOSTF"), 0o666)
-	})
+	}, nil, nil)
 	wantAttempts(t, got, r, []string{"write host file in re-made dir", "create in re-made dir", "write re-made file",
 		"chmod re-made file", "unlink re-made file", "rename re-made dir"}, nil)
 	wantContent(t, base+"-d/hostfile", "HOST")
@@ -177,7 +178,7 @@ func TestScratchHostFileInOwnDir(t *testing.T) {
 			}
 		}
 		return nil
-	})
+	}, nil, nil)
 	wantAttempts(t, got, r,
 		[]string{"write-open", "unlink", "chmod", "link host file", "rename host file", "rename-over", "rename-dir-away"},
 		[]string{"create mine", "write own", "unlink own"})
@@ -199,18 +200,28 @@ func TestScratchHostFileInOwnDir(t *testing.T) {
 // TestScratchOwnLifecycle: what the tree does with its own scratch entries
 // stays allowed, by identity as by name: create, write, rename within
 // scratch (files and directories with their contents), links, deleting
-// and recreating a name, RENAME_EXCHANGE.
+// and recreating a name, RENAME_EXCHANGE, a directory of the sandbox moved
+// into scratch with its contents.
 func TestScratchOwnLifecycle(t *testing.T) {
 	t.Parallel()
-	got, r, base := scratchRun(t, "lifecycle", nil)
+	// A second writable root on /dev/shm's file system, for the move of
+	// one of its directories into scratch (a rename across file systems
+	// fails with EXDEV).
+	root, err := os.MkdirTemp("/dev/shm", "tracecell-it-root-")
+	if err != nil {
+		t.Skipf("no directory on /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	got, r, base := scratchRun(t, "lifecycle", nil, []string{"--write", root}, []string{root})
 	all := []string{"mkdir", "mkdir sub", "create in sub", "rename in dir", "rename dir", "write moved", "rename dir back",
 		"create", "link", "unlink first name", "write linked", "recreate", "rename over own", "write", "move into own dir",
 		"exchange", "write exchanged", "unlink", "unlink sub file", "rmdir sub", "rmdir", "recreate dir",
-		"create in recreated dir", "cleanup"}
+		"create in recreated dir", "cleanup", "move dir in from sandbox", "write moved-in file", "remove moved-in"}
 	wantAttempts(t, got, r, nil, all)
 	if len(r.report.Denials) != 0 {
 		t.Errorf("denials:\n%s", r.report.denialList())
 	}
 	wantAbsent(t, base+"-d")
 	wantAbsent(t, base+"-f")
+	wantAbsent(t, base+"-in")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -292,8 +293,9 @@ func (t *tracer) scratchStarts(c *call, op *policy.Op, d policy.Decision) {
 				if src.Role == "target" {
 					src, dst = dst, src
 				}
-				if t.ledger.involves(src.Resolved, dst.Resolved) {
-					c.tk.pendingMove = &scratchMove{from: src.Resolved, to: dst.Resolved, exchange: exchange}
+				fresh := slices.Contains(d.Scratch, dst.Resolved)
+				if fresh || t.ledger.involves(src.Resolved, dst.Resolved) {
+					c.tk.pendingMove = &scratchMove{from: src.Resolved, to: dst.Resolved, exchange: exchange, fresh: fresh}
 				}
 			}
 		}

@@ -244,10 +244,11 @@ func (l *ledger) put(p string, m map[string]entryID) {
 
 // scratchMove is a rename of the tree's in flight that involves the
 // ledger: from and to are its resolved source and target; exchange for
-// RENAME_EXCHANGE.
+// RENAME_EXCHANGE; fresh when the target is a new name in a scratch
+// directory (Decision.Scratch).
 type scratchMove struct {
-	from, to string
-	exchange bool
+	from, to        string
+	exchange, fresh bool
 }
 
 // involves reports whether a rename of from to to touches recorded
@@ -266,26 +267,51 @@ func (l *ledger) involves(from, to string) bool {
 // renameDone updates the ledger for a rename that succeeded: the objects
 // keep their identities, the names change. The recorded entries at and
 // below the source now are at and below the target; what the target held
-// is gone, or, exchanged, at the source. A name of the tree's that now
-// holds an object that was not recorded (a file of a writable root, the
-// tree's to change where it was, moved over the tree's own scratch entry)
-// is recorded by what is there now. (A fresh target in a scratch directory
-// is recorded by the create the policy saw in it: Decision.Scratch.)
+// is gone, or, exchanged, at the source. A scratch name (new, or the
+// tree's) that now holds what was not recorded is recorded by what is
+// there now, with everything below it (recordTree): the policy let only
+// the tree's own objects move there, a file or directory of a writable
+// root, the tree's to change where it was.
 func (l *ledger) renameDone(m scratchMove) {
 	src := l.take(m.from)
 	dst := l.take(m.to)
 	if len(src) > 0 {
 		l.put(m.to, src)
-	} else if len(dst) > 0 {
-		l.record(m.to)
+	} else if len(dst) > 0 || m.fresh {
+		l.recordTree(m.to)
 	}
 	if m.exchange {
 		if len(dst) > 0 {
 			l.put(m.from, dst)
 		} else if len(src) > 0 {
-			l.record(m.from)
+			l.recordTree(m.from)
 		}
 	}
+}
+
+// recordTree records p and, when it is a directory, every entry below it,
+// at most maxForeignScan (past that, the rest is not the tree's: changing
+// it in scratch is denied). Directories are opened as in Foreign.
+func (l *ledger) recordTree(p string) {
+	n := 0
+	var walk func(d string)
+	walk = func(d string) {
+		l.record(d)
+		fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return // not a directory (or gone)
+		}
+		f := os.NewFile(uintptr(fd), d)
+		names, _ := f.Readdirnames(-1)
+		f.Close()
+		for _, name := range names {
+			if n++; n > maxForeignScan {
+				return
+			}
+			walk(d + "/" + name)
+		}
+	}
+	walk(p)
 }
 
 // boundSockets holds the inet sockets (by inode) that a bind of the

@@ -185,6 +185,20 @@ func TestLedgerRename(t *testing.T) {
 		rename(x, "sandboxfile", "final", false)
 		owns(x, map[string]bool{"final": true})
 	})
+	t.Run("directory moved in from a writable root", func(t *testing.T) {
+		// Not recorded where it was (the sandbox): at its fresh scratch
+		// name it is recorded with everything in it.
+		x := newLedgerDir(t)
+		x.host("sbxdir/")
+		x.host("sbxdir/sub/")
+		x.host("sbxdir/sub/f")
+		m := scratchMove{from: x.p("sbxdir"), to: x.p("moved"), fresh: true}
+		if err := os.Rename(m.from, m.to); err != nil {
+			t.Fatal(err)
+		}
+		x.l.renameDone(m)
+		owns(x, map[string]bool{"moved": true, "moved/sub": true, "moved/sub/f": true, "sbxdir": false})
+	})
 	t.Run("exchange", func(t *testing.T) {
 		x := newLedgerDir(t)
 		x.mk("a/")

@@ -1,7 +1,7 @@
 # Red team 30, F4a and F4b: whose are the scratch entries the tree made,
 # once a host process has been at them?
 #
-#   scratch_owner.py MODE BASE SIGNAL
+#   scratch_owner.py MODE BASE SIGNAL [ROOT]
 #
 # BASE is a fresh /dev/shm name; SIGNAL a path in the sandbox. The tree
 # makes its entries, writes SIGNAL + ".ready" and waits (at most 20 s) for
@@ -13,8 +13,9 @@
 # (BASE-d/hostfile in its directory).
 # MODE hostfile (F4b): the tree makes BASE-d (mode 0777) with BASE-d/own in
 # it; the host puts hostfile, hostfile2 and hostfile3 into BASE-d.
-# MODE lifecycle: no host; the tree's own life cycle (create, write,
-# rename, delete, recreate, directories, links) must all pass.
+# MODE lifecycle (with ROOT, a writable root on /dev/shm): no host; the tree's own life cycle (create, write,
+# rename, delete, recreate, directories, links, a directory of the sandbox
+# moved into scratch) must all pass.
 import errno, os, sys, time
 
 mode, base, signal = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -105,5 +106,13 @@ elif mode == "lifecycle":
     attempt("recreate dir", lambda: os.mkdir(d))
     attempt("create in recreated dir", lambda: write(d + "/x", b"5", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
     attempt("cleanup", lambda: (os.unlink(d + "/x"), os.rmdir(d)))
+    # A directory of a writable root (ROOT, on the scratch directory's file
+    # system) moved into scratch: its entries too.
+    sbx = sys.argv[4]
+    os.makedirs(sbx + "/tomove/sub")
+    write(sbx + "/tomove/sub/f", b"1", os.O_WRONLY | os.O_CREAT)
+    attempt("move dir in from sandbox", lambda: os.rename(sbx + "/tomove", base + "-in"))
+    attempt("write moved-in file", lambda: write(base + "-in/sub/f", b"2"))
+    attempt("remove moved-in", lambda: (os.unlink(base + "-in/sub/f"), os.rmdir(base + "-in/sub"), os.rmdir(base + "-in")))
 else:
     sys.exit("unknown mode " + mode)
