@@ -1397,6 +1397,9 @@ func TestPrivateScratch(t *testing.T) {
 			if tc.denied && (d.Rule != RuleScratchNotOwned || d.Errno != syscall.EACCES || !strings.Contains(d.Reason, "/dev/shm")) {
 				t.Fatalf("denial %+v", d)
 			}
+			if replaced := tc.path == "/dev/shm/reused"; tc.denied && strings.Contains(d.Reason, "replaced by another process") != replaced {
+				t.Fatalf("reason %q: replaced by another process %v", d.Reason, replaced)
+			}
 		})
 	}
 }

@@ -53,6 +53,9 @@ func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 		}
 		if p.cfg.PrivateScratch {
 			if s, ok := p.scratchDir(res); ok && res != s && (l == nil || !l.Owned(res)) {
+				if l != nil && l.Replaced(res) {
+					return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("replaced by another process: the traced tree created an entry by this name, but another process removed or moved it and made its own here (the entries of the scratch dir %s are private to the tree that made them)", s))
+				}
 				return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree: the entries of the scratch dir %s are private to the tree that made them (another session's shared memory?)", s))
 			}
 		}
