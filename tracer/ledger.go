@@ -13,9 +13,9 @@ import (
 )
 
 // ledger records the scratch entries the tree created: the resolved path of
-// each entry a create in a scratch directory made, with the identity
-// (st_dev, st_ino) of the object the create made, read at the call's
-// completion (callDone). An entry is the tree's only while its name still
+// each entry a create in a scratch directory made, with the identity of the
+// object the create made (entryID: device, inode number, birth time), read
+// at the call's completion (callDone). An entry is the tree's only while its name still
 // holds that object: a host process that removes the tree's entry and makes
 // its own under the same name ("shm_unlink stale; shm_open O_EXCL") has made
 // a new object, which is not the tree's (red team F4a). Nothing is owned
