@@ -82,18 +82,20 @@ func TestPipeReopenHostPipe(t *testing.T) {
 		prefix  []string // how tracecell is started
 		host    []string // how the host pipeline is started
 		treeArg []string // extra program arguments (the uid to drop to)
+		flags   []string // extra tracecell flags
 	}
 	variants := map[string]variant{"self": {}}
 	if isRoot {
 		nb := nobodyCmd(t)
 		variants = map[string]variant{
-			"nobody":      {nb, nb, nil},
-			"root-setuid": {nil, nb, []string{"65534"}},
+			"nobody": {nb, nb, nil, nil},
+			// A root tree keeps setuid only when asked (caps.DefaultKeep).
+			"root-setuid": {nil, nb, []string{"65534"}, []string{"--keep-cap", "setuid", "--keep-cap", "setgid"}},
 		}
 	}
 	for name, v := range variants {
 		t.Run(name, func(t *testing.T) {
-			testPipeReopenHostPipe(t, v.prefix, v.host, v.treeArg)
+			testPipeReopenHostPipe(t, v.prefix, v.host, v.treeArg, v.flags)
 		})
 	}
 }
@@ -197,10 +199,10 @@ func runTracedAs(t *testing.T, prefix []string, sbx string, flags []string, argv
 	return r
 }
 
-func testPipeReopenHostPipe(t *testing.T, prefix, hostPrefix []string, treeArg []string) {
+func testPipeReopenHostPipe(t *testing.T, prefix, hostPrefix []string, treeArg, flags []string) {
 	sbx := openWorldDir(t)
 	h := startHostPipe(t, hostPrefix)
-	r := runTracedAs(t, prefix, sbx, nil, append([]string{python, "-c", pipeReopenProg, h.pid}, treeArg...)...)
+	r := runTracedAs(t, prefix, sbx, flags, append([]string{python, "-c", pipeReopenProg, h.pid}, treeArg...)...)
 	got := h.finish(t)
 	if strings.Contains(got, "INJECTED") {
 		t.Errorf("ESCAPED: the tree wrote into the host process's pipe: the host cat wrote\n%s\ntree output:\n%s", got, r.stdout)
