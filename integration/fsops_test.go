@@ -66,14 +66,7 @@ func runFsops(t *testing.T, prefix []string, sbx string, flags []string, args ..
 	argv = append(argv, "--", fsops(t))
 	argv = append(argv, args...)
 	r := execute(t, "", os.Environ(), argv)
-	b, err := os.ReadFile(rp)
-	if err != nil {
-		t.Fatalf("tracecell wrote no report (status %d): %v\nstderr:\n%s", r.status, err, r.stderr)
-	}
-	r.report = &reportDoc{}
-	if err := json.Unmarshal(b, r.report); err != nil {
-		t.Fatalf("decode report: %v\n%s", err, b)
-	}
+	r.report = readReport(t, rp, r)
 	return fsRun{result: resultOf(r.stdout), r: r}
 }
 

@@ -27,7 +27,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -254,14 +253,7 @@ func runTraced(t *testing.T, sbx string, env []string, flags []string, argv ...s
 	args = append(args, "--")
 	args = append(args, argv...)
 	r := execute(t, "", os.Environ(), append([]string{tcBin}, args...))
-	b, err := os.ReadFile(rp)
-	if err != nil {
-		t.Fatalf("tracecell wrote no report (status %d): %v\nstderr:\n%s", r.status, err, r.stderr)
-	}
-	r.report, r.reportPath = &reportDoc{}, rp
-	if err := json.Unmarshal(b, r.report); err != nil {
-		t.Fatalf("decode report %s: %v\n%s", rp, err, b)
-	}
+	r.report, r.reportPath = readReport(t, rp, r), rp
 	return r
 }
 

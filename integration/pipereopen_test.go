@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -188,14 +187,7 @@ func runTracedAs(t *testing.T, prefix []string, sbx string, flags []string, argv
 	args := append(append([]string{}, prefix...), tcBin, "run", "--quiet", "--write", sbx, "--report", rp)
 	args = append(append(append(args, flags...), "--"), argv...)
 	r := execute(t, "", os.Environ(), args)
-	b, err := os.ReadFile(rp)
-	if err != nil {
-		t.Fatalf("tracecell wrote no report (status %d): %v\nstderr:\n%s", r.status, err, r.stderr)
-	}
-	r.report = &reportDoc{}
-	if err := json.Unmarshal(b, r.report); err != nil {
-		t.Fatalf("decode report: %v\n%s", err, b)
-	}
+	r.report = readReport(t, rp, r)
 	return r
 }
 
