@@ -117,7 +117,12 @@ func TestRT2DeletedFile(t *testing.T) {
 			want := map[string]string{
 				"plain open-rdwr": "EACCES", "plain chmod": "EACCES", "plain truncate": "EACCES", "plain utime": "EACCES",
 				"fd fchmod": "EACCES", "fd futimens": "EACCES", "fd fsetxattr": "EACCES",
-				"own-root chmod": "OK", "own-root fchmod": "OK", "own-shmdir chmod": "OK", "own-shmdir fchmod": "OK",
+				"own-root chmod": "OK", "own-root fchmod": "OK",
+				// The tree's own unlinked file in its own /dev/shm
+				// directory: that directory's name shows nothing (a host's
+				// file unlinked with a directory of the same name reads
+				// alike: TestScratchDeletedInRemadeDir), so it is denied.
+				"own-shmdir chmod": "EACCES", "own-shmdir fchmod": "EACCES",
 			}
 			tags := []string{"self"}
 			if tc.spoof {
@@ -150,8 +155,8 @@ func TestRT2DeletedFile(t *testing.T) {
 				}
 			}
 			denied := 0
-			for _, v := range want {
-				if v == "EACCES" {
+			for k, v := range want {
+				if v == "EACCES" && !strings.HasPrefix(k, "own-") { // the tree's own files have other paths
 					denied++
 				}
 			}

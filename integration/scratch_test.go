@@ -12,9 +12,10 @@ import (
 // scratchRun runs testdata/py/scratch_owner.py MODE under tracecell on a
 // fresh /dev/shm base name; host, when not nil, is the host process: it
 // runs once the tree has made its entries (the tree waits for it) and
-// changes them from outside. It returns the tree's attempts by name, the
-// run and the base.
-func scratchRun(t *testing.T, mode string, host func(base string) error, flags, args []string) (map[string]string, result, string) {
+// changes them from outside; before, when given, prepares the host's
+// entries before the run. It returns the tree's attempts by name, the run
+// and the base.
+func scratchRun(t *testing.T, mode string, host func(base string) error, flags, args []string, before ...func(base string) error) (map[string]string, result, string) {
 	t.Helper()
 	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
 		t.Skip("no /dev/shm")
@@ -25,6 +26,11 @@ func scratchRun(t *testing.T, mode string, host func(base string) error, flags, 
 			os.RemoveAll(base + s)
 		}
 	})
+	for _, b := range before {
+		if err := b(base); err != nil {
+			t.Fatalf("host process, before the run: %v", err)
+		}
+	}
 	sbx := realDir(t)
 	signal := filepath.Join(sbx, "signal")
 	hostErr := make(chan error, 1)
@@ -161,6 +167,57 @@ func TestScratchNameReuse(t *testing.T) {
 	n, replaced := scratchDenials(t, r, base)
 	if n != 6 || replaced != 5 {
 		t.Errorf("%d scratch-not-owned denials under %s, %d of them saying another process replaced the entry; want 6 and 5:\n%s", n, base, replaced, r.report.denialList())
+	}
+}
+
+// TestScratchDeletedInRemadeDir: red team 31. A host process's file in its
+// own /dev/shm directory, unlinked with that directory while the host and
+// the tree hold it open, reads as "BASE-d/hostfile (deleted)"; the tree
+// then makes a BASE-d of its own. The name of the last directory shows
+// nothing about whose the file is: reopening it for writing through the
+// tree's own fd, and re-permissioning it, stay denied (deleted-file), with
+// reads checked too (--deny-read, as the session server runs).
+func TestScratchDeletedInRemadeDir(t *testing.T) {
+	t.Parallel()
+	for name, flags := range map[string][]string{"open-reads": nil, "deny-read": {"--deny-read", "/nonexistent-tracecell"}} {
+		t.Run(name, func(t *testing.T) {
+			var host *os.File
+			got, r, _ := scratchRun(t, "deleted-dir", func(base string) error {
+				if err := os.Remove(base + "-d/hostfile"); err != nil {
+					return err
+				}
+				return os.Remove(base + "-d")
+			}, flags, nil, func(base string) error {
+				if err := os.Mkdir(base+"-d", 0o777); err != nil {
+					return err
+				}
+				if err := os.WriteFile(base+"-d/hostfile", []byte("HOST"), 0o666); err != nil {
+					return err
+				}
+				var err error
+				host, err = os.Open(base + "-d/hostfile")
+				return err
+			})
+			defer host.Close()
+			wantAttempts(t, got, r, []string{"reopen deleted host file", "chmod deleted host file", "fchmod deleted host file"}, nil)
+			b := make([]byte, 16)
+			n, _ := host.ReadAt(b, 0)
+			if string(b[:n]) != "HOST" {
+				t.Errorf("ESCAPED: the host's unlinked file now holds %q, want HOST", b[:n])
+			}
+			if st, err := host.Stat(); err == nil && st.Mode().Perm() != 0o666&^0o022 && st.Mode().Perm() != 0o666 {
+				t.Errorf("ESCAPED: the host's unlinked file has mode %v", st.Mode().Perm())
+			}
+			denied := 0
+			for _, e := range r.report.Denials {
+				if e.Rule == "deleted-file" {
+					denied++
+				}
+			}
+			if denied != 3 {
+				t.Errorf("%d deleted-file denials, want 3:\n%s", denied, r.report.denialList())
+			}
+		})
 	}
 }
 

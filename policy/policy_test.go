@@ -164,7 +164,7 @@ var forms = []form{
 	{name: "deleted scratch top", p: deleted("/dev/shm/hostfile"), def: RuleDeletedFile},
 	{name: "deleted scratch spoofed text", p: deleted("/dev/shm/spoof"), def: RuleDeletedFile},
 	{name: "deleted scratch owned name", p: deleted("/dev/shm/mine"), def: RuleDeletedFile},
-	{name: "deleted scratch own dir", p: deleted("/dev/shm/mydir/x"), def: RuleScratchOwned},
+	{name: "deleted scratch own dir: the name shows nothing", p: deleted("/dev/shm/mydir/x"), def: RuleDeletedFile},
 	{name: "deleted scratch host dir", p: deleted("/dev/shm/hostdir/x"), def: RuleDeletedFile},
 	{name: "deleted memfd", p: deleted("/memfd:x"), def: RuleDeletedFile},
 	{name: "deleted proc", p: deleted("/proc/1/x"), def: RuleDeletedFile},

@@ -13,6 +13,11 @@
 # (BASE-d/hostfile in its directory).
 # MODE hostfile (F4b): the tree makes BASE-d (mode 0777) with BASE-d/own in
 # it; the host puts hostfile, hostfile2 and hostfile3 into BASE-d.
+# MODE deleted-dir (red team 31): the host has made BASE-d/hostfile before
+# the run and holds it open; the tree opens it read-only; the host unlinks
+# it and removes BASE-d; the tree makes a BASE-d of its own and tries to
+# write the host's file through its own fd's /proc/self/fd link (whose
+# text still reads BASE-d/hostfile (deleted)).
 # MODE lifecycle (with ROOT, a writable root on /dev/shm): no host; the tree's own life cycle (create, write,
 # rename, delete, recreate, directories, links, a directory of the sandbox
 # moved into scratch) must all pass.
@@ -81,6 +86,14 @@ elif mode == "hostfile":
     attempt("rename-dir-away", lambda: os.rename(d, base + "-moved"))
     attempt("write own", lambda: write(d + "/own", b"TREE"))
     attempt("unlink own", lambda: os.unlink(d + "/own"))
+elif mode == "deleted-dir":
+    fd = os.open(d + "/hostfile", os.O_RDONLY)
+    wait_host()
+    os.mkdir(d)
+    link = "/proc/self/fd/%d" % fd
+    attempt("reopen deleted host file", lambda: write(link, b"TREE"))
+    attempt("chmod deleted host file", lambda: os.chmod(link, 0o600))
+    attempt("fchmod deleted host file", lambda: os.fchmod(fd, 0o600))
 elif mode == "lifecycle":
     attempt("mkdir", lambda: os.mkdir(d))
     attempt("mkdir sub", lambda: os.mkdir(d + "/sub"))
