@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -38,23 +39,27 @@ const RuleLifecycle = policy.RuleLifecycle
 // Event is one checked decision. Its JSON form is the report's and the
 // trace's format.
 type Event struct {
-	Time     time.Time     `json:"time"`
-	Decision string        `json:"decision"`
-	Pid      int           `json:"pid"` // thread group id
-	Tid      int           `json:"tid"`
-	Exe      string        `json:"exe,omitempty"`
-	Argv     []string      `json:"argv,omitempty"`
-	Program  string        `json:"program"` // short name used in notices
-	Syscall  string        `json:"syscall"`
-	ABI      string        `json:"abi"`
-	Nr       int           `json:"nr"`
-	Flags    string        `json:"flags,omitempty"` // decoded flags argument
-	Kind     syscalls.Kind `json:"kind"`
-	Paths    []policy.Path `json:"paths,omitempty"`
-	Family   string        `json:"family,omitempty"`
-	Address  string        `json:"address,omitempty"`
-	Port     int           `json:"port,omitempty"`
-	Abstract bool          `json:"abstract,omitempty"`
+	Time     time.Time `json:"time"`
+	Decision string    `json:"decision"`
+	Pid      int       `json:"pid"` // thread group id
+	Tid      int       `json:"tid"`
+	Exe      string    `json:"exe,omitempty"`
+	Argv     []string  `json:"argv,omitempty"`
+	// ExeBytes and ArgvBytes repeat Exe and Argv byte for byte when one
+	// of them is not valid UTF-8 (KeepBytes; see policy.Path.GivenBytes).
+	ExeBytes  []byte        `json:"exe_base64,omitempty"`
+	ArgvBytes [][]byte      `json:"argv_base64,omitempty"`
+	Program   string        `json:"program"` // short name used in notices
+	Syscall   string        `json:"syscall"`
+	ABI       string        `json:"abi"`
+	Nr        int           `json:"nr"`
+	Flags     string        `json:"flags,omitempty"` // decoded flags argument
+	Kind      syscalls.Kind `json:"kind"`
+	Paths     []policy.Path `json:"paths,omitempty"`
+	Family    string        `json:"family,omitempty"`
+	Address   string        `json:"address,omitempty"`
+	Port      int           `json:"port,omitempty"`
+	Abstract  bool          `json:"abstract,omitempty"`
 	// TargetPid is set for signal and process calls.
 	TargetPid    *int        `json:"target_pid,omitempty"`
 	TargetInTree bool        `json:"target_in_tree,omitempty"`
@@ -364,6 +369,36 @@ type Report struct {
 	DenialsDropped int      `json:"denials_dropped,omitempty"`
 	ScratchLeft    []string `json:"scratch_left"`
 	Error          string   `json:"error,omitempty"`
+	// CommandBytes and ScratchLeftBytes repeat Command and ScratchLeft
+	// byte for byte when one of their strings is not valid UTF-8 (set by
+	// WriteTarget): a JSON string cannot hold such bytes.
+	CommandBytes     [][]byte `json:"command_base64,omitempty"`
+	ScratchLeftBytes [][]byte `json:"scratch_left_base64,omitempty"`
+}
+
+// RawStrings returns ss byte for byte when one of them is not valid
+// UTF-8 (encoding/json would write U+FFFD for each bad byte, and two
+// different lists could read alike), nil otherwise.
+func RawStrings(ss []string) [][]byte {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			out := make([][]byte, len(ss))
+			for i, x := range ss {
+				out[i] = []byte(x)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// KeepBytes sets ExeBytes and ArgvBytes when Exe or Argv is not valid
+// UTF-8.
+func (e *Event) KeepBytes() {
+	if !utf8.ValidString(e.Exe) {
+		e.ExeBytes = []byte(e.Exe)
+	}
+	e.ArgvBytes = RawStrings(e.Argv)
 }
 
 // Capabilities are the Linux capabilities the tree kept of tracecell's
@@ -449,6 +484,7 @@ func (r *Report) WriteTarget(t *Target) error {
 	if r.ScratchLeft == nil {
 		r.ScratchLeft = []string{}
 	}
+	r.CommandBytes, r.ScratchLeftBytes = RawStrings(r.Command), RawStrings(r.ScratchLeft)
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode report: %w", err)

@@ -129,6 +129,7 @@ func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Eve
 		Syscall: c.name, ABI: t.layout.Name, Nr: c.nr, Flags: c.Flags,
 		Rule: d.Rule, Reason: d.Reason,
 	}
+	ev.KeepBytes()
 	if d.Allow {
 		ev.Decision = report.Allow
 	} else {
