@@ -706,6 +706,11 @@ func fdOwner(res, special string) string {
 	rest, _ := strings.CutPrefix(res, "/proc/")
 	parts := strings.Split(rest, "/")
 	if n := len(parts); n >= 3 && parts[n-2] == "fd" {
+		if n >= 5 && parts[n-4] == "task" {
+			// /proc/<pid>/task/<tid>/fd/N: the thread's table, which
+			// may be its own (clone without CLONE_FILES).
+			return fmt.Sprintf("%s (fd %s of thread %s of %s)", special, parts[n-1], parts[n-3], procOwner(res))
+		}
 		return fmt.Sprintf("%s (fd %s of %s)", special, parts[n-1], procOwner(res))
 	}
 	return fmt.Sprintf("%s (%s)", special, res)

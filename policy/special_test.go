@@ -67,7 +67,7 @@ func TestSpecialReopenForWrite(t *testing.T) {
 func TestFdOwner(t *testing.T) {
 	for _, c := range []struct{ res, want string }{
 		{"/proc/42/fd/3", "pipe:[1] (fd 3 of pid 42)"},
-		{"/proc/42/task/43/fd/10", "pipe:[1] (fd 10 of pid 42)"},
+		{"/proc/42/task/43/fd/10", "pipe:[1] (fd 10 of thread 43 of pid 42)"},
 		{"/proc/42/ns/net", "pipe:[1] (/proc/42/ns/net)"},
 	} {
 		t.Run(c.res, func(t *testing.T) {
