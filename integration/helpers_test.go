@@ -423,6 +423,18 @@ func noticeLines(stderr string) []string {
 // resultLine finds the "result: ..." line the escape programs print.
 var resultRE = regexp.MustCompile(`(?m)^result: (.*)$`)
 
+// attemptLines reads a program's "<what> <result>" lines (result the last
+// word: OK or an errno name) into a map by what.
+func attemptLines(stdout string) map[string]string {
+	got := map[string]string{}
+	for _, l := range strings.Split(stdout, "\n") {
+		if i := strings.LastIndexByte(l, ' '); i > 0 {
+			got[l[:i]] = l[i+1:]
+		}
+	}
+	return got
+}
+
 func resultOf(stdout string) string {
 	m := resultRE.FindStringSubmatch(stdout)
 	if m == nil {

@@ -133,12 +133,7 @@ func TestRT2DeletedFile(t *testing.T) {
 					want[tag+k] = "EACCES"
 				}
 			}
-			got := map[string]string{}
-			for _, l := range strings.Split(r.stdout, "\n") {
-				if i := strings.LastIndexByte(l, ' '); i > 0 {
-					got[l[:i]] = l[i+1:]
-				}
-			}
+			got := attemptLines(r.stdout)
 			for k, v := range want {
 				if got[k] != v {
 					t.Errorf("%s: got %q, want %s", k, got[k], v)
@@ -196,12 +191,7 @@ func TestRT2ShmPlanting(t *testing.T) {
 	if r.status != 0 {
 		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, r.stderr)
 	}
-	got := map[string]string{}
-	for _, l := range strings.Split(r.stdout, "\n") {
-		if i := strings.LastIndexByte(l, ' '); i > 0 {
-			got[l[:i]] = l[i+1:]
-		}
-	}
+	got := attemptLines(r.stdout)
 	for _, what := range []string{"file", "symlink", "fifo", "mkdir", "link", "rename-in"} {
 		if got["host "+what] != "EACCES" {
 			t.Errorf("host %s: got %q, want EACCES", what, got["host "+what])

@@ -64,12 +64,7 @@ func scratchRun(t *testing.T, mode string, host func(base string) error, flags, 
 	if r.status != 0 {
 		t.Fatalf("status %d\nstdout:\n%s\nstderr:\n%s", r.status, r.stdout, r.stderr)
 	}
-	got := map[string]string{}
-	for _, l := range strings.Split(r.stdout, "\n") {
-		if i := strings.LastIndexByte(l, ' '); i > 0 {
-			got[l[:i]] = l[i+1:]
-		}
-	}
+	got := attemptLines(r.stdout)
 	return got, r, base
 }
 
