@@ -156,6 +156,9 @@ func (d *Decoder) fill(p policy.Path, r pathres.Result, err error) (policy.Path,
 	// the tree got read-only (a host process's, reached through its
 	// /proc/<pid>/fd/N, or a read end) is no write end it holds.
 	p.SpecialWritable = p.SpecialInTree && d.fdWritable(r.Path)
+	// Likewise a file with no name: the tree may change it only through
+	// an fd of its own that is open for writing.
+	p.DeletedWritable = r.Deleted && r.ProcPid != 0 && d.Env.PidInTree(r.ProcPid) && d.fdWritable(r.Link)
 	if pid, ok := ProcPid(r.Path); ok {
 		p.ProcOutside = !d.Env.PidInTree(pid)
 	}

@@ -216,6 +216,71 @@ func TestScratchDeletedInRemadeDir(t *testing.T) {
 	}
 }
 
+// TestScratchDeletedMovedIntoRoot: red team 32. A host program puts a file
+// into a directory the tree made in /dev/shm; the tree opens it read-only;
+// the host unlinks it and keeps it open; the tree moves the (now clean)
+// directory into its writable root, so the file's link text names a place
+// in the root. A read-only fd shows nothing about whose the file is:
+// writing it through the tree's /proc/self/fd/N and re-permissioning it
+// stay denied (deleted-file).
+func TestScratchDeletedMovedIntoRoot(t *testing.T) {
+	t.Parallel()
+	root, err := os.MkdirTemp("/dev/shm", "tracecell-it-root-")
+	if err != nil {
+		t.Skipf("no directory on /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	var host *os.File
+	var hostErr error
+	placed := make(chan struct{})
+	got, r, _ := scratchRun(t, "deleted-moved", func(base string) error {
+		// The tree has the file open read-only by now (it waits for us).
+		return os.Remove(base + "-d/hostfile")
+	}, []string{"--write", root}, []string{root}, func(base string) error {
+		// Before the tree's open: put the file in once its directory is
+		// there (the tree polls for it).
+		go func() {
+			defer close(placed)
+			for i := 0; i < 400; i++ {
+				if _, err := os.Stat(base + "-d"); err == nil {
+					if err := os.WriteFile(base+"-d/hostfile", []byte("HOST"), 0o644); err != nil {
+						hostErr = err
+						return
+					}
+					host, hostErr = os.Open(base + "-d/hostfile")
+					return
+				}
+				time.Sleep(25 * time.Millisecond)
+			}
+			hostErr = fmt.Errorf("the tree never made %s-d", base)
+		}()
+		return nil
+	})
+	<-placed
+	if hostErr != nil || host == nil {
+		t.Fatalf("host process: %v", hostErr)
+	}
+	defer host.Close()
+	wantAttempts(t, got, r, []string{"reopen deleted host file", "fchmod deleted host file"}, []string{"move dir into root"})
+	b := make([]byte, 16)
+	n, _ := host.ReadAt(b, 0)
+	if string(b[:n]) != "HOST" {
+		t.Errorf("ESCAPED: the host's unlinked file now holds %q, want HOST", b[:n])
+	}
+	if st, err := host.Stat(); err == nil && st.Mode().Perm() != 0o644 {
+		t.Errorf("ESCAPED: the host's unlinked file has mode %v, want 0644", st.Mode().Perm())
+	}
+	denied := 0
+	for _, e := range r.report.Denials {
+		if e.Rule == "deleted-file" {
+			denied++
+		}
+	}
+	if denied != 2 {
+		t.Errorf("%d deleted-file denials, want 2:\n%s", denied, r.report.denialList())
+	}
+}
+
 // TestScratchHostFileInOwnDir: red team F4b. The tree makes a directory in
 // /dev/shm; a host program (one with a fixed /dev/shm directory name) puts
 // files into it. Those files are the host's: the tree may not write,

@@ -83,6 +83,11 @@ type Result struct {
 	// is the object. The old name tells where the file was linked last,
 	// nothing more: a new file may have that name now.
 	Deleted bool
+	// Link is the /proc magic link a Special or Deleted result was reached
+	// through ("/proc/42/fd/3", "/proc/42/task/43/fd/3",
+	// "/proc/42/map_files/..."): the file descriptor whose open mode says
+	// what its holder may do with the object (FdFlags).
+	Link string
 	// WalkErr is the error the kernel's walk would stop with before it
 	// reaches the last component: ENOENT (a directory on the way is
 	// missing), ENOTDIR (a component used as a directory is not one, or a
@@ -379,7 +384,7 @@ func (w *walker) magic(next, rest string, pid int) (r Result, obj ID, done bool,
 			r, err = w.stop(next, rest, err)
 			return r, ID{}, true, err
 		}
-		return Result{Path: next, Exists: true, Mode: fi.mode, Special: target, ProcPid: pid}, ID{}, true, nil
+		return Result{Path: next, Exists: true, Mode: fi.mode, Special: target, ProcPid: pid, Link: next}, ID{}, true, nil
 	case strings.HasSuffix(target, deletedSuffix) && !w.namedAsIs(next, target):
 		// An unlinked file (or a memfd, "/memfd:name (deleted)"): the
 		// text is no path to walk, and no name the policy may decide by.
@@ -402,7 +407,7 @@ func (w *walker) magic(next, rest string, pid int) (r Result, obj ID, done bool,
 				return Result{}, ID{}, true, w.linkErr(err)
 			}
 		}
-		return Result{Path: target, ProcPid: pid, Deleted: true}, ID{}, true, nil
+		return Result{Path: target, ProcPid: pid, Deleted: true, Link: next}, ID{}, true, nil
 	}
 	obj, err = StatID(next, true)
 	if err != nil {

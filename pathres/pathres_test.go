@@ -284,14 +284,14 @@ func TestResolve(t *testing.T) {
 		{name: "fd of symlink is not followed again", base: "/", p: fdp(uintptr(lfd)), follow: true, want: ok(r("/abs"), false), mode: fs.ModeSymlink},
 		{name: "fd of symlink then name", base: "/", p: fdp(uintptr(lfd)) + "/f", want: Result{Path: r("/abs/f"), WalkErr: syscall.ENOTDIR}},
 		{name: "fd of symlink with trailing slash", base: "/", p: fdp(uintptr(lfd)) + "/", want: Result{Path: r("/abs"), Exists: true, WalkErr: syscall.ENOTDIR}},
-		{name: "fd of pipe", base: "/", p: fdp(pr.Fd()), follow: true, want: Result{Path: procfd(pr.Fd()), Exists: true, Special: pipeName, ProcPid: pid}},
-		{name: "fd of pipe write end", base: "/", p: fmt.Sprintf("/proc/%d/fd/%d", pid, pw.Fd()), follow: true, want: Result{Path: procfd(pw.Fd()), Exists: true, Special: pipeName, ProcPid: pid}},
+		{name: "fd of pipe", base: "/", p: fdp(pr.Fd()), follow: true, want: Result{Path: procfd(pr.Fd()), Exists: true, Special: pipeName, ProcPid: pid, Link: procfd(pr.Fd())}},
+		{name: "fd of pipe write end", base: "/", p: fmt.Sprintf("/proc/%d/fd/%d", pid, pw.Fd()), follow: true, want: Result{Path: procfd(pw.Fd()), Exists: true, Special: pipeName, ProcPid: pid, Link: procfd(pw.Fd())}},
 		{name: "fd of pipe as dir", base: "/", p: fdp(pr.Fd()) + "/x", want: Result{Path: procfd(pr.Fd()) + "/x", WalkErr: syscall.ENOTDIR}},
-		{name: "fd of socket", base: "/", p: fdp(uintptr(sp[0])), follow: true, want: Result{Path: procfd(uintptr(sp[0])), Exists: true, Special: sockName, ProcPid: pid}},
-		{name: "fd of eventfd", base: "/", p: fdp(uintptr(efd)), follow: true, want: Result{Path: procfd(uintptr(efd)), Exists: true, Special: "anon_inode:[eventfd]", ProcPid: pid}},
-		{name: "net namespace", base: "/", p: "/proc/self/ns/net", follow: true, want: Result{Path: fmt.Sprintf("/proc/%d/ns/net", pid), Exists: true, Special: netns, ProcPid: pid}},
-		{name: "fd of deleted file", base: "/", p: fdp(del.Fd()), follow: true, want: Result{Path: r("/gone (deleted)"), ProcPid: pid, Deleted: true}},
-		{name: "fd of deleted file, its text spoofed by a live file", base: "/", p: fdp(spoofed.Fd()), follow: true, want: Result{Path: r("/spoofed (deleted)"), ProcPid: pid, Deleted: true}},
+		{name: "fd of socket", base: "/", p: fdp(uintptr(sp[0])), follow: true, want: Result{Path: procfd(uintptr(sp[0])), Exists: true, Special: sockName, ProcPid: pid, Link: procfd(uintptr(sp[0]))}},
+		{name: "fd of eventfd", base: "/", p: fdp(uintptr(efd)), follow: true, want: Result{Path: procfd(uintptr(efd)), Exists: true, Special: "anon_inode:[eventfd]", ProcPid: pid, Link: procfd(uintptr(efd))}},
+		{name: "net namespace", base: "/", p: "/proc/self/ns/net", follow: true, want: Result{Path: fmt.Sprintf("/proc/%d/ns/net", pid), Exists: true, Special: netns, ProcPid: pid, Link: fmt.Sprintf("/proc/%d/ns/net", pid)}},
+		{name: "fd of deleted file", base: "/", p: fdp(del.Fd()), follow: true, want: Result{Path: r("/gone (deleted)"), ProcPid: pid, Deleted: true, Link: procfd(del.Fd())}},
+		{name: "fd of deleted file, its text spoofed by a live file", base: "/", p: fdp(spoofed.Fd()), follow: true, want: Result{Path: r("/spoofed (deleted)"), ProcPid: pid, Deleted: true, Link: procfd(spoofed.Fd())}},
 		{name: "fd of live file named like a deleted one", base: "/", p: fdp(live.Fd()), follow: true, want: ok(r("/live (deleted)"), false)},
 		{name: "fd of deleted file as dir", base: "/", p: fdp(del.Fd()) + "/x", want: Result{Path: r("/gone (deleted)/x"), WalkErr: syscall.ENOENT}},
 		{name: "fd of deleted file dotdot", base: "/", p: fdp(del.Fd()) + "/..", want: Result{Path: root, Exists: true, IsDir: true, WalkErr: syscall.ENOENT}},
@@ -330,7 +330,7 @@ func TestResolve(t *testing.T) {
 		cp := child.Process.Pid
 		if name, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/0", cp)); err == nil {
 			cases = append(cases, tcase{name: "other process pipe", base: "/", p: fmt.Sprintf("/proc/%d/fd/0", cp), follow: true,
-				want: Result{Path: fmt.Sprintf("/proc/%d/fd/0", cp), Exists: true, Special: name, ProcPid: cp}})
+				want: Result{Path: fmt.Sprintf("/proc/%d/fd/0", cp), Exists: true, Special: name, ProcPid: cp, Link: fmt.Sprintf("/proc/%d/fd/0", cp)}})
 		}
 	}
 

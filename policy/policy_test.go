@@ -98,7 +98,10 @@ func ex(p string) Path   { return Path{Resolved: p, Exists: true} }
 func newp(p string) Path { return Path{Resolved: p} }
 
 // deleted is a file with no name whose old name was p (pathres Deleted).
-func deleted(p string) Path { return Path{Resolved: p + " (deleted)", Deleted: true} }
+// deleted is a file with no name reached through a write-mode fd of the
+// tree; deletedRO through a read-only one.
+func deleted(p string) Path   { return Path{Resolved: p + " (deleted)", Deleted: true, DeletedWritable: true} }
+func deletedRO(p string) Path { return Path{Resolved: p + " (deleted)", Deleted: true} }
 func dir(p string) Path     { return Path{Resolved: p, Exists: true, IsDir: true} }
 func special(pid int, obj string, inTree, writable bool) Path {
 	return Path{Resolved: fmt.Sprintf("/proc/%d/fd/1", pid), Exists: true, Special: obj, SpecialInTree: inTree, SpecialWritable: writable}
@@ -165,6 +168,9 @@ var forms = []form{
 	{name: "deleted scratch spoofed text", p: deleted("/dev/shm/spoof"), def: RuleDeletedFile},
 	{name: "deleted scratch owned name", p: deleted("/dev/shm/mine"), def: RuleDeletedFile},
 	{name: "deleted scratch own dir: the name shows nothing", p: deleted("/dev/shm/mydir/x"), def: RuleDeletedFile},
+	// Through a read-only fd: a host process's unlinked file the tree
+	// opened read-only (red team, session 23).
+	{name: "deleted in root, read-only fd", p: deletedRO("/srv/sbx/gone"), def: RuleDeletedFile, by: map[string]Rule{"lease": RuleInsideRoot}},
 	{name: "deleted scratch host dir", p: deleted("/dev/shm/hostdir/x"), def: RuleDeletedFile},
 	{name: "deleted memfd", p: deleted("/memfd:x"), def: RuleDeletedFile},
 	{name: "deleted proc", p: deleted("/proc/1/x"), def: RuleDeletedFile},

@@ -157,6 +157,13 @@ type Path struct {
 	// (a host process's pipe opened read-only through that process's
 	// /proc/<pid>/fd/N, or a read end) must not become a write end.
 	SpecialWritable bool `json:"special_writable,omitempty"`
+	// DeletedWritable is set by the tracer for a Deleted path reached
+	// through a file descriptor of a process of the tree that is open for
+	// writing (O_WRONLY or O_RDWR, not O_PATH). A read-only fd shows
+	// nothing about whose the file is: the tree gets one of any host
+	// process's unlinked file through its /proc/<pid>/fd/N, or by opening
+	// it read-only before the host unlinks it (red team, session 23).
+	DeletedWritable bool `json:"-"`
 	// ProcOutside is set by the tracer when Resolved lies under /proc/<pid>
 	// of a process outside the traced tree (its environment, command line
 	// and memory hold other programs' secrets).

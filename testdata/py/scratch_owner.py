@@ -18,6 +18,12 @@
 # it and removes BASE-d; the tree makes a BASE-d of its own and tries to
 # write the host's file through its own fd's /proc/self/fd link (whose
 # text still reads BASE-d/hostfile (deleted)).
+# MODE deleted-moved (red team 32, with ROOT on /dev/shm's file system):
+# the tree makes BASE-d (mode 0777); the host puts hostfile in it; the
+# tree opens it read-only; the host unlinks it (keeping it open); the tree
+# moves BASE-d into ROOT (nothing foreign is left in it) and tries to
+# write and re-permission the host's file through its read-only fd, whose
+# link text now reads ROOT/.../hostfile (deleted).
 # MODE lifecycle (with ROOT, a writable root on /dev/shm): no host; the tree's own life cycle (create, write,
 # rename, delete, recreate, directories, links, a directory of the sandbox
 # moved into scratch) must all pass.
@@ -94,6 +100,21 @@ elif mode == "deleted-dir":
     attempt("reopen deleted host file", lambda: write(link, b"TREE"))
     attempt("chmod deleted host file", lambda: os.chmod(link, 0o600))
     attempt("fchmod deleted host file", lambda: os.fchmod(fd, 0o600))
+elif mode == "deleted-moved":
+    os.mkdir(d)
+    os.chmod(d, 0o777)
+    open(signal + ".half", "w").close()
+    for _ in range(200):
+        if os.path.exists(d + "/hostfile"):
+            break
+        time.sleep(0.05)
+    fd = os.open(d + "/hostfile", os.O_RDONLY)
+    wait_host()
+    moved = os.path.join(sys.argv[4], "moved-d")
+    attempt("move dir into root", lambda: os.rename(d, moved))
+    link = "/proc/self/fd/%d" % fd
+    attempt("reopen deleted host file", lambda: write(link, b"TREE"))
+    attempt("fchmod deleted host file", lambda: os.fchmod(fd, 0o666))
 elif mode == "lifecycle":
     attempt("mkdir", lambda: os.mkdir(d))
     attempt("mkdir sub", lambda: os.mkdir(d + "/sub"))
