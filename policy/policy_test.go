@@ -100,9 +100,11 @@ func newp(p string) Path { return Path{Resolved: p} }
 // deleted is a file with no name whose old name was p (pathres Deleted).
 // deleted is a file with no name reached through a write-mode fd of the
 // tree; deletedRO through a read-only one.
-func deleted(p string) Path   { return Path{Resolved: p + " (deleted)", Deleted: true, DeletedWritable: true} }
+func deleted(p string) Path {
+	return Path{Resolved: p + " (deleted)", Deleted: true, DeletedWritable: true}
+}
 func deletedRO(p string) Path { return Path{Resolved: p + " (deleted)", Deleted: true} }
-func dir(p string) Path     { return Path{Resolved: p, Exists: true, IsDir: true} }
+func dir(p string) Path       { return Path{Resolved: p, Exists: true, IsDir: true} }
 func special(pid int, obj string, inTree, writable bool) Path {
 	return Path{Resolved: fmt.Sprintf("/proc/%d/fd/1", pid), Exists: true, Special: obj, SpecialInTree: inTree, SpecialWritable: writable}
 }
