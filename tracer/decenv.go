@@ -162,10 +162,11 @@ func (e decEnv) FdLink(fd int32) (string, bool) {
 }
 
 // FdFlags reads the fdinfo flags of the fd link resolved. It is asked of a
-// pipe or other object reached through /proc/<pid>/fd/N, which a copied
-// call never is (uncopyable: r.ViaProc), so the call is frozen and no task
-// of the tree can dup2 another file onto N between this read and the
-// kernel's walk; a single-task tree has no other task to.
+// pipe or other object, or a file with no name, reached through
+// /proc/<pid>/fd/N, which a copied call never is (uncopyable: r.ViaProc),
+// or through an fd argument (HFdMeta, which always freezes): the call is
+// frozen and no task of the tree can dup2 another file onto N between this
+// read and the kernel's use; a single-task tree has no other task to.
 func (e decEnv) FdFlags(resolved string) (uint64, bool) {
 	f, err := pathres.FdFlags(resolved)
 	return f, err == nil
