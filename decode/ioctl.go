@@ -288,6 +288,9 @@ func (d *Decoder) fcntl() *policy.Op {
 		}
 		d.Flags = "F_SETLEASE(" + syscalls.FormatLeaseType(typ) + ")"
 		return d.FdMeta(0, syscalls.KindLease)
+	case syscalls.FcntlSetRwHint:
+		d.Flags = "F_SET_RW_HINT"
+		return d.FdMeta(0, syscalls.KindWrite)
 	case syscalls.FcntlSetDeleg:
 		d.Flags = "F_SETDELEG"
 		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: d.Name}

@@ -226,7 +226,7 @@ func rules(o Options) ([]rule, error) {
 			// compared on its low 32 bits, as the kernel reads it.
 			c = &cond{arg: s.FlagsArg, allowVals: syscalls.IoctlAllowedCmds()}
 		case "fcntl":
-			c = &cond{arg: s.FlagsArg, vals: []uint32{syscalls.FcntlSetFl, syscalls.FcntlSetOwn, syscalls.FcntlSetOwnEx, syscalls.FcntlSetLease, syscalls.FcntlSetDeleg}}
+			c = &cond{arg: s.FlagsArg, vals: []uint32{syscalls.FcntlSetFl, syscalls.FcntlSetOwn, syscalls.FcntlSetOwnEx, syscalls.FcntlSetLease, syscalls.FcntlSetDeleg, syscalls.FcntlSetRwHint}}
 		case "seccomp":
 			c = &cond{arg: s.FlagsArg, anyBits: true, mask: syscalls.SeccompFilterFlagNewListener}
 		case "prctl":

@@ -1064,9 +1064,10 @@ func TestPathPageOff(t *testing.T) {
 		// Then io_setup and io_submit forbidden (native AIO, red team 4).
 		// Then net +7 (x86_64 +8 with clones, leaf layout): setsockopt's
 		// interface options (SO_BINDTODEVICE, IP_UNICAST_IF, ...) and
-		// IPV6_NEXTHOP, IPV6_2292PKTOPTIONS. Then +1: prctl(PR_SCHED_CORE).
-		"x86_64":  {568, 590, 573, 595, 610, 632, 615, 633}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {490, 515, 487, 512, 531, 556, 528, 553}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		// IPV6_NEXTHOP, IPV6_2292PKTOPTIONS. Then +1: prctl(PR_SCHED_CORE),
+		// +1: fcntl(F_SET_RW_HINT).
+		"x86_64":  {569, 591, 574, 596, 611, 633, 616, 634}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {491, 516, 488, 513, 532, 557, 529, 554}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

@@ -594,6 +594,22 @@ func escapeCases() []escapeCase {
 			setup: func(w *world) []string { sleepGone(w, startSleep(w)); return []string{strconv.Itoa(w.pid)} }},
 		{name: "c-tgkill-outside", prog: []string{"c", "tgkill"}, kinds: []string{"signal"}, errno: "EPERM", match: byPid,
 			setup: func(w *world) []string { sleepGone(w, startSleep(w)); return []string{strconv.Itoa(w.pid)} }},
+		{name: "py-rw-hint-outside", prog: []string{"py", "rw-hint"}, kinds: []string{"write"}, errno: "EACCES",
+			bareCannot: cannotWhen("EINVAL"),
+			setup: func(w *world) []string {
+				w.victim = w.p("f")
+				w.escaped = func(result) (bool, string) {
+					f, err := os.Open(w.victim)
+					if err != nil {
+						return false, err.Error()
+					}
+					defer f.Close()
+					var hint uint64
+					_, _, e := unix.Syscall(unix.SYS_FCNTL, f.Fd(), 1035, uintptr(unsafe.Pointer(&hint))) // F_GET_RW_HINT
+					return e == 0 && hint != 0, fmt.Sprintf("write-life hint %d (%v)", hint, e)
+				}
+				return []string{w.victim}
+			}},
 		{name: "py-setpriority-outside", prog: []string{"py", "setpriority"}, kinds: []string{"process"}, errno: "EPERM", match: byPid,
 			setup: func(w *world) []string {
 				startSleep(w)

@@ -534,9 +534,9 @@ func (p *Policy) deletedWritable(kind syscalls.Kind, pa *Path, l Ledger) Decisio
 		if d, ok := p.denyRead(name); ok {
 			return d
 		}
-		if !pa.DeletedWritable && kind != syscalls.KindLease {
-			// A lease asks only for the mode its fd has (F_RDLCK on a
-			// read-only fd); everything else would change the file.
+		if !pa.DeletedWritable {
+			// A read lease too: it stalls the owner's next open for
+			// writing, and a lease is allowed only where a write is.
 			return deny(syscall.EACCES, RuleDeletedFile, fmt.Sprintf("%s of %s, a file with no name any more, through a file descriptor not open for writing: a read-only fd (which the tree can get of any process's unlinked file) shows nothing about whose the file is", kind, pa.Resolved))
 		}
 		if _, ok := p.writeRoot(dir); ok && !Under(dir, "/proc") {

@@ -172,7 +172,7 @@ var forms = []form{
 	{name: "deleted scratch own dir: the name shows nothing", p: deleted("/dev/shm/mydir/x"), def: RuleDeletedFile},
 	// Through a read-only fd: a host process's unlinked file the tree
 	// opened read-only (red team, session 23).
-	{name: "deleted in root, read-only fd", p: deletedRO("/srv/sbx/gone"), def: RuleDeletedFile, by: map[string]Rule{"lease": RuleInsideRoot}},
+	{name: "deleted in root, read-only fd", p: deletedRO("/srv/sbx/gone"), def: RuleDeletedFile},
 	{name: "deleted scratch host dir", p: deleted("/dev/shm/hostdir/x"), def: RuleDeletedFile},
 	{name: "deleted memfd", p: deleted("/memfd:x"), def: RuleDeletedFile},
 	{name: "deleted proc", p: deleted("/proc/1/x"), def: RuleDeletedFile},

@@ -274,6 +274,13 @@ const (
 	// F_UNLCK, which drops one, passes.
 	FcntlSetLease = 1024
 	FcntlUnlck    = 2 // F_UNLCK: the lease type that releases
+	// F_SET_RW_HINT (F_LINUX_SPECIFIC_BASE+12, 4.13): sets the write-life
+	// hint the kernel keeps on the fd's inode, which the owner's later
+	// writes go out with; it works on a read-only fd of any file the
+	// caller owns (root: fowner, any file). Checked as a write of what the
+	// fd points to (red team, session 23). F_SET_FILE_RW_HINT (+14) set
+	// the open file's own hint until 6.2 and touches no inode: not trapped.
+	FcntlSetRwHint = 1036
 	// F_SETFL with O_ASYNC turns on signal-driven I/O. On a terminal the
 	// kernel itself names the terminal's foreground process group as the
 	// fd's SIGIO owner (tty_fasync, __tty_fasync): no F_SETOWN is made,

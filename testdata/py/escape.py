@@ -192,6 +192,18 @@ def main():
     # --- other processes outside the tree ---
     elif case == "kill":
         result(lambda: os.kill(int(args[0]), signal.SIGTERM))
+    elif case == "rw-hint":
+        # fcntl(F_SET_RW_HINT) on a read-only fd: sets the write-life hint
+        # the kernel keeps on the host file's inode (red team, session 23).
+        def run():
+            lc = libc()
+            fd = os.open(args[0], os.O_RDONLY)
+            try:
+                hint = ctypes.c_uint64(5)  # RWH_WRITE_LIFE_EXTREME
+                ctypes_call(lambda: lc.fcntl(fd, 1036, ctypes.byref(hint)))()
+            finally:
+                os.close(fd)
+        result(run)
     elif case == "setpriority":
         result(lambda: os.setpriority(os.PRIO_PROCESS, int(args[0]), 19))
     elif case == "sched-core-share-to":
