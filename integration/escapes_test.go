@@ -803,19 +803,8 @@ func escapeCases() []escapeCase {
 // ground truth is the kernel taking the options: setsockopt and getsockopt
 // agreeing, or the sendmsg succeeding.
 func sourceRouteCase(name, pyCase, sysname string, args ...string) escapeCase {
-	return escapeCase{name: name, prog: []string{"py", pyCase}, flags: []string{"--net", "loopback"},
-		kinds: []string{"connect"}, errno: "EACCES", match: bySyscall,
-		bareCannot: func(res string) string {
-			if res != "ok" {
-				return "the kernel here takes no route to the first hop: " + res
-			}
-			return ""
-		},
-		setup: func(w *world) []string {
-			w.sysname, w.needle = sysname, "source routing"
-			w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
-			return args
-		}}
+	return kernelTakesCase(name, pyCase, sysname, "source routing", "the kernel here takes no route to the first hop",
+		func() []string { return args })
 }
 
 // interfaceCase: a datagram for 127.0.0.1 (::1) sent out of a network
@@ -825,25 +814,38 @@ func sourceRouteCase(name, pyCase, sysname string, args ...string) escapeCase {
 // 23). The ground truth, as for source routes, is the kernel taking it:
 // the option set and the datagram sent.
 func interfaceCase(name, pyCase, sysname string) escapeCase {
+	c := kernelTakesCase(name, pyCase, sysname, "network interface", "the kernel here does not send out of the interface for this user",
+		func() []string {
+			ifc := outsideInterface()
+			return []string{ifc.Name, strconv.Itoa(ifc.Index), "9"}
+		})
+	c.skip = func(w *world) string {
+		if outsideInterface() == nil {
+			return "no network interface other than loopback is up here"
+		}
+		return ""
+	}
+	return c
+}
+
+// kernelTakesCase is a --net loopback case whose escape nothing on this
+// host can see: the ground truth is the program's call succeeding ("ok");
+// a bare run that fails says the kernel here cannot (cannot, the result
+// appended). needle is what the stderr notice must mention; args gives
+// the program's arguments at setup.
+func kernelTakesCase(name, pyCase, sysname, needle, cannot string, args func() []string) escapeCase {
 	return escapeCase{name: name, prog: []string{"py", pyCase}, flags: []string{"--net", "loopback"},
 		kinds: []string{"connect"}, errno: "EACCES", match: bySyscall,
-		skip: func(w *world) string {
-			if outsideInterface() == nil {
-				return "no network interface other than loopback is up here"
-			}
-			return ""
-		},
 		bareCannot: func(res string) string {
 			if res != "ok" {
-				return "the kernel here does not send out of the interface for this user: " + res
+				return cannot + ": " + res
 			}
 			return ""
 		},
 		setup: func(w *world) []string {
-			w.sysname, w.needle = sysname, "network interface"
+			w.sysname, w.needle = sysname, needle
 			w.escaped = func(r result) (bool, string) { return resultOf(r.stdout) == "ok", "result " + resultOf(r.stdout) }
-			ifc := outsideInterface()
-			return []string{ifc.Name, strconv.Itoa(ifc.Index), "9"}
+			return args()
 		}}
 }
 

@@ -152,9 +152,7 @@ func TestScratchNameReuse(t *testing.T) {
 		"chmod re-made file", "unlink re-made file", "rename re-made dir"}, nil)
 	wantContent(t, base+"-d/hostfile", "HOST")
 	wantContent(t, base+"-f", "HOSTF")
-	if st, err := os.Stat(base + "-f"); err == nil && st.Mode().Perm() == 0o600 {
-		t.Errorf("ESCAPED: the tree re-permissioned the host's %s-f", base)
-	}
+	wantNotChmodded(t, base+"-f")
 	wantAbsent(t, base+"-d/new")
 	wantAbsent(t, base+"-moved")
 	// All but the write of hostfile, which never was the tree's, say
@@ -252,6 +250,15 @@ func TestScratchDeletedMovedIntoRoot(t *testing.T) {
 	wantHostHeldIntact(t, host, r, 2)
 }
 
+// wantNotChmodded checks that the host's file p was not given mode 0600,
+// the mode the tree's chmod attempts set.
+func wantNotChmodded(t *testing.T, p string) {
+	t.Helper()
+	if st, err := os.Stat(p); err == nil && st.Mode().Perm() == 0o600 {
+		t.Errorf("ESCAPED: the tree re-permissioned the host's %s", p)
+	}
+}
+
 // wantHostHeldIntact checks the host's unlinked file the tree tried to
 // change (written "HOST", mode 0644, held open by the host as host) and that
 // the report has n deleted-file denials, one per attempt.
@@ -298,9 +305,7 @@ func TestScratchHostFileInOwnDir(t *testing.T) {
 	wantContent(t, d+"/hostfile", "HOST")
 	wantContent(t, d+"/hostfile2", "HOST2")
 	wantContent(t, d+"/hostfile3", "HOST3")
-	if st, err := os.Stat(d + "/hostfile"); err == nil && st.Mode().Perm() == 0o600 {
-		t.Errorf("ESCAPED: the tree re-permissioned the host's %s/hostfile", d)
-	}
+	wantNotChmodded(t, d+"/hostfile")
 	wantAbsent(t, d+"/lnk")
 	wantAbsent(t, d+"/taken")
 	wantAbsent(t, base+"-moved")
