@@ -24,6 +24,13 @@ const (
 // (listen is the tracer's: it asks which sockets were bound, listen.go).
 func (d *Decoder) socket() *policy.Op {
 	switch d.Name {
+	case "socket":
+		ok, what := syscalls.SocketAllowed(d.Regs.Int32Arg(0), d.Regs.Int32Arg(1), d.Regs.Int32Arg(2))
+		if ok {
+			d.Out = PassOutcome()
+			return nil
+		}
+		return &policy.Op{Kind: syscalls.KindConnect, Syscall: d.Name, Family: syscalls.SocketCreate, Addr: what}
 	case "setsockopt":
 		level, name := d.Regs.Int32Arg(1), d.Regs.Int32Arg(2)
 		family, what := syscalls.RouteOption(level, name, false)

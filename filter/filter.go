@@ -206,8 +206,8 @@ func rules(o Options) ([]rule, error) {
 			if !o.TrapNet {
 				continue
 			}
-			c = &cond{arg: s.FlagsArg, vals: syscalls.SourceRouteOpts}
-		case "connect", "sendmsg", "sendmmsg", "listen":
+			c = &cond{arg: s.FlagsArg, vals: syscalls.SetsockoptTrapped}
+		case "connect", "sendmsg", "sendmmsg", "listen", "socket":
 			if !o.TrapNet {
 				continue
 			}

@@ -265,6 +265,14 @@ func TestFilterCases(t *testing.T) {
 			{name: "setsockopt_ipv6_2292rthdr", o: net, call: "setsockopt", args: arg(2, 5), want: RetTrace},
 			{name: "setsockopt_reuseaddr", o: net, call: "setsockopt", args: arg(2, 2), want: RetAllow},
 			{name: "setsockopt_ip_options_net_allowed", call: "setsockopt", args: arg(2, 4), want: RetAllow},
+			{name: "setsockopt_ip_add_membership", o: net, call: "setsockopt", args: arg(2, 35), want: RetTrace},
+			{name: "setsockopt_mcast_msfilter", o: net, call: "setsockopt", args: arg(2, 48), want: RetTrace},
+			{name: "setsockopt_ipv6_join_group", o: net, call: "setsockopt", args: arg(2, 20), want: RetTrace},
+			{name: "setsockopt_ipv6_join_anycast", o: net, call: "setsockopt", args: arg(2, 27), want: RetTrace},
+			{name: "setsockopt_ip_multicast_ttl", o: net, call: "setsockopt", args: arg(2, 33), want: RetAllow},
+			{name: "setsockopt_membership_net_allowed", call: "setsockopt", args: arg(2, 35), want: RetAllow},
+			{name: "socket", o: net, call: "socket", want: RetTrace},
+			{name: "socket_net_allowed", call: "socket", want: RetAllow},
 			{name: "sendto_null_dest", o: net, call: "sendto", args: arg(4, 0), want: RetAllow},
 			{name: "sendto_dest", o: net, call: "sendto", args: arg(4, 0x7ffc12345678), want: RetTrace},
 			{name: "sendto_dest_low_word_zero", o: net, call: "sendto", args: arg(4, 0x7ffc00000000), want: RetTrace},
@@ -567,7 +575,7 @@ func TestTrapped(t *testing.T) {
 				}
 			}
 			full := Trapped(Options{Table: tbl, TrapNet: true, TrapAllClones: true})
-			for _, n := range []string{"connect", "sendto", "sendmsg", "sendmmsg", "listen"} {
+			for _, n := range []string{"connect", "sendto", "sendmsg", "sendmmsg", "listen", "socket"} {
 				if !has(full, n) {
 					t.Errorf("%s not trapped with TrapNet", n)
 				}
@@ -1065,9 +1073,11 @@ func TestPathPageOff(t *testing.T) {
 		// Then net +7 (x86_64 +8 with clones, leaf layout): setsockopt's
 		// interface options (SO_BINDTODEVICE, IP_UNICAST_IF, ...) and
 		// IPV6_NEXTHOP, IPV6_2292PKTOPTIONS. Then +1: prctl(PR_SCHED_CORE),
-		// +1: fcntl(F_SET_RW_HINT).
-		"x86_64":  {569, 591, 574, 596, 611, 633, 616, 634}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {491, 516, 488, 513, 532, 557, 529, 554}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		// +1: fcntl(F_SET_RW_HINT). Then net +20 to +22: setsockopt's
+		// multicast membership options (18 optnames) and socket() (red
+		// team, session 25).
+		"x86_64":  {569, 591, 574, 596, 633, 653, 638, 654}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {491, 516, 488, 513, 554, 579, 551, 576}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"bufio"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -674,6 +677,11 @@ func escapeCases() []escapeCase {
 		interfaceCase("py-ip-unicast-if", "unicast-if", "setsockopt"),
 		interfaceCase("py-ip-pktinfo-ifindex", "pktinfo", "sendmsg"),
 		interfaceCase("py-ipv6-sticky-pktinfo", "sticky-pktinfo6", "setsockopt"),
+		membershipCase("py-ip-add-membership", "mcast-join"),
+		membershipCase("py-ipv6-join-group", "mcast-join6"),
+		membershipCase("py-ip-add-membership-net-deny", "mcast-join"),
+		socketFamilyCase("py-socket-vsock", "40", "1", "0"),
+		socketFamilyCase("py-socket-inet-raw", "2", "3", "1"),
 		{name: "py-tcp-listen-unbound", prog: []string{"py", "tcp-bind-listen"}, kinds: []string{"bind"}, errno: "EACCES", match: bySyscall,
 			setup: func(w *world) []string {
 				// The outside connects to whatever port the program
@@ -862,6 +870,94 @@ func outsideInterface() *net.Interface {
 		}
 	}
 	return nil
+}
+
+// membershipCase: a multicast join on the first outside interface under
+// --net loopback (or, named "-net-deny", the default --net deny). The
+// kernel sends a membership report naming the group out of that interface:
+// the red team read a secret from the groups' bytes on eth0 (session 25).
+// The ground truth is the host's own table of joined groups
+// (/proc/net/igmp, /proc/net/igmp6), polled by the test while the tree
+// holds the membership: the group must never appear under tracecell.
+func membershipCase(name, pyCase string) escapeCase {
+	v6 := pyCase == "mcast-join6"
+	c := escapeCase{name: name, prog: []string{"py", pyCase}, flags: []string{"--net", "loopback"},
+		kinds: []string{"connect"}, errno: "EACCES", match: bySyscall,
+		skip: func(w *world) string {
+			ifc := outsideInterface()
+			if ifc == nil || ifc.Flags&net.FlagMulticast == 0 {
+				return "no multicast network interface other than loopback is up here"
+			}
+			table := "/proc/net/igmp"
+			if v6 {
+				table = "/proc/net/igmp6"
+			}
+			if _, err := os.Stat(table); err != nil {
+				return "no " + table + " here"
+			}
+			return ""
+		},
+		bareCannot: func(res string) string {
+			if res != "ok" {
+				return "the kernel here does not join the group for this user: " + res
+			}
+			return ""
+		},
+		setup: func(w *world) []string {
+			w.sysname, w.needle = "setsockopt", "multicast"
+			ifc := outsideInterface()
+			var b [3]byte
+			rand.Read(b[:])
+			group := fmt.Sprintf("239.%d.%d.%d", b[0], b[1], b[2])
+			// /proc/net/igmp prints a group as its 32-bit value in host
+			// order (little-endian here): 239.1.2.3 is 030201EF.
+			want := fmt.Sprintf("%02X%02X%02X%02X", b[2], b[1], b[0], 239)
+			table := "/proc/net/igmp"
+			if v6 {
+				// ff0e::74:63XX:YYZZ, printed as its 16 bytes in hex.
+				ip := net.IP{0xff, 0x0e, 10: 0, 11: 0x74, 12: 0x63, 13: b[0], 14: b[1], 15: b[2]}
+				group, want = ip.String(), hex.EncodeToString(ip)
+				table = "/proc/net/igmp6"
+			}
+			var seen atomic.Bool
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					if b, err := os.ReadFile(table); err == nil && strings.Contains(strings.ToLower(string(b)), strings.ToLower(want)) {
+						seen.Store(true)
+					}
+					select {
+					case <-stop:
+						return
+					case <-time.After(5 * time.Millisecond):
+					}
+				}
+			}()
+			var once sync.Once
+			finish := func() { once.Do(func() { close(stop); <-done }) }
+			w.t.Cleanup(finish)
+			w.escaped = func(r result) (bool, string) {
+				finish()
+				return seen.Load(), fmt.Sprintf("group %s (%s) in %s: %v", group, want, table, seen.Load())
+			}
+			return []string{strconv.Itoa(ifc.Index), group, "0.3"}
+		}}
+	if strings.HasSuffix(name, "-net-deny") {
+		c.flags = nil
+	}
+	return c
+}
+
+// socketFamilyCase: socket(family, type, protocol) of a kind whose
+// traffic no trapped call covers (SCTP connects through setsockopt and
+// getsockopt; raw sockets take the destination from the packet; other
+// families have their own ways) is denied unless --net allow. The ground
+// truth is the kernel making the socket in the bare run.
+func socketFamilyCase(name, family, typ, proto string) escapeCase {
+	return kernelTakesCase(name, "socket-family", "socket", "create a socket", "the kernel here makes no such socket for this user",
+		func() []string { return []string{family, typ, proto} })
 }
 
 // noDevShm skips a /dev/shm case where there is none.

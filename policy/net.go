@@ -62,6 +62,23 @@ func (p *Policy) decideNet(op *Op, l Ledger) Decision {
 			return allow(RuleNetAllow)
 		}
 		return p.netDenied("set "+op.Addr+", which sends packets out of a chosen network interface whatever their address", RuleNetLoopback)
+	case syscalls.RouteMembership:
+		// A multicast join, leave or source filter change: the kernel
+		// sends a membership report naming the group the program chose
+		// out of a network interface, whatever --net says of addresses.
+		if p.cfg.Net == NetAllow {
+			return allow(RuleNetAllow)
+		}
+		return p.netDenied("set "+op.Addr+", which makes the kernel send a multicast membership report naming a group the program chose onto the network", RuleNetLoopback)
+	case syscalls.SocketCreate:
+		// A socket of a family or protocol that connect, sendto and
+		// sendmsg do not cover (SCTP connects through setsockopt and
+		// getsockopt; packet and raw sockets take their destination
+		// from the packet itself): denied unless the network is open.
+		if p.cfg.Net == NetAllow {
+			return allow(RuleNetAllow)
+		}
+		return p.netDenied("create a socket of "+op.Addr+" (only AF_UNIX, AF_NETLINK and TCP, UDP and ping sockets of AF_INET and AF_INET6 are allowed)", RuleNetLoopback)
 	case "netlink":
 		// NETLINK_ROUTE is how glibc's getaddrinfo (AI_ADDRCONFIG) and
 		// if_nameindex learn the local addresses: their peer is the

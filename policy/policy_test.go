@@ -699,6 +699,8 @@ func TestDecideOtherFamilies(t *testing.T) {
 		{"source route", Op{Kind: C, Syscall: "setsockopt", Family: "source-route", Addr: "IP options"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
 		{"outgoing interface", Op{Kind: C, Syscall: "setsockopt", Family: syscalls.RouteInterface, Addr: "SO_BINDTODEVICE"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
 		{"pktinfo interface", Op{Kind: C, Syscall: "sendmsg", Family: syscalls.RouteInterface, Addr: "IP_PKTINFO (interface index 2)"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"multicast join", Op{Kind: C, Syscall: "setsockopt", Family: syscalls.RouteMembership, Addr: "IP_ADD_MEMBERSHIP"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
+		{"sctp socket", Op{Kind: C, Syscall: "socket", Family: syscalls.SocketCreate, Addr: "AF_INET SOCK_STREAM protocol 132"}, want{RuleNetDeny, RuleNetLoopback, RuleNetAllow}, nil},
 		{"abstract connect", Op{Kind: C, Family: "unix", Abstract: true, Addr: "@x"}, want{RuleUnixAbstract, RuleUnixAbstract, RuleNetAllow}, nil},
 		{"abstract bind", Op{Kind: B, Family: "unix", Abstract: true, Addr: "@x"}, want{RuleUnixAbstract, RuleUnixAbstract, RuleNetAllow}, nil},
 		{"autobind", Op{Kind: B, Family: "unix"}, same(RuleUnixAutobind), nil},

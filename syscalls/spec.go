@@ -2,6 +2,7 @@ package syscalls
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -80,17 +81,177 @@ const (
 	SoBindToIfindex    = 62 // SO_BINDTOIFINDEX
 )
 
-// SourceRouteOpts are the optnames the filter traps setsockopt for.
-// IPV6_PKTINFO has IP_UNICAST_IF's number (50), listed once.
+// Multicast group membership options. A join makes the kernel send a
+// membership report (IGMP for IPv4, MLD for IPv6) naming the group, and
+// the sources of a source-specific join, out of the chosen interface; a
+// leave, a source block or unblock and a filter change send reports too
+// (net/ipv4/igmp.c igmp_ifc_event, net/ipv6/mcast.c mld_ifc_event). The
+// group address is the program's to choose: 3 free bytes of an IPv4 group,
+// 14 of an IPv6 one, and a source list more, so a join is a way to put
+// chosen bytes on the local network with no connect or send to check
+// (red team, session 25: captured on eth0 under --net deny). An anycast
+// join (IPV6_JOIN_ANYCAST, CAP_NET_ADMIN) joins the solicited-node group.
+// The MCAST_* options (RFC 3678) have the same numbers at IPPROTO_IP and
+// IPPROTO_IPV6.
+const (
+	IPAddMembership    = 35 // IP_ADD_MEMBERSHIP
+	IPMsfilter         = 41 // IP_MSFILTER; 35-41 are all IPv4 membership options
+	McastJoinGroup     = 42 // MCAST_JOIN_GROUP
+	McastMsfilter      = 48 // MCAST_MSFILTER; 42-48 are all MCAST_* options
+	IPv6AddMembership  = 20 // IPV6_ADD_MEMBERSHIP (IPV6_JOIN_GROUP)
+	IPv6DropMembership = 21 // IPV6_DROP_MEMBERSHIP (IPV6_LEAVE_GROUP)
+	IPv6JoinAnycast    = 27 // IPV6_JOIN_ANYCAST
+	IPv6LeaveAnycast   = 28 // IPV6_LEAVE_ANYCAST
+)
+
+// MembershipOpts are the multicast membership optnames (IPv4 35-48, IPv6
+// 20, 21, 27, 28 and 42-48).
+var MembershipOpts = func() []uint32 {
+	v := []uint32{IPv6AddMembership, IPv6DropMembership, IPv6JoinAnycast, IPv6LeaveAnycast}
+	for n := uint32(IPAddMembership); n <= McastMsfilter; n++ {
+		v = append(v, n)
+	}
+	return v
+}()
+
+// SourceRouteOpts are the optnames that route a packet past its
+// destination. IPV6_PKTINFO has IP_UNICAST_IF's number (50), listed once.
 var SourceRouteOpts = []uint32{IPOptions, IPv6Rthdr, IPv62292Rthdr, IPv6Nexthop, IPv62292Pktoptions,
 	IPUnicastIf, IPv6UnicastIf, SoBindToDevice, SoMark, SoBindToIfindex}
+
+// SetsockoptTrapped are the optnames the filter traps setsockopt for (at
+// every level; the tracer checks the level): SourceRouteOpts and
+// MembershipOpts.
+var SetsockoptTrapped = append(append([]uint32{}, SourceRouteOpts...), MembershipOpts...)
 
 // Route families of RouteOption: how the option sends a packet past its
 // checked destination.
 const (
 	RouteSource    = "source-route" // through other hosts
 	RouteInterface = "interface"    // out of a chosen network interface
+	// RouteMembership: the kernel itself sends a membership report naming
+	// a group the program chose (MembershipOpts).
+	RouteMembership = "multicast-membership"
 )
+
+// SocketCreate is the Op family of a socket() the policy decides: one of
+// a family, type or protocol that SocketAllowed does not pass.
+const SocketCreate = "socket"
+
+// Socket families, types and protocols SocketAllowed knows by name.
+const (
+	afUnix       = 1
+	afInet       = 2
+	afInet6      = 10
+	afNetlink    = 16
+	sockStream   = 1
+	sockDgram    = 2
+	sockRaw      = 3
+	protoICMP    = 1
+	protoTCP     = 6
+	protoUDP     = 17
+	protoICMPv6  = 58
+	protoUDPLite = 136
+	protoMPTCP   = 262
+)
+
+// SocketAllowed says whether socket(family, typ, proto) makes a socket
+// whose traffic connect, bind, sendto, sendmsg, sendmmsg, listen and the
+// trapped socket options cover: AF_UNIX and AF_NETLINK (checked by
+// address), and TCP, MPTCP, UDP, UDP-Lite and ping (ICMP datagram)
+// sockets of AF_INET and AF_INET6. Everything else is a deny-by-default
+// surface (issue 16's rule for open-ended kernel interfaces): SCTP
+// connects through setsockopt(SCTP_SOCKOPT_CONNECTX) and
+// getsockopt(SCTP_SOCKOPT_CONNECTX3), which name addresses no trapped call
+// sees; raw and packet sockets take a packet's destination from the packet
+// (IP_HDRINCL); and each other family (AF_PACKET, AF_VSOCK, AF_BLUETOOTH,
+// AF_ALG, AF_XDP, ...) has its own ways to send. typ's SOCK_NONBLOCK and
+// SOCK_CLOEXEC bits are ignored. what describes the socket for the
+// report.
+func SocketAllowed(family, typ, proto int32) (ok bool, what string) {
+	t := typ & 0xf
+	switch family {
+	case afUnix, afNetlink:
+		return true, ""
+	case afInet, afInet6:
+		switch {
+		case t == sockStream && (proto == 0 || proto == protoTCP || proto == protoMPTCP):
+			return true, ""
+		case t == sockDgram && (proto == 0 || proto == protoUDP || proto == protoUDPLite):
+			return true, ""
+		case t == sockDgram && family == afInet && proto == protoICMP,
+			t == sockDgram && family == afInet6 && proto == protoICMPv6:
+			return true, "" // ping sockets: sendto names the host
+		}
+	}
+	return false, fmt.Sprintf("%s %s protocol %d", socketFamilyName(family), socketTypeName(t), proto)
+}
+
+func socketFamilyName(f int32) string {
+	names := map[int32]string{0: "AF_UNSPEC", afUnix: "AF_UNIX", afInet: "AF_INET", 3: "AF_AX25",
+		4: "AF_IPX", 5: "AF_APPLETALK", 9: "AF_X25", afInet6: "AF_INET6", 15: "AF_KEY",
+		afNetlink: "AF_NETLINK", 17: "AF_PACKET", 21: "AF_RDS", 29: "AF_CAN", 30: "AF_TIPC",
+		31: "AF_BLUETOOTH", 38: "AF_ALG", 40: "AF_VSOCK", 42: "AF_QIPCRTR", 44: "AF_XDP", 45: "AF_MCTP"}
+	if n, ok := names[f]; ok {
+		return n
+	}
+	return "family " + strconv.Itoa(int(f))
+}
+
+func socketTypeName(t int32) string {
+	switch t {
+	case sockStream:
+		return "SOCK_STREAM"
+	case sockDgram:
+		return "SOCK_DGRAM"
+	case sockRaw:
+		return "SOCK_RAW"
+	case 4:
+		return "SOCK_RDM"
+	case 5:
+		return "SOCK_SEQPACKET"
+	case 6:
+		return "SOCK_DCCP"
+	case 10:
+		return "SOCK_PACKET"
+	}
+	return "type " + strconv.Itoa(int(t))
+}
+
+// membershipName names an IPv4-level membership option for the report.
+func membershipName(name int32) string {
+	names := [...]string{"IP_ADD_MEMBERSHIP", "IP_DROP_MEMBERSHIP", "IP_UNBLOCK_SOURCE",
+		"IP_BLOCK_SOURCE", "IP_ADD_SOURCE_MEMBERSHIP", "IP_DROP_SOURCE_MEMBERSHIP", "IP_MSFILTER"}
+	if name >= IPAddMembership && name <= IPMsfilter {
+		return names[name-IPAddMembership]
+	}
+	return mcastName(name)
+}
+
+// membershipName6 names an IPv6-level membership option for the report.
+func membershipName6(name int32) string {
+	switch name {
+	case IPv6AddMembership:
+		return "IPV6_ADD_MEMBERSHIP"
+	case IPv6DropMembership:
+		return "IPV6_DROP_MEMBERSHIP"
+	case IPv6JoinAnycast:
+		return "IPV6_JOIN_ANYCAST"
+	case IPv6LeaveAnycast:
+		return "IPV6_LEAVE_ANYCAST"
+	}
+	return mcastName(name)
+}
+
+// mcastName names an MCAST_* option (42-48).
+func mcastName(name int32) string {
+	names := [...]string{"MCAST_JOIN_GROUP", "MCAST_BLOCK_SOURCE", "MCAST_UNBLOCK_SOURCE",
+		"MCAST_LEAVE_GROUP", "MCAST_JOIN_SOURCE_GROUP", "MCAST_LEAVE_SOURCE_GROUP", "MCAST_MSFILTER"}
+	if name >= McastJoinGroup && name <= McastMsfilter {
+		return names[name-McastJoinGroup]
+	}
+	return "option " + strconv.Itoa(int(name))
+}
 
 // RouteOption says whether a socket option (cmsg false) or a control
 // message of sendmsg (cmsg true) at (level, name) sends packets somewhere
@@ -106,6 +267,8 @@ func RouteOption(level, name int32, cmsg bool) (family, what string) {
 			return RouteSource, "IP options"
 		case name == IPUnicastIf && !cmsg:
 			return RouteInterface, "IP_UNICAST_IF"
+		case name >= IPAddMembership && name <= McastMsfilter && !cmsg:
+			return RouteMembership, membershipName(name)
 		}
 	case SolIPv6:
 		switch {
@@ -119,6 +282,10 @@ func RouteOption(level, name int32, cmsg bool) (family, what string) {
 			return RouteInterface, "IPV6_UNICAST_IF"
 		case name == IPv6Pktinfo && !cmsg:
 			return RouteInterface, "IPV6_PKTINFO"
+		case !cmsg && (name == IPv6AddMembership || name == IPv6DropMembership ||
+			name == IPv6JoinAnycast || name == IPv6LeaveAnycast ||
+			(name >= McastJoinGroup && name <= McastMsfilter)):
+			return RouteMembership, membershipName6(name)
 		}
 	case SolSocket:
 		switch name {
@@ -540,6 +707,9 @@ func buildSpecs() map[string]*Spec {
 		// routing sends traffic for 127.0.0.1 to the first hop it names,
 		// an interface binding out of that interface.
 		mk("setsockopt", KindConnect, HSocket).fd(0).flags(2),
+		// socket: every call is trapped (with the network not open) and
+		// decided by family, type and protocol (SocketAllowed).
+		mk("socket", KindConnect, HSocket),
 
 		// Signals. tgkill and rt_tgsigqueueinfo: PidArg is the tgid, the
 		// thread id is the next argument.

@@ -22,6 +22,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 PAYLOAD = b"ESCAPED\n"
 
@@ -318,6 +319,33 @@ def main():
                     s.send(PAYLOAD)
                 else:
                     s.sendto(PAYLOAD, dst)
+        result(run)
+    elif case in ("mcast-join", "mcast-join6"):
+        # Join multicast group args[1] on interface index args[0] and hold
+        # the membership for args[2] seconds: the kernel sends a membership
+        # report (IGMP, MLD) naming the group out of that interface, with
+        # no connect or send to check (red team, session 25: the group's
+        # free bytes carried a secret out under --net deny).
+        index, group, hold = int(args[0]), args[1], float(args[2])
+
+        def run():
+            if case == "mcast-join":
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                    # struct ip_mreqn: group, local address, ifindex.
+                    mreq = socket.inet_aton(group) + bytes(4) + struct.pack("=i", index)
+                    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, mreq)
+                    time.sleep(hold)
+            else:
+                with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as s:
+                    mreq = socket.inet_pton(socket.AF_INET6, group) + struct.pack("=I", index)
+                    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_JOIN_GROUP, mreq)
+                    time.sleep(hold)
+        result(run)
+    elif case == "socket-family":
+        # socket(args[0], args[1], args[2]): a family or protocol whose
+        # traffic no trapped call covers.
+        def run():
+            socket.socket(int(args[0]), int(args[1]), int(args[2])).close()
         result(run)
     elif case == "tcp-bind-listen":
         # bind to args[0]:args[1] (a failure is only noted, as a careless
