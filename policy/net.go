@@ -46,39 +46,13 @@ func (p *Policy) decideNet(op *Op, l Ledger) Decision {
 		return p.decideUnix(op, l)
 	case "inet", "inet6":
 		return p.decideInet(op, verb)
-	case syscalls.RouteSource:
-		// IP options (LSRR, SSRR), an IPv6 routing header or next hop:
-		// the packet goes to the first hop they name, not to the address
-		// checked.
+	case syscalls.RouteSource, syscalls.RouteInterface, syscalls.RouteMembership, syscalls.SocketCreate:
+		// Ways past the checked destination, allowed only with the
+		// network open (optionHarm says how each one gets out).
 		if p.cfg.Net == NetAllow {
 			return allow(RuleNetAllow)
 		}
-		return p.netDenied("set "+op.Addr+", which route packets through other hosts (source routing)", RuleNetLoopback)
-	case syscalls.RouteInterface:
-		// An outgoing interface (SO_BINDTODEVICE, IP_UNICAST_IF, a
-		// pktinfo's index, SO_MARK): a packet for 127.0.0.1 leaves
-		// through that interface onto its network.
-		if p.cfg.Net == NetAllow {
-			return allow(RuleNetAllow)
-		}
-		return p.netDenied("set "+op.Addr+", which sends packets out of a chosen network interface whatever their address", RuleNetLoopback)
-	case syscalls.RouteMembership:
-		// A multicast join, leave or source filter change: the kernel
-		// sends a membership report naming the group the program chose
-		// out of a network interface, whatever --net says of addresses.
-		if p.cfg.Net == NetAllow {
-			return allow(RuleNetAllow)
-		}
-		return p.netDenied("set "+op.Addr+", which makes the kernel send a multicast membership report naming a group the program chose onto the network", RuleNetLoopback)
-	case syscalls.SocketCreate:
-		// A socket of a family or protocol that connect, sendto and
-		// sendmsg do not cover (SCTP connects through setsockopt and
-		// getsockopt; packet and raw sockets take their destination
-		// from the packet itself): denied unless the network is open.
-		if p.cfg.Net == NetAllow {
-			return allow(RuleNetAllow)
-		}
-		return p.netDenied("create a socket of "+op.Addr+" (only AF_UNIX, AF_NETLINK and TCP, UDP and ping sockets of AF_INET and AF_INET6 are allowed)", RuleNetLoopback)
+		return p.netDenied(optionHarm(op), RuleNetLoopback)
 	case "netlink":
 		// NETLINK_ROUTE is how glibc's getaddrinfo (AI_ADDRCONFIG) and
 		// if_nameindex learn the local addresses: their peer is the
@@ -142,6 +116,33 @@ func (p *Policy) decideNet(op *Op, l Ledger) Decision {
 // connect-kind check that is no connect).
 func isSend(syscall string) bool {
 	return syscall == "sendto" || syscall == "sendmsg" || syscall == "sendmmsg"
+}
+
+// optionHarm says, for a denial's reason, how a socket option, control
+// message or socket kind (op.Family, what in op.Addr) gets traffic past
+// the checked destination:
+//   - RouteSource: IP options (LSRR, SSRR), an IPv6 routing header or next
+//     hop send the packet to the first hop they name;
+//   - RouteInterface: an outgoing interface (SO_BINDTODEVICE,
+//     IP_UNICAST_IF, a pktinfo's index, SO_MARK) sends a packet for
+//     127.0.0.1 out of that interface onto its network;
+//   - RouteMembership: a multicast join, leave or source filter change
+//     makes the kernel send a membership report naming the group the
+//     program chose out of an interface, whatever --net says of addresses;
+//   - SocketCreate: a socket of a family or protocol whose traffic no
+//     checked call covers (SCTP connects through setsockopt and
+//     getsockopt; raw and packet sockets take the destination from the
+//     packet itself).
+func optionHarm(op *Op) string {
+	switch op.Family {
+	case syscalls.RouteSource:
+		return "set " + op.Addr + ", which route packets through other hosts (source routing)"
+	case syscalls.RouteInterface:
+		return "set " + op.Addr + ", which sends packets out of a chosen network interface whatever their address"
+	case syscalls.RouteMembership:
+		return "set " + op.Addr + ", which makes the kernel send a multicast membership report naming a group the program chose onto the network"
+	}
+	return "create a socket of " + op.Addr + " (only AF_UNIX, AF_NETLINK and TCP, UDP and ping sockets of AF_INET and AF_INET6 are allowed)"
 }
 
 func (p *Policy) netDenied(what string, loopRule Rule) Decision {
