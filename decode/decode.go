@@ -8,6 +8,7 @@ import (
 	"github.com/tracecell/tracecell/pathres"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
+	"golang.org/x/sys/unix"
 )
 
 // Memory reads the stopped task's memory.
@@ -138,6 +139,39 @@ type Tree interface {
 	// dev, reached as resolved, can signal only the tree (a pty master,
 	// or a slave the tree made).
 	AsyncOwn(resolved string, dev DevID) bool
+	// Ctty is the stopped task's controlling terminal, which an open of
+	// /dev/tty opens (tracer/ctty.go).
+	Ctty() Terminal
+	// FdTerminal is the terminal that fd, an open file of /dev/tty,
+	// acts on: the one that was controlling when it was opened.
+	FdTerminal(fd int32) Terminal
+}
+
+// Terminal is the terminal /dev/tty stands for (policy.Path.Ctty).
+type Terminal struct {
+	// None: there is none. For an open, the caller has no controlling
+	// terminal (the kernel fails it, ENXIO); for an fd, its terminal was
+	// hung up (the kernel fails every change on it).
+	None bool
+	// Path is the terminal's node: /dev/pts/N, or a console's or serial
+	// line's.
+	Path string
+	// Own: the tree's own pty or tracecell's own terminal.
+	Own bool
+	// Why, when set, says why the terminal cannot be told (denied).
+	Why string
+}
+
+// DevTTYRdev reports whether rdev is the device of /dev/tty (5, 0:
+// TTYAUX_MAJOR, Documentation/admin-guide/devices.txt).
+func DevTTYRdev(rdev uint64) bool { return unix.Major(rdev) == 5 && unix.Minor(rdev) == 0 }
+
+// setTerminal makes p, a path of /dev/tty, stand for the terminal tm.
+func setTerminal(p *policy.Path, tm Terminal) {
+	p.Ctty, p.CttyWhy, p.OwnPty = true, tm.Why, tm.Own
+	if tm.Path != "" {
+		p.Resolved = tm.Path
+	}
 }
 
 // DevID is a character device as fstat names it: the device of its node

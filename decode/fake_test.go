@@ -54,6 +54,9 @@ type fakeEnv struct {
 	stdio   map[DevID]bool
 	async   map[string]bool
 	fdFlags map[string]uint64 // fdinfo flags of a /proc/<pid>/fd/N link
+	ctty    Terminal          // the caller's controlling terminal
+	fdTerm  map[int32]Terminal
+	cttyN   int // Ctty and FdTerminal calls
 	// sockets
 	frozen       bool
 	exitWritable Span // memory an exit could write
@@ -177,6 +180,8 @@ func (e *fakeEnv) PidfdPid(fd int32) (int, syscall.Errno, string) {
 	return p.pid, p.errno, p.why
 }
 func (e *fakeEnv) StdioTTY(dev DevID) bool                  { return e.stdio[dev] }
+func (e *fakeEnv) Ctty() Terminal                           { e.cttyN++; return e.ctty }
+func (e *fakeEnv) FdTerminal(fd int32) Terminal             { e.cttyN++; return e.fdTerm[fd] }
 func (e *fakeEnv) AsyncOwn(resolved string, dev DevID) bool { return e.async[resolved] }
 func (e *fakeEnv) CharDev(fd int32) (DevID, bool) {
 	d, ok := e.chr[fd]

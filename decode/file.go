@@ -29,6 +29,18 @@ func (d *Decoder) open() *policy.Op {
 	if !ok {
 		return nil
 	}
+	if p.Exists && p.Special == "" && p.Resolved == policy.DevTTY && flags&unix.O_PATH == 0 && !tmpfile {
+		// /dev/tty opens the caller's controlling terminal: decided as
+		// that terminal (tracer/ctty.go). The tracer runs the open
+		// frozen (uncopyable), so that no task of the tree can change
+		// that terminal before the kernel's open.
+		tm := d.Env.Ctty()
+		if tm.None {
+			d.Out = KernelFailsWith(syscall.ENXIO) // tty_open_current_tty
+			return nil
+		}
+		setTerminal(&p, tm)
+	}
 	op := newOp(0, d.Name, p)
 	if flags&unix.O_CREAT != 0 || tmpfile {
 		// The mode of the file it may create: set-id bits are checked

@@ -36,6 +36,13 @@ func (d *Decoder) ioctl() *policy.Op {
 		if fam, whole := syscalls.IoctlFamily(cmd); whole {
 			return d.forbiddenIoctl(d.Flags + " (" + fam + " commands reach beyond the file their fd points to)")
 		}
+		if cmd == syscalls.TIOCNOTTY {
+			// The caller's controlling terminal (its session's, for a
+			// session leader) is about to go: one not the tree's is
+			// noted first, for the /dev/tty fds whose terminal cannot be
+			// asked (tracer/ctty.go).
+			d.Env.Ctty()
+		}
 		op := d.FdMeta(0, syscalls.KindIoctl)
 		if op != nil {
 			op.Ioctl = d.Flags
@@ -60,7 +67,23 @@ func (d *Decoder) ioctl() *policy.Op {
 		// what fd points to (pty.go). fstat through /proc/<tid>/fd/N
 		// follows the fd, whatever path it was opened by.
 		fd := d.Regs.Int32Arg(0)
-		if dev, ok := d.Env.CharDev(fd); ok && d.Env.StdioTTY(dev) {
+		dev, ok := d.Env.CharDev(fd)
+		if ok && DevTTYRdev(dev.Rdev) {
+			// An fd of /dev/tty acts on the terminal that was the
+			// controlling one when it was opened: decided as that
+			// terminal (tracer/ctty.go), never as the default device.
+			tm := d.Env.FdTerminal(fd)
+			if tm.None {
+				d.Out = PassOutcome() // hung up: the kernel fails every change on it
+				return nil
+			}
+			op := d.FdMeta(0, is.Kind)
+			if op != nil {
+				setTerminal(&op.Paths[0], tm)
+			}
+			return op
+		}
+		if ok && d.Env.StdioTTY(dev) {
 			d.Out = PassOutcome()
 			return nil
 		}

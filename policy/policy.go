@@ -22,6 +22,32 @@ func DefaultDevices() []string {
 	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts/ptmx"}
 }
 
+// cttyDecision decides the terminal that /dev/tty names for the caller
+// (pa.Ctty): its controlling terminal when it opens /dev/tty, the terminal
+// an fd of /dev/tty refers to for a terminal change. Resolved is that
+// terminal (/dev/pts/N, or the node of a console or serial line). Like a
+// pty slave opened by name: writable when it is the tree's own or
+// tracecell's own terminal (pa.OwnPty) or a device the operator allowed;
+// otherwise another session's terminal, which /dev/tty must not reach
+// (red team F2: a read-only open of another terminal makes it the
+// controlling terminal of a session leader that has none). CttyWhy, when
+// set, says why the terminal cannot be told: denied.
+func (p *Policy) cttyDecision(pa *Path) Decision {
+	switch {
+	case pa.CttyWhy != "":
+		return deny(syscall.EACCES, RuleForeignPty, pa.CttyWhy)
+	case pa.OwnPty:
+		return allow(RuleOwnPty)
+	case p.device(pa.Resolved):
+		return allow(RuleDevice)
+	}
+	return deny(syscall.EACCES, RuleForeignPty, fmt.Sprintf("/dev/tty is %s here, a terminal the traced tree did not create (only its own ptys and tracecell's own terminal are writable)", pa.Resolved))
+}
+
+// DevTTY is the controlling terminal's name, a default device that names
+// no terminal of its own (Path.Ctty).
+const DevTTY = "/dev/tty"
+
 // PtySlave reports whether the resolved path res names a pseudo-terminal
 // slave, /dev/pts/N: an entry of the devpts mounted at /dev/pts other than
 // its multiplexer ptmx (a twin of /dev/ptmx, which makes a new pty).
@@ -439,6 +465,9 @@ func (p *Policy) writable(kind syscalls.Kind, r string, pa *Path, l Ledger) (Dec
 	}
 	if Under(res, "/proc") {
 		return deny(syscall.EACCES, RuleProcWrite, "writes under /proc are not allowed"), ""
+	}
+	if pa.Ctty && kind == syscalls.KindWrite {
+		return p.cttyDecision(pa), ""
 	}
 	if root, ok := p.writeRoot(res); ok {
 		if verb, bad := destroysRoot(kind); bad && res == root {

@@ -59,6 +59,13 @@ func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 				return deny(syscall.EACCES, RuleScratchNotOwned, fmt.Sprintf("not created by the traced tree: the entries of the scratch dir %s are private to the tree that made them (another session's shared memory?)", s))
 			}
 		}
+		// /dev/tty decided by the terminal it names (cttyDecision).
+		if pa.Ctty {
+			if d := p.cttyDecision(pa); !d.Allow {
+				return d
+			}
+			continue
+		}
 		// Another terminal of the user read-only still gives its input
 		// (what someone types in another ssh session) and, with ioctls,
 		// its settings. Checked wherever reads are (the session server,

@@ -187,6 +187,14 @@ type Path struct {
 	// tracecell's own stdio (by device numbers). Every other pty is another
 	// session's terminal.
 	OwnPty bool `json:"-"`
+	// Ctty is set by the tracer when the file is /dev/tty, which names no
+	// terminal of its own: the kernel opens the caller's controlling
+	// terminal, and an fd of it acts on the terminal that was controlling
+	// when it was opened. Resolved is then that terminal (/dev/pts/N, or
+	// the node of a console or serial line), OwnPty whether the tree may
+	// write it, and CttyWhy, when set, why it cannot be told (denied).
+	Ctty    bool   `json:"-"`
+	CttyWhy string `json:"-"`
 	// GivenBytes, BaseBytes and ResolvedBytes repeat Given, Base and
 	// Resolved byte for byte when they are not valid UTF-8 (KeepBytes):
 	// a JSON string cannot hold such bytes (encoding/json writes U+FFFD

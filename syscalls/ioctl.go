@@ -28,6 +28,10 @@ type IoctlSpec struct {
 // asm-generic/ioctls.h, which x86_64 and arm64 both use.
 const TIOCGPTN = 0x80045430
 
+// TIOCNOTTY gives up the caller's controlling terminal (_IO('T', 0x22),
+// asm-generic/ioctls.h); decided on what its fd points to.
+const TIOCNOTTY = 0x5422
+
 // btrfs subvolume commands (include/uapi/linux/btrfs.h, magic 0x94). The
 // argument of the creations is struct btrfs_ioctl_vol_args {__s64 fd; char
 // name[4088]} (v1) or struct btrfs_ioctl_vol_args_v2 {__s64 fd; __u64
@@ -415,7 +419,7 @@ const FIDEDUPERANGE = 0xc0189436
 // what their fd points to, for reports.
 var ioctlNames = map[uint32]string{
 	0xc0189436: "FIDEDUPERANGE",
-	0x5422:     "TIOCNOTTY",
+	TIOCNOTTY:  "TIOCNOTTY",
 	0x40047211: "FAT_IOCTL_SET_ATTRIBUTES",
 	0x4c00:     "LOOP_SET_FD",
 	0x4c01:     "LOOP_CLR_FD",

@@ -143,6 +143,12 @@ func (e decEnv) PidfdPid(fd int32) (int, syscall.Errno, string) { return pidfdPi
 
 func (e decEnv) StdioTTY(dev decode.DevID) bool { return e.t.ptys.stdioTTY(devID{dev.Dev, dev.Rdev}) }
 
+func (e decEnv) Ctty() decode.Terminal { return e.t.ctty(e.c.tk.tid) }
+
+func (e decEnv) FdTerminal(fd int32) decode.Terminal {
+	return e.t.fdTerminal(e.c.tk.tgid, e.c.tk.tid, fd)
+}
+
 func (e decEnv) AsyncOwn(resolved string, dev decode.DevID) bool {
 	return e.t.ptys.asyncOwn(resolved, &unix.Stat_t{Dev: dev.Dev, Rdev: dev.Rdev})
 }

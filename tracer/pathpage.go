@@ -163,11 +163,14 @@ func (t *tracer) copyArg(c *call) (syscalls.PathArg, bool) {
 //     while it holds the pty's master (pty.go); another thread closing
 //     that master during a copied open would free N for the next pty a host
 //     process makes, which the kernel's walk would then find.
+//   - /dev/tty (ctty.go): it opens the caller's controlling terminal, which
+//     another thread of the caller could change (TIOCNOTTY, then an open
+//     of another terminal) between the check and the kernel's open.
 //
 // unlink looks at its last component without following it: r is the
 // entry itself.
 func uncopyable(c *call, r pathres.Result) bool {
-	return r.ViaProc || (c.spec.Kind == syscalls.KindDelete && r.Mode&fs.ModeSymlink != 0) || policy.PtySlave(r.Path)
+	return r.ViaProc || (c.spec.Kind == syscalls.KindDelete && r.Mode&fs.ModeSymlink != 0) || policy.PtySlave(r.Path) || r.Path == policy.DevTTY
 }
 
 // copyPath writes the path bytes c is decided on, NUL-terminated, into c's

@@ -82,6 +82,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
+	"github.com/tracecell/tracecell/decode"
 	"github.com/tracecell/tracecell/policy"
 )
 
@@ -120,8 +121,13 @@ type ptyLedger struct {
 	// virtual console or serial line too, not only ptys): terminal
 	// changes (TCSETS, TIOCSWINSZ, ...) on them pass without a decision.
 	ttys []devID
-	own  map[uint32]ptyID // the tree's own, by index
-	refs []ptmxRef        // /dev/ptmx and /dev/pts/ptmx
+	// viaDevTTY are the terminals (device numbers) that /dev/tty files
+	// among the command's stdio refer to (TIOCGDEV): tracecell's own too.
+	// /dev/tty itself is not in ttys: any fd of it the tree opens is
+	// decided by the terminal it refers to (ctty.go).
+	viaDevTTY []uint64
+	own       map[uint32]ptyID // the tree's own, by index
+	refs      []ptmxRef        // /dev/ptmx and /dev/pts/ptmx
 }
 
 func newPtyLedger() *ptyLedger {
@@ -141,6 +147,13 @@ func (l *ptyLedger) addStdio(files []*os.File) {
 		}
 		var st unix.Stat_t
 		if unix.Fstat(int(f.Fd()), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+			continue
+		}
+		if decode.DevTTYRdev(st.Rdev) {
+			// tracecell's own fd: the terminal it refers to is ours.
+			if n, err := unix.IoctlGetUint32(int(f.Fd()), unix.TIOCGDEV); err == nil {
+				l.viaDevTTY = append(l.viaDevTTY, uint64(n))
+			}
 			continue
 		}
 		id := devID{st.Dev, st.Rdev}

@@ -314,6 +314,10 @@ type tracer struct {
 	bound boundSockets
 	// ptys are the pseudo-terminals the tree may open by name (pty.go).
 	ptys *ptyLedger
+	// foreignCtty, once set, says which process of the tree was seen with
+	// a controlling terminal not the tree's own (ctty.go): an fd of
+	// /dev/tty whose terminal cannot be asked may be one of it.
+	foreignCtty string
 	// rec keeps the counts and the recorded denials (ledger.go).
 	rec recorder
 
