@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The user's terminals (see also escape case py-foreign-pty-write and
@@ -99,5 +102,154 @@ func TestPtyAllowDevice(t *testing.T) {
 	}
 	if got := ptyOutput(m); !strings.Contains(got, "ALLOWED-BY-OPERATOR") {
 		t.Errorf("the pty shows %q", got)
+	}
+}
+
+// devTTYAttackCode (red team F2): a read-only open of another terminal of
+// the user without O_NOCTTY, which the default open reads never check,
+// makes it the controlling terminal of the tree's session leader. /dev/tty
+// must not reach it then: not by an open for writing, not by a terminal
+// change on a read-only fd of /dev/tty (unchecked), and not once the tree
+// has swapped its controlling terminal for a pty of its own (TIOCNOTTY,
+// then TIOCSCTTY), the fd still being one of the foreign terminal. Each
+// step prints "<step> OK" or "<step> <errno name>".
+const devTTYAttackCode = `
+import errno, fcntl, os, signal, sys, termios
+signal.signal(signal.SIGHUP, signal.SIG_IGN)  # TIOCNOTTY sends it to the session
+def say(step, f):
+    try:
+        f(); print(step, "OK", flush=True)
+    except OSError as e:
+        print(step, errno.errorcode[e.errno], flush=True)
+    except termios.error as e:
+        print(step, errno.errorcode[e.args[0]], flush=True)
+def echo_off(fd):
+    a = termios.tcgetattr(fd); a[3] &= ~termios.ECHO; termios.tcsetattr(fd, termios.TCSANOW, a)
+def write_tty():
+    t = os.open("/dev/tty", os.O_RDWR)
+    os.write(t, b"ESCAPED-DEVTTY\r\n"); echo_off(t)
+os.open(sys.argv[1], os.O_RDONLY)  # no O_NOCTTY: the controlling terminal now
+print("ctty", open("/proc/self/stat").read().rsplit(")", 1)[1].split()[4], flush=True)
+say("devtty-rdwr", write_tty)
+ro = os.open("/dev/tty", os.O_RDONLY)
+say("devtty-ro-tcsets", lambda: echo_off(ro))
+fcntl.ioctl(ro, termios.TIOCNOTTY)
+m, s = os.openpty()
+fcntl.ioctl(s, termios.TIOCSCTTY, 0)
+say("swapped-tcsets", lambda: echo_off(ro))
+`
+
+// TestPtyDevTTYForeign (red team F2): the tree makes another terminal of
+// the user (no session's controlling terminal, as a pty a host program
+// holds both ends of) its controlling terminal by a read-only open, then
+// reaches it through /dev/tty. As the test's user and, when that is root,
+// as nobody (the terminal then nobody's). Ground truth outside the tree:
+// the master receives nothing and the terminal's echo stays on. The report
+// names the denial: foreign-pty, /dev/tty as given, the pts path it
+// stands for.
+func TestPtyDevTTYForeign(t *testing.T) {
+	users := map[string][]string{"self": nil}
+	if isRoot {
+		users["nobody"] = nobodyCmd(t)
+	}
+	for user, prefix := range users {
+		t.Run(user, func(t *testing.T) {
+			t.Parallel()
+			m, name, slave := openPty(t)
+			if user == "nobody" {
+				if err := os.Chown(name, 65534, 65534); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sbx := openWorldDir(t)
+			rp := filepath.Join(openWorldDir(t), "report.json")
+			argv := append(append([]string{}, prefix...), tcBin, "run", "--write", sbx, "--report", rp)
+			for _, kv := range runEnv(t, sbx) {
+				argv = append(argv, "--env", kv)
+			}
+			argv = append(argv, "--", python, "-c", devTTYAttackCode, name)
+			r := execute(t, "", os.Environ(), argv)
+			rep := readReport(t, rp, r)
+
+			if got := ptyOutput(m); got != "" {
+				t.Errorf("ESCAPED: %s shows %q", name, got)
+			}
+			tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tio.Lflag&unix.ECHO == 0 {
+				t.Errorf("ESCAPED: the echo of %s was turned off", name)
+			}
+			got := attemptLines(r.stdout)
+			if got["ctty"] == "0" || got["ctty"] == "" {
+				t.Fatalf("the tree did not get %s as its controlling terminal (the attack did not start):\nstdout:\n%s\nstderr:\n%s", name, r.stdout, r.stderr)
+			}
+			var bad []string
+			for _, step := range []string{"devtty-rdwr", "devtty-ro-tcsets", "swapped-tcsets"} {
+				if got[step] != "EACCES" {
+					bad = append(bad, fmt.Sprintf("%s: %q", step, got[step]))
+				}
+			}
+			if bad != nil {
+				t.Errorf("want EACCES, got %s\nstdout:\n%s\nstderr:\n%s", strings.Join(bad, ", "), r.stdout, r.stderr)
+			}
+			var open, ioctls int
+			for _, e := range rep.Denials {
+				switch {
+				case e.Rule != "foreign-pty" || len(e.Paths) != 1 || e.Paths[0].Resolved != name:
+				case e.Syscall == "openat" && e.Paths[0].Given == "/dev/tty":
+					open++
+				case e.Syscall == "ioctl" && e.Flags == "TCSETS":
+					ioctls++
+				}
+			}
+			if open != 1 || ioctls != 2 {
+				t.Errorf("want a foreign-pty denial of openat(/dev/tty -> %s) and two of TCSETS on it, got:\n%s", name, rep.denialList())
+			}
+		})
+	}
+}
+
+// devTTYOwnCode is pty.spawn's way: the child of pty.fork (setsid, its
+// slave made its controlling terminal) opens /dev/tty, writes to it and
+// turns its echo off; the parent prints what arrived at the master.
+const devTTYOwnCode = `
+import os, pty, sys, termios
+pid, m = pty.fork()
+if pid == 0:
+    try:
+        t = os.open("/dev/tty", os.O_RDWR)
+        os.write(t, b"VIA-DEVTTY\r\n")
+        a = termios.tcgetattr(t); a[3] &= ~termios.ECHO; termios.tcsetattr(t, termios.TCSANOW, a)
+        print("echo-after", "on" if termios.tcgetattr(0)[3] & termios.ECHO else "off", flush=True)
+    except Exception as e:
+        print("child-error", repr(e).replace(" ", "_"), flush=True)
+    os._exit(0)
+out = b""
+while True:
+    try:
+        b = os.read(m, 1000)
+    except OSError:
+        break
+    if not b:
+        break
+    out += b
+os.waitpid(pid, 0)
+sys.stdout.write(out.decode())
+`
+
+// TestPtyDevTTYOwn: the tree's own pty stays reachable through /dev/tty
+// where it is the controlling terminal (pty.spawn, pexpect): the open, the
+// write and the terminal change pass, with no denial.
+func TestPtyDevTTYOwn(t *testing.T) {
+	t.Parallel()
+	sbx := realDir(t)
+	r := runTraced(t, sbx, runEnv(t, sbx), nil, python, "-c", devTTYOwnCode)
+	if !strings.Contains(r.stdout, "VIA-DEVTTY") || !strings.Contains(r.stdout, "echo-after off") {
+		t.Errorf("the tree's own pty through /dev/tty:\nstdout:\n%s\nstderr:\n%s\ndenials:\n%s", r.stdout, r.stderr, r.report.denialList())
+	}
+	if len(r.report.Denials) != 0 {
+		t.Errorf("denials:\n%s", r.report.denialList())
 	}
 }

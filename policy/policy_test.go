@@ -1597,3 +1597,67 @@ func TestScratchOwnership(t *testing.T) {
 		})
 	}
 }
+
+// TestCtty: /dev/tty is decided as the terminal it names for the caller
+// (Path.Ctty, the tracer's fact): its own pty or tracecell's terminal
+// (OwnPty) passes, any other is foreign-pty naming /dev/tty and that
+// terminal, whatever the default devices say of /dev/tty; a terminal that
+// cannot be told is denied with the tracer's why; --allow-device gives a
+// terminal back as for its name. Writes and checked reads alike.
+func TestCtty(t *testing.T) {
+	tty := func(res string, own bool, why string) Path {
+		return Path{Given: DevTTY, Resolved: res, Exists: true, Ctty: true, OwnPty: own, CttyWhy: why}
+	}
+	cases := []struct {
+		name    string
+		devices []string
+		p       Path
+		rule    Rule
+		reason  string // part of the reason of a denial
+	}{
+		{"own pty", nil, tty("/dev/pts/4", true, ""), RuleOwnPty, ""},
+		{"tracecell's console", nil, tty("/dev/tty1", true, ""), RuleOwnPty, ""},
+		{"foreign pty", nil, tty("/dev/pts/0", false, ""), RuleForeignPty, "/dev/tty is /dev/pts/0"},
+		{"foreign console", nil, tty("/dev/tty2", false, ""), RuleForeignPty, "/dev/tty is /dev/tty2"},
+		{"foreign serial line", nil, tty("/dev/ttyS0", false, ""), RuleForeignPty, "/dev/tty is /dev/ttyS0"},
+		{"unnamed device", nil, tty("/dev/char/204:64", false, ""), RuleForeignPty, "/dev/char/204:64"},
+		// The default device /dev/tty says nothing: not even when the
+		// terminal could not be resolved and Resolved stayed /dev/tty.
+		{"cannot tell", nil, tty(DevTTY, false, "which terminal fd 4 of /dev/tty refers to cannot be asked"), RuleForeignPty, "cannot be asked"},
+		{"cannot tell, own caller", nil, tty("/dev/pts/4", true, "a process of the tree had /dev/pts/0"), RuleForeignPty, "/dev/pts/0"},
+		{"allow-device pts star", []string{"/dev/pts/*"}, tty("/dev/pts/0", false, ""), RuleDevice, ""},
+		{"allow-device that console", []string{"/dev/tty2"}, tty("/dev/tty2", false, ""), RuleDevice, ""},
+		{"allow-device another pty", []string{"/dev/pts/7"}, tty("/dev/pts/0", false, ""), RuleForeignPty, "/dev/pts/0"},
+		{"allow-device pts star, cannot tell", []string{"/dev/pts/*"}, tty("/dev/pts/0", false, "cannot be asked"), RuleForeignPty, "cannot be asked"},
+		// Deny-read of the terminal's node wins, as for its name.
+		{"deny-read", nil, tty("/srv/sbx/.secret/tty", true, ""), RuleDenyRead, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := baseConfig()
+			cfg.Devices = append(cfg.Devices, c.devices...)
+			p := mustNew(t, cfg)
+			for _, op := range []*Op{
+				{Kind: syscalls.KindWrite, Syscall: "openat", Paths: []Path{c.p}},
+				{Kind: syscalls.KindWrite, Syscall: "ioctl", Ioctl: "TCSETS", Paths: []Path{c.p}},
+				{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{c.p}},
+			} {
+				d := p.Decide(op, nil)
+				want := c.rule
+				if op.Kind == syscalls.KindRead && d.Allow == allowRules[c.rule] && allowRules[c.rule] {
+					want = RuleRead
+				}
+				check(t, d, want, syscall.EACCES, nil)
+				if !d.Allow && !strings.Contains(d.Reason, c.reason) {
+					t.Errorf("%v: reason %q does not say %q", op.Kind, d.Reason, c.reason)
+				}
+			}
+		})
+	}
+	// Only for opens and terminal changes: a chmod of /dev/tty is of the
+	// node, decided by its name (outside every root).
+	pa := tty("/dev/pts/4", true, "")
+	if d := mustNew(t, baseConfig()).Decide(&Op{Kind: syscalls.KindChmod, Paths: []Path{pa}}, nil); d.Allow {
+		t.Errorf("chmod allowed: %+v", d)
+	}
+}

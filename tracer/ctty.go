@@ -163,6 +163,7 @@ func (t *tracer) ctty(tid int) decode.Terminal {
 	}
 	p, own := t.ptys.terminal(nr)
 	if !own && t.foreignCtty == "" {
+		t.foreignCttyPath = p
 		t.foreignCtty = fmt.Sprintf("process %d of the tree had %s, a terminal not its own, as its controlling terminal", tid, p)
 	}
 	return decode.Terminal{Path: p, Own: own}
@@ -199,7 +200,8 @@ func (t *tracer) fdTerminal(tgid, tid int, fd int32) decode.Terminal {
 	case !caller.Own:
 		return caller // denied, named
 	case t.foreignCtty != "":
-		return decode.Terminal{Path: caller.Path, Why: why + ", and " + t.foreignCtty + ": the fd may be one of that terminal"}
+		// Named as the terminal it may be.
+		return decode.Terminal{Path: t.foreignCttyPath, Why: why + ", and " + t.foreignCtty + ": the fd may be one of that terminal"}
 	}
 	return caller
 }

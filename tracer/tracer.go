@@ -317,7 +317,7 @@ type tracer struct {
 	// foreignCtty, once set, says which process of the tree was seen with
 	// a controlling terminal not the tree's own (ctty.go): an fd of
 	// /dev/tty whose terminal cannot be asked may be one of it.
-	foreignCtty string
+	foreignCtty, foreignCttyPath string
 	// rec keeps the counts and the recorded denials (ledger.go).
 	rec recorder
 
