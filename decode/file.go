@@ -265,6 +265,14 @@ func (d *Decoder) forbidden() *policy.Op {
 		if uint32(d.Regs.Arg(0)) == syscalls.PrSchedCore {
 			return d.schedCore()
 		}
+		if uint32(d.Regs.Arg(0)) == syscalls.PrSetDumpable {
+			if d.Regs.Arg(1) == 1 { // SUID_DUMP_USER: dumpable again
+				d.Out = PassOutcome()
+				return nil
+			}
+			d.Flags = "PR_SET_DUMPABLE"
+			return &policy.Op{Kind: syscalls.KindForbidden, Syscall: d.Name, Option: d.Flags}
+		}
 		if uint32(d.Regs.Arg(0)) != syscalls.PrSetMM {
 			// Not ours to deny: a filter of the program's own
 			// returned SECCOMP_RET_TRACE for it.
@@ -274,6 +282,9 @@ func (d *Decoder) forbidden() *policy.Op {
 		d.Flags = "PR_SET_MM"
 	}
 	op := &policy.Op{Kind: syscalls.KindForbidden, Syscall: d.Name}
+	if d.Name == "prctl" {
+		op.Option = d.Flags
+	}
 	if d.Spec.FdArg >= 0 {
 		// mq_timedsend and the like: the report names the queue the
 		// descriptor is (a host queue, /dev/mqueue/NAME). Denied

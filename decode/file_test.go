@@ -370,6 +370,9 @@ func TestDecodeForbidden(t *testing.T) {
 				}
 			}},
 		{name: "PR_SCHED_CORE_GET passes", call: "prctl", args: [6]uint64{syscalls.PrSchedCore, syscalls.PrSchedCoreGet, 1}, want: Pass},
+		{name: "PR_SET_DUMPABLE 0 is forbidden", call: "prctl", args: [6]uint64{syscalls.PrSetDumpable, 0}, kind: syscalls.KindForbidden, flags: "PR_SET_DUMPABLE"},
+		{name: "PR_SET_DUMPABLE 2 is forbidden", call: "prctl", args: [6]uint64{syscalls.PrSetDumpable, 2}, kind: syscalls.KindForbidden, flags: "PR_SET_DUMPABLE"},
+		{name: "PR_SET_DUMPABLE 1 passes", call: "prctl", args: [6]uint64{syscalls.PrSetDumpable, 1}, want: Pass},
 		{name: "seccomp", call: "seccomp", args: [6]uint64{1, 8}, kind: syscalls.KindForbidden, flags: "SECCOMP_FILTER_FLAG_NEW_LISTENER"},
 		{name: "mq_timedsend names its queue", call: "mq_timedsend", args: [6]uint64{5}, kind: syscalls.KindForbidden,
 			paths: []wantPath{{"path", "fd 5", "/etc", true, 5, ""}}},

@@ -326,6 +326,8 @@ func TestFilterCases(t *testing.T) {
 			{name: "prctl_set_mm", call: "prctl", args: [6]uint64{syscalls.PrSetMM, 14, 0x7ffc12345678, 104}, want: RetTrace}, // PR_SET_MM_MAP
 			{name: "prctl_set_mm_hi_garbage", call: "prctl", args: arg(0, 1<<32|syscalls.PrSetMM), want: RetTrace},
 			{name: "prctl_set_mm_in_arg1", call: "prctl", args: arg(1, syscalls.PrSetMM), want: RetAllow},
+			{name: "prctl_set_dumpable", call: "prctl", args: arg(0, syscalls.PrSetDumpable), want: RetTrace},
+			{name: "prctl_get_dumpable", call: "prctl", args: arg(0, 3), want: RetAllow}, // PR_GET_DUMPABLE
 
 			// The nr of openat with a read-only flags word that equals
 			// another trapped call's number: the accumulator must not
@@ -1075,9 +1077,9 @@ func TestPathPageOff(t *testing.T) {
 		// IPV6_NEXTHOP, IPV6_2292PKTOPTIONS. Then +1: prctl(PR_SCHED_CORE),
 		// +1: fcntl(F_SET_RW_HINT). Then net +20 to +22: setsockopt's
 		// multicast membership options (18 optnames) and socket() (red
-		// team, session 25).
-		"x86_64":  {569, 591, 574, 596, 633, 653, 638, 654}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {491, 516, 488, 513, 554, 579, 551, 576}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		// team, session 25). Then +1: prctl(PR_SET_DUMPABLE).
+		"x86_64":  {570, 592, 575, 597, 634, 654, 639, 655}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {492, 517, 489, 514, 555, 580, 552, 577}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

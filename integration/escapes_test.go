@@ -684,47 +684,17 @@ func escapeCases() []escapeCase {
 		socketFamilyCase("py-socket-inet-raw", "2", "3", "1"),
 		{name: "py-tcp-listen-unbound", prog: []string{"py", "tcp-bind-listen"}, kinds: []string{"bind"}, errno: "EACCES", match: bySyscall,
 			setup: func(w *world) []string {
-				// The outside connects to whatever port the program
-				// listens on: through the loopback address, which an
-				// every-interface listener accepts too.
 				w.sysname, w.needle = "listen", "listen("
-				portFile := w.s("port")
-				got := make(chan string, 1)
-				stop := make(chan struct{})
-				w.t.Cleanup(func() { close(stop) })
-				go func() {
-					for {
-						select {
-						case <-stop:
-							return
-						case <-time.After(20 * time.Millisecond):
-						}
-						b, err := os.ReadFile(portFile)
-						if err != nil {
-							continue
-						}
-						c, err := net.DialTimeout("tcp", "127.0.0.1:"+strings.TrimSpace(string(b)), time.Second)
-						if err != nil {
-							got <- "no connection: " + err.Error()
-							return
-						}
-						c.SetReadDeadline(time.Now().Add(2 * time.Second))
-						buf := make([]byte, 64)
-						n, _ := c.Read(buf)
-						c.Close()
-						got <- fmt.Sprintf("connected, read %q", buf[:n])
-						return
-					}
-				}()
-				w.escaped = func(result) (bool, string) {
-					select {
-					case s := <-got:
-						return strings.HasPrefix(s, "connected"), s
-					case <-time.After(300 * time.Millisecond):
-						return false, "the program never listened"
-					}
-				}
-				return []string{"-", "0", portFile}
+				return listenUnbound(w)
+			}},
+		// The same, after the program made itself not dumpable: a tracer
+		// without CAP_SYS_PTRACE (tracecell as an ordinary user, make
+		// test-nobody) could then not read the socket's fd and let the
+		// listen through (red team, session 25). The prctl is denied.
+		{name: "py-nodump-tcp-listen", prog: []string{"py", "nodump-tcp-bind-listen"}, kinds: []string{"forbidden-syscall"}, errno: "EPERM", match: bySyscall,
+			setup: func(w *world) []string {
+				w.sysname, w.needle = "prctl", "PR_SET_DUMPABLE"
+				return listenUnbound(w)
 			}},
 		{name: "py-unix-connect-host-socket", prog: []string{"py", "unix-connect"}, kinds: []string{"connect"}, errno: "EACCES",
 			setup: func(w *world) []string {
@@ -870,6 +840,50 @@ func outsideInterface() *net.Interface {
 		}
 	}
 	return nil
+}
+
+// listenUnbound: the outside connects to whatever port the program
+// listens on (an unbound socket's listen binds every interface), through
+// the loopback address, which an every-interface listener accepts too.
+// The program's arguments: bind nothing, the port's file.
+func listenUnbound(w *world) []string {
+	portFile := w.s("port")
+	got := make(chan string, 1)
+	stop := make(chan struct{})
+	w.t.Cleanup(func() { close(stop) })
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			b, err := os.ReadFile(portFile)
+			if err != nil {
+				continue
+			}
+			c, err := net.DialTimeout("tcp", "127.0.0.1:"+strings.TrimSpace(string(b)), time.Second)
+			if err != nil {
+				got <- "no connection: " + err.Error()
+				return
+			}
+			c.SetReadDeadline(time.Now().Add(2 * time.Second))
+			buf := make([]byte, 64)
+			n, _ := c.Read(buf)
+			c.Close()
+			got <- fmt.Sprintf("connected, read %q", buf[:n])
+			return
+		}
+	}()
+	w.escaped = func(result) (bool, string) {
+		select {
+		case s := <-got:
+			return strings.HasPrefix(s, "connected"), s
+		case <-time.After(300 * time.Millisecond):
+			return false, "the program never listened"
+		}
+	}
+	return []string{"-", "0", portFile}
 }
 
 // membershipCase: a multicast join on the first outside interface under

@@ -855,6 +855,8 @@ func TestDecideForbiddenAndUnknown(t *testing.T) {
 	}{
 		{"ptrace", &Op{Kind: syscalls.KindForbidden, Syscall: "ptrace"}, RuleForbiddenSyscall, "ptrace is never allowed"},
 		{"mount", &Op{Kind: syscalls.KindForbidden, Syscall: "mount"}, RuleForbiddenSyscall, "mount is never allowed"},
+		{"prctl PR_SET_MM", &Op{Kind: syscalls.KindForbidden, Syscall: "prctl", Option: "PR_SET_MM"}, RuleForbiddenSyscall, "prctl(PR_SET_MM) is never allowed"},
+		{"prctl PR_SET_DUMPABLE", &Op{Kind: syscalls.KindForbidden, Syscall: "prctl", Option: "PR_SET_DUMPABLE"}, RuleForbiddenSyscall, "prctl(PR_SET_DUMPABLE) is never allowed but to turn dumpable on (a process that is not dumpable hides its fds, program and memory from a tracer without CAP_SYS_PTRACE, so tracecell could no longer check its calls)"},
 		{"unnamed", &Op{Kind: syscalls.KindForbidden}, RuleForbiddenSyscall, "this system call is never allowed"},
 		{"none", &Op{Kind: syscalls.KindNone, Syscall: "x"}, RuleUnknownKind, "operation kind none is not classified"},
 		{"out of range", &Op{Kind: syscalls.Kind(200)}, RuleUnknownKind, "operation kind kind(200) is not classified"},

@@ -295,6 +295,10 @@ type Op struct {
 	// its number in hex); Paths[0] is what its fd points to. It is allowed
 	// only where the tree may write that (decideIoctl).
 	Ioctl string `json:"ioctl,omitempty"`
+
+	// Option is the option of a forbidden call that is forbidden only
+	// with it (prctl's PR_SET_MM, PR_SET_DUMPABLE), for the reason.
+	Option string `json:"option,omitempty"`
 }
 
 // Decision is the answer of the policy.

@@ -306,7 +306,7 @@ func FormatLeaseType(typ uint32) string {
 // the only seccomp(2) use the filter traps (see the forbidden list).
 const SeccompFilterFlagNewListener = 8
 
-// PrSetMM is prctl's PR_SET_MM option (3.3), one of the two prctls the
+// PrSetMM is prctl's PR_SET_MM option (3.3), one of the prctls the
 // filter traps (PrctlTrapped). Its PR_SET_MM_MAP sub-option needs no capability (only exe_fd
 // does) and sets where the kernel takes the heap to be (start_brk, brk):
 // brk(2) then unmaps whatever lies between the new and the old break,
@@ -327,8 +327,18 @@ const (
 	PrSchedCoreGet = 0
 )
 
+// PrSetDumpable is prctl's PR_SET_DUMPABLE option. A process that is not
+// dumpable hides its /proc/<pid>/fd, exe and mem, and process_vm_readv,
+// from a tracer without CAP_SYS_PTRACE (__ptrace_may_access checks
+// get_dumpable for every caller but the process itself; an attached tracer
+// is no exception): tracecell run as an ordinary user could no longer see
+// what an fd is or read a path, and a tree that turned it off got listen,
+// F_SETFL(O_ASYNC) and an exec through unchecked (red team, session 25).
+// Setting it (arg 1, SUID_DUMP_USER) passes; anything else is denied.
+const PrSetDumpable = 4
+
 // PrctlTrapped are the prctl options the filter traps.
-var PrctlTrapped = []uint32{PrSetMM, PrSchedCore}
+var PrctlTrapped = []uint32{PrSetDumpable, PrSetMM, PrSchedCore}
 
 // Futex operations (include/uapi/linux/futex.h; the same on every ABI).
 // FUTEX_PRIVATE_FLAG in futex(2)'s op, and FUTEX2_PRIVATE in the flags of

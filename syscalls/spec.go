@@ -795,7 +795,8 @@ func buildSpecs() map[string]*Spec {
 
 		// seccomp: trapped only with SECCOMP_FILTER_FLAG_NEW_LISTENER.
 		mk("seccomp", KindForbidden, HForbidden).flags(1),
-		// prctl: trapped only for PR_SET_MM (see PrSetMM, forbidden)
+		// prctl: trapped only for PR_SET_MM (see PrSetMM, forbidden),
+		// PR_SET_DUMPABLE (PrSetDumpable: turning it off is forbidden)
 		// and PR_SCHED_CORE (PrSchedCore: decided by the process it
 		// names).
 		mk("prctl", KindForbidden, HForbidden).flags(0),

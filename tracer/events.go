@@ -139,10 +139,21 @@ func (t *tracer) execEvent(tk *task) error {
 	p.dropPage() // a new address space
 	p.dropMaps()
 	exeLink := fmt.Sprintf("/proc/%d/exe", tid)
-	exe, _ := os.Readlink(exeLink)
+	exe, exeErr := os.Readlink(exeLink)
 	p.exe = exe
 	p.execs++
 	t.rec.counts.Execs++
+	if exeErr != nil {
+		// The new program's process is not dumpable: an image the tree
+		// may not read (mode 0111) or a set-id one makes it so
+		// (would_dump, begin_new_exec), and a tracer without
+		// CAP_SYS_PTRACE can then neither name what was loaded nor read
+		// the process's fds and memory at its later calls. Fail closed
+		// (red team, session 25: an execute-only program of the tree's
+		// own ran past an approved path swapped after the check, since
+		// "" matched no script's interpreter, "", either).
+		return t.killExec(tk, "", approved, fmt.Sprintf("tracecell cannot read %s (%v): the program loaded is not readable to the tree (an execute-only or set-id file), so its process could not be checked: process killed", exeLink, exeErr))
+	}
 	if initial && tid == t.tree.rootPid && !t.rootExecDone {
 		t.rootExecDone = true
 		if err := t.resume(tid, 0); err != nil {
@@ -164,11 +175,23 @@ func (t *tracer) execEvent(tk *task) error {
 	if unverified == "" && (d.Allow || (approved != "" && (approved == exe || interpreterOf(approved) == exe))) {
 		return t.resume(tid, 0)
 	}
-	d = policy.Decision{Rule: policy.RuleExecMismatch, Errno: syscall.EACCES,
-		Reason: fmt.Sprintf("the kernel loaded %s, not the approved program %q: process killed", exe, approved)}
+	reason := fmt.Sprintf("the kernel loaded %s, not the approved program %q: process killed", exe, approved)
 	if unverified != "" {
-		d.Reason = fmt.Sprintf("the kernel loaded a program tracecell cannot name (%s): process killed", unverified)
+		reason = fmt.Sprintf("the kernel loaded a program tracecell cannot name (%s): process killed", unverified)
 	}
+	return t.killExec(tk, exe, approved, reason)
+}
+
+// killExec records an exec the tracer refuses after the fact (rule
+// exec-mismatch, with reason) and kills the task that made it; in audit
+// mode it only records it. exe is what the kernel loaded, "" when unknown.
+func (t *tracer) killExec(tk *task, exe, approved, reason string) error {
+	tid := tk.tid
+	op := &policy.Op{Kind: syscalls.KindExec, Syscall: "execve", Paths: []policy.Path{{Role: "program", Given: exe, Resolved: exe, Exists: exe != ""}}}
+	if exe == "" {
+		op.Paths[0].Given = approved // what was approved; what was loaded is unknown
+	}
+	d := policy.Decision{Rule: policy.RuleExecMismatch, Errno: syscall.EACCES, Reason: reason}
 	ev := t.newEvent(&call{tk: tk, name: "execve", nr: -1}, op, d)
 	if t.audit {
 		ev.Decision = "audit"

@@ -347,12 +347,20 @@ def main():
         def run():
             socket.socket(int(args[0]), int(args[1]), int(args[2])).close()
         result(run)
-    elif case == "tcp-bind-listen":
+    elif case in ("tcp-bind-listen", "nodump-tcp-bind-listen"):
         # bind to args[0]:args[1] (a failure is only noted, as a careless
         # or hostile program would; "-" binds nothing, and listen then
         # binds every interface), listen, serve one connection; the port
-        # goes to args[2].
+        # goes to args[2]. nodump-: first make the process not dumpable
+        # (prctl(PR_SET_DUMPABLE, 0)), which hid its fds from a tracer
+        # without CAP_SYS_PTRACE, and the listen with them (red team,
+        # session 25).
         def run():
+            if case.startswith("nodump-"):
+                libc = ctypes.CDLL(None, use_errno=True)
+                if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+                    e = ctypes.get_errno()
+                    raise OSError(e, os.strerror(e))
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 try:
                     if args[0] != "-":
