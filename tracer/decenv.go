@@ -153,10 +153,20 @@ func (e decEnv) AsyncOwn(resolved string, dev decode.DevID) bool {
 	return e.t.ptys.asyncOwn(resolved, &unix.Stat_t{Dev: dev.Dev, Rdev: dev.Rdev})
 }
 
-// CharDev stats the fd through /proc/<tid>/fd/N, which follows the fd.
+// CharDev stats the fd through /proc/<tid>/fd/N, which follows the fd. An
+// fd the tracer may not look at (EACCES, EPERM: a process that is not
+// dumpable, to a tracer without CAP_SYS_PTRACE) counts as a character
+// device of unknown identity, so that what is decided on one is decided
+// as on a terminal that is not the tree's (fail closed).
 func (e decEnv) CharDev(fd int32) (decode.DevID, bool) {
 	var st unix.Stat_t
-	if fd < 0 || unix.Stat("/proc/"+strconv.Itoa(e.c.tk.tid)+"/fd/"+strconv.Itoa(int(fd)), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+	if fd < 0 {
+		return decode.DevID{}, false
+	}
+	if err := unix.Stat("/proc/"+strconv.Itoa(e.c.tk.tid)+"/fd/"+strconv.Itoa(int(fd)), &st); err != nil {
+		return decode.DevID{}, err == unix.EACCES || err == unix.EPERM
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFCHR {
 		return decode.DevID{}, false
 	}
 	return decode.DevID{Dev: st.Dev, Rdev: st.Rdev}, true

@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -49,11 +50,28 @@ func socketInode(tk *task, fd int32) (uint64, bool) {
 	return ino, err == nil
 }
 
+// fdHidden says whether fd of tk exists but its /proc link is closed to
+// the tracer (EACCES, EPERM: the process is not dumpable and the tracer
+// lacks CAP_SYS_PTRACE), as opposed to an fd that is not open (ENOENT),
+// which the kernel fails by itself.
+func fdHidden(tk *task, fd int32) bool {
+	_, err := os.Readlink(fmt.Sprintf("/proc/%d/task/%d/fd/%d", tk.tgid, tk.tid, fd))
+	return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM)
+}
+
 // decodeListen decides listen(fd): see the top of this file.
 func (t *tracer) decodeListen(c *call) *policy.Op {
 	fd := t.regs.Int32Arg(0)
 	op := &policy.Op{Kind: syscalls.KindBind, Syscall: c.name}
 	ino, ok := socketInode(c.tk, fd)
+	if !ok && fd >= 0 && fdHidden(c.tk, fd) {
+		// The fd exists but the tracer may not look at it (a process
+		// that is not dumpable, to a tracer without CAP_SYS_PTRACE):
+		// fail closed, as for a socket of unknown address.
+		op.Family = "unspec"
+		op.Addr = "(tracecell cannot read the caller's fd " + strconv.Itoa(int(fd)) + ")"
+		return op
+	}
 	if !ok || t.bound.has(ino) || procfs.UnixSocket(c.tk.tgid, ino) {
 		// Not a socket (the kernel fails it: EBADF, ENOTSOCK), or one
 		// whose address was checked.
