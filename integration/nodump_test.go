@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestExecUnreadableProgram: an allowed program whose file the tree may
@@ -65,4 +68,75 @@ func TestExecUnreadableProgram(t *testing.T) {
 // pyQuote is s as a Python string literal.
 func pyQuote(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}
+
+// leaderGoneNetCode: the main thread exits (SYS_exit, this thread only)
+// while a second thread sends a datagram from a socket bound to
+// 127.0.0.1 to the port argv[1] and listens on an AF_UNIX socket bound in
+// the sandbox argv[2]. /proc/<tgid>/net is gone once the leader has
+// exited; the checks read the caller's /proc/<tgid>/task/<tid>/net.
+const leaderGoneNetCode = `
+import ctypes, errno, os, socket, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+def work():
+    time.sleep(0.2)
+    for step, f in (("udp-send", udp), ("unix-listen", unx)):
+        try:
+            f(); res = "OK"
+        except OSError as e:
+            res = errno.errorcode[e.errno]
+        print(step, res, flush=True)
+    os._exit(0)
+def udp():
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.sendto(b"LEADER-GONE", ("127.0.0.1", int(sys.argv[1])))
+def unx():
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(sys.argv[2]); s.listen(1)
+threading.Thread(target=work).start()
+libc.syscall(60 if os.uname().machine == "x86_64" else 93, 0)
+`
+
+// TestLeaderGoneNetChecks (red team, session 25): with the thread group's
+// leader gone, a send from a loopback-bound UDP socket and a listen on a
+// bound AF_UNIX socket were denied with a false reason ("bound to
+// ?(open /proc/N/net/udp: ...)"), since /proc/<tgid>/net no longer exists.
+// Both must pass under --net loopback, and the datagram arrive.
+func TestLeaderGoneNetChecks(t *testing.T) {
+	sbx := realDir(t)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		pc.SetReadDeadline(time.Now().Add(20 * time.Second))
+		n, _, err := pc.ReadFrom(buf)
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- string(buf[:n])
+	}()
+	env := runEnv(t, sbx)
+	r := runTraced(t, sbx, env, []string{"--net", "loopback"}, python, "-c", leaderGoneNetCode, strconv.Itoa(port), filepath.Join(sbx, "sock"))
+	lines := attemptLines(r.stdout)
+	if lines["udp-send"] != "OK" || lines["unix-listen"] != "OK" {
+		t.Errorf("udp-send %q, unix-listen %q, want OK both\nstdout:\n%s\nstderr:\n%s\n%s", lines["udp-send"], lines["unix-listen"], r.stdout, r.stderr, r.report.denialList())
+	}
+	if len(r.report.Denials) != 0 {
+		t.Errorf("denials:\n%s", r.report.denialList())
+	}
+	select {
+	case s := <-got:
+		if s != "LEADER-GONE" {
+			t.Errorf("the listener got %q", s)
+		}
+	case <-time.After(5 * time.Second):
+		t.Errorf("no datagram arrived")
+	}
 }

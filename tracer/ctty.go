@@ -72,6 +72,11 @@ import (
 	"github.com/tracecell/tracecell/internal/procfs"
 )
 
+// pidfdThread is PIDFD_THREAD (include/uapi/linux/pidfd.h, Linux 6.9: a
+// pidfd of one thread, not of its thread group); older kernels answer
+// EINVAL.
+const pidfdThread = unix.O_EXCL
+
 // kcmpFile is KCMP_FILE (include/uapi/linux/kcmp.h): kcmp(2) compares the
 // open files behind two fds.
 const kcmpFile = 0
@@ -184,9 +189,19 @@ func (t *tracer) fdTerminal(tgid, tid int, fd int32) decode.Terminal {
 		return decode.Terminal{Path: p, Own: own}
 	case errors.As(err, &hu):
 		return decode.Terminal{None: true}
+	case !errors.Is(err, unix.ENOSYS):
+		// The kernel has pidfd_getfd but the file could not be had
+		// through it: the thread group's leader has exited (its files
+		// are gone: EBADF), the caller's fd table is not the group's
+		// (a thread made without CLONE_FILES, on a kernel without
+		// PIDFD_THREAD), or it was refused. The tree can bring the first
+		// two about at will, so no fallback: deny (red team, session 25:
+		// a leader that exited made the fallback decide, and a foreign
+		// terminal held and dropped unseen went through).
+		return decode.Terminal{Why: fmt.Sprintf("which terminal fd %d of /dev/tty refers to cannot be asked of the kernel (%v)", fd, err)}
 	}
-	// The fd's own terminal cannot be asked: the caller's, and only while
-	// no process of the tree is seen with a terminal not its own.
+	// pidfd_getfd is missing (before 5.6): the caller's terminal, and only
+	// while no process of the tree is seen with a terminal not its own.
 	why := fmt.Sprintf("which terminal fd %d of /dev/tty refers to cannot be asked of the kernel (%v)", fd, err)
 	caller := t.ctty(tid)
 	for pid := range t.tree.procs {
@@ -210,7 +225,16 @@ func (t *tracer) fdTerminal(tgid, tid int, fd int32) decode.Terminal {
 // refers to (TIOCGDEV on the very file, got with pidfd_getfd): its device
 // number. errHungUp when the file's terminal was hung up.
 func fdTTYDev(tgid, tid int, fd int32) (uint64, error) {
-	pfd, err := unix.PidfdOpen(tgid, 0)
+	pfd, err := -1, error(unix.EINVAL)
+	if tid != tgid {
+		// The calling thread's own pidfd (PIDFD_THREAD, 6.9): its fd
+		// table even when it is not the group's, and it stays usable
+		// after the group leader exits.
+		pfd, err = unix.PidfdOpen(tid, pidfdThread)
+	}
+	if errors.Is(err, unix.EINVAL) {
+		pfd, err = unix.PidfdOpen(tgid, 0)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("pidfd_open: %w", err)
 	}

@@ -72,7 +72,7 @@ func (t *tracer) decodeListen(c *call) *policy.Op {
 		op.Addr = "(tracecell cannot read the caller's fd " + strconv.Itoa(int(fd)) + ")"
 		return op
 	}
-	if !ok || t.bound.has(ino) || procfs.UnixSocket(c.tk.tgid, ino) {
+	if !ok || t.bound.has(ino) || procfs.UnixSocket(c.tk.tgid, c.tk.tid, ino) {
 		// Not a socket (the kernel fails it: EBADF, ENOTSOCK), or one
 		// whose address was checked.
 		c.Out = decode.PassOutcome()

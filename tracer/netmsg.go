@@ -54,7 +54,7 @@ func (t *tracer) sendFrom(c *call, fd int32) string {
 	if !ok {
 		return "?(protocol " + proto + ")"
 	}
-	ip, found, err := procfs.BoundAddr(c.tk.tgid, table, ino)
+	ip, found, err := procfs.BoundAddr(c.tk.tgid, c.tk.tid, table, ino)
 	switch {
 	case err != nil:
 		return "?(" + err.Error() + ")"

@@ -63,17 +63,17 @@ func TestNetRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := os.Getpid()
-	if !UnixSocket(pid, inode(us)) {
+	if !UnixSocket(pid, pid, inode(us)) {
 		t.Errorf("UnixSocket: the unbound AF_UNIX socket (inode %d) not found", inode(us))
 	}
-	if UnixSocket(pid, udpIno) {
+	if UnixSocket(pid, pid, udpIno) {
 		t.Errorf("UnixSocket: the UDP socket (inode %d) taken for an AF_UNIX one", udpIno)
 	}
-	addr, ok, err := BoundAddr(pid, "udp", udpIno)
+	addr, ok, err := BoundAddr(pid, pid, "udp", udpIno)
 	if err != nil || !ok || addr != "127.0.0.1" {
 		t.Errorf("BoundAddr(udp, %d) = %q, %v, %v; want 127.0.0.1, true, nil", udpIno, addr, ok, err)
 	}
-	if _, ok, err := BoundAddr(pid, "udp", inode(us)); ok || err != nil {
+	if _, ok, err := BoundAddr(pid, pid, "udp", inode(us)); ok || err != nil {
 		t.Errorf("BoundAddr(udp) found the AF_UNIX socket's inode (%v, %v)", ok, err)
 	}
 }
