@@ -536,6 +536,35 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
             await self.client.create(manifest=Manifest(root=tmpdir(self, "sbx-wsc-"),
                                                        extra_path_grants=(SandboxPathGrant(path=os.path.dirname(rd)),)))
 
+    async def test_default_workspaces_kept_apart(self) -> None:
+        # Sessions whose manifest gives no root get a workspace the client makes, under
+        # tracecell-workspaces-<uid>, which every command is denied reading but for its
+        # own: a red team's command read and copied another session's files from
+        # /tmp/tracecell-ws-* (reads are open).
+        made = []
+        for _ in range(2):
+            sess = await self.client.create()
+            await sess.start()
+            made.append(sess)
+            self.addAsyncCleanup(self.client.delete, sess)
+            self.addAsyncCleanup(sess.aclose)
+        a, b = made
+        ws_a, ws_b = (str(x.state.manifest.root) for x in made)
+        parent = os.path.dirname(ws_a)
+        r = await b.exec("echo SECRET-OF-B > secret.txt; cat secret.txt")
+        self.assertEqual(r.stdout, b"SECRET-OF-B\n")
+        r = await a.exec("cat %s/secret.txt; ls %s; cp %s/secret.txt stolen.txt; echo end"
+                         % (ws_b, parent, ws_b), shell=True)
+        self.assertNotIn(b"SECRET-OF-B", r.stdout)
+        self.assertNotIn(os.path.basename(ws_b).encode(), r.stdout)
+        self.assertIn(("tracecell: read %s/secret.txt blocked" % ws_b).encode(), r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(ws_a, "stolen.txt")))
+        denied = [d for rep in tracecell_reports(a) for d in rep.denials]
+        self.assertTrue(any(p.resolved == os.path.join(ws_b, "secret.txt") for d in denied for p in d.paths), denied)
+        self.assertEqual(parent, os.path.dirname(ws_b))
+        self.assertEqual(os.path.basename(parent), "tracecell-workspaces-%d" % os.getuid())
+        self.assertEqual(os.stat(parent).st_mode & 0o777, 0o700)
+
     async def test_grants_resolved_once_and_kept_apart(self) -> None:
         rd = self.client._report_dir  # type: ignore[attr-defined]
         a = await self.open()

@@ -284,9 +284,11 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         pol["write"] = write
         if read is not None:
             pol["read"] = read + readonly + list(_LOGIN_SHELL_READS)
-        # Denials only add up; the reports (every session's) are the operator's.
+        # Denials only add up; the reports (every session's) are the operator's, and the
+        # workspaces the clients make are each session's own (its own is a writable root,
+        # carved out of the denied directory).
         pol["deny_read"] = (list(f.get("deny_read", [])) + [_app_path(d) for d in o.deny_read]
-                            + list(self.state.report_roots))
+                            + list(self.state.report_roots) + [_default_workspace_parent()])
         # Paths are the application's (its home for ~, its directory for a relative
         # one), never the workspace, which is HOME and the directory for tracecell.
         if o.allow_exec is not None:
@@ -460,10 +462,10 @@ def _find_tracecell(path: Optional[str]) -> str:
     return os.path.abspath(p)
 
 
-def _default_report_dir() -> str:
-    """tracecell-reports-<uid> in the temporary directory: made mode 0700, or refused when
-    it is not this user's private directory (another user could have made it first)."""
-    path = os.path.join(tempfile.gettempdir(), "tracecell-reports-%d" % os.getuid())
+def _private_dir(name: str, hint: str) -> str:
+    """<name>-<uid> in the temporary directory: made mode 0700, or refused when it is not
+    this user's private directory (another user could have made it first)."""
+    path = os.path.join(tempfile.gettempdir(), "%s-%d" % (name, os.getuid()))
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
@@ -471,8 +473,22 @@ def _default_report_dir() -> str:
     st = os.lstat(path)
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         raise PermissionError("tracecell.agents: %s is not a directory private to this user (mode 0700, owned by "
-                              "uid %d): remove it, or pass TracecellSandboxClient(report_dir=...)" % (path, os.getuid()))
-    return path
+                              "uid %d): remove it%s" % (path, os.getuid(), hint))
+    return os.path.realpath(path)
+
+
+def _default_report_dir() -> str:
+    """tracecell-reports-<uid> in the temporary directory (see _private_dir)."""
+    return _private_dir("tracecell-reports", ", or pass TracecellSandboxClient(report_dir=...)")
+
+
+def _default_workspace_parent() -> str:
+    """tracecell-workspaces-<uid> in the temporary directory (see _private_dir): where the
+    client makes the workspaces of sessions whose manifest gives no root. Every command of
+    every session is denied reading it, but for its own workspace (a writable root, which
+    tracecell carves out of the denied tree): a red team's command read and copied another
+    session's files from /tmp/tracecell-ws-*, since reads are open."""
+    return _private_dir("tracecell-workspaces", " (the client makes the sessions' workspaces there)")
 
 
 def _under(p: str, root: str) -> bool:
@@ -655,7 +671,8 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
         self._validate_manifest_for_create(manifest)
         owned = False
         if manifest.root == Manifest.model_fields["root"].default:
-            manifest = manifest.model_copy(update={"root": tempfile.mkdtemp(prefix="tracecell-ws-")}, deep=True)
+            ws = tempfile.mkdtemp(prefix="tracecell-ws-", dir=_default_workspace_parent())
+            manifest = manifest.model_copy(update={"root": ws}, deep=True)
             owned = True
         session_id = uuid.uuid4()
         state = TracecellSandboxSessionState(
