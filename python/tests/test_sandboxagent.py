@@ -24,11 +24,13 @@ import socket
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
 import unittest
 from pathlib import Path
+from unittest import mock
 from typing import Any, Dict, List, Optional, Tuple
 
 from agents import OpenAIChatCompletionsModel, Runner, set_tracing_disabled
@@ -564,6 +566,56 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(parent, os.path.dirname(ws_b))
         self.assertEqual(os.path.basename(parent), "tracecell-workspaces-%d" % os.getuid())
         self.assertEqual(os.stat(parent).st_mode & 0o777, 0o700)
+
+    async def test_snapshot_does_not_follow_a_swapped_directory(self) -> None:
+        # A command of the session swapped a directory for a symlink between the
+        # snapshot's listing and its open of the entries (RENAME_EXCHANGE, timed with
+        # inotify), and UnixLocal's tarfile.add, which runs unconfined in the
+        # application, archived another session's files under the directory's name
+        # (red team, session 25). The swap is made here at the very moment the
+        # archiver has looked at the directory; the archive must not hold what lies
+        # behind the link.
+        s = await self.open()
+        d = os.path.join(self.ws, "d")
+        os.mkdir(d)
+        with open(os.path.join(d, "secret.txt"), "w") as f:
+            f.write("decoy\n")
+        target = os.path.join(self.outside, "target")
+        os.mkdir(target)
+        with open(os.path.join(target, "secret.txt"), "w") as f:
+            f.write("OUTSIDE-SECRET\n")
+        real_stat, real_lstat = os.stat, os.lstat
+        swapped: List[bool] = []
+
+        def swap(path: Any, kwargs: Dict[str, Any]) -> None:
+            if swapped or not (path == d or (path == "d" and "dir_fd" in kwargs)):
+                return
+            swapped.append(True)
+            os.rename(d, d + "-moved")
+            os.symlink(target, d)
+
+        def hooked_stat(path: Any, *a: Any, **k: Any) -> Any:
+            r = real_stat(path, *a, **k)
+            swap(path, k)
+            return r
+
+        def hooked_lstat(path: Any, *a: Any, **k: Any) -> Any:
+            r = real_lstat(path, *a, **k)
+            swap(path, k)
+            return r
+
+        with mock.patch("os.stat", hooked_stat), mock.patch("os.lstat", hooked_lstat):
+            archive = await s.persist_workspace()
+        self.assertTrue(swapped, "the archiver never looked at the directory")
+        contents = []
+        with tarfile.open(fileobj=archive, mode="r:*") as tar:
+            names = tar.getnames()
+            for m in tar.getmembers():
+                if m.isfile():
+                    f2 = tar.extractfile(m)
+                    assert f2 is not None
+                    contents.append(f2.read())
+        self.assertFalse(any(b"OUTSIDE-SECRET" in c for c in contents), names)
 
     async def test_grants_resolved_once_and_kept_apart(self) -> None:
         rd = self.client._report_dir  # type: ignore[attr-defined]

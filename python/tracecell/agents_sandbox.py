@@ -40,19 +40,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import copy
+import errno as errno_mod
+import io
 import json
 import os
 import shutil
 import signal
 import stat
+import tarfile
 import tempfile
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
+from pathlib import Path, PurePosixPath
+from typing import IO, Any, Callable, Collection, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 try:
-    from agents.sandbox.errors import ExecTimeoutError
+    from agents.sandbox.errors import ExecTimeoutError, WorkspaceArchiveReadError
     from agents.sandbox.manifest import Manifest
     from agents.sandbox.sandboxes.unix_local import (
         UnixLocalSandboxClient,
@@ -65,6 +69,8 @@ try:
     from agents.sandbox.session.sandbox_client import BaseSandboxClient, BaseSandboxClientOptions
     from agents.sandbox.snapshot import SnapshotBase, SnapshotSpec, resolve_snapshot
     from agents.sandbox.types import ExecResult
+    from agents.sandbox.util.blocking_io import run_blocking_workspace_io
+    from agents.sandbox.util.tar_utils import should_skip_tar_member
 except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise ImportError("tracecell.agents needs the OpenAI Agents SDK 0.24 with sandboxes: "
                       "pip install \"tracecell[agents]\" (%s)" % e) from e
@@ -304,6 +310,30 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
             pol["max_procs"] = o.max_procs
         return pol
 
+    async def persist_workspace(self) -> io.IOBase:
+        """The workspace as a tar archive, read through directory descriptors.
+
+        UnixLocal's archive (``tarfile.add``) runs in the application, unconfined, and
+        opens every entry by its full path: a command of the session running meanwhile
+        swapped a directory for a symlink (``RENAME_EXCHANGE``) between the listing and
+        the open, and the snapshot, restored into the workspace, carried another
+        session's files or a ``deny_read`` path out (red team, session 25). Here each
+        entry is opened relative to its directory's descriptor with ``O_NOFOLLOW``, so a
+        swapped entry is skipped, never followed. The members are UnixLocal's: the root
+        as ``.``, no devices or FIFOs, symlinks last (absolute targets into the workspace
+        made relative, as UnixLocal does), no hard links."""
+        root = str(self.state.manifest.root)
+        if not await asyncio.to_thread(os.path.isdir, root):
+            raise WorkspaceArchiveReadError(path=Path(root), context={"reason": "workspace_root_not_found"})
+        skip = self._persist_workspace_skip_relpaths()
+        buf = io.BytesIO()
+        try:
+            await run_blocking_workspace_io(lambda: _archive_workspace(root, buf, skip))
+        except (tarfile.TarError, OSError) as e:
+            raise WorkspaceArchiveReadError(path=Path(root), cause=e) from e
+        buf.seek(0)
+        return buf
+
     def _write_policy(self, report: str) -> str:
         """Writes the command's policy next to its report, as a new file; returns its path."""
         path = report[:-len(".json")] + ".policy.json"
@@ -460,6 +490,101 @@ def _find_tracecell(path: Optional[str]) -> str:
         raise ValueError("tracecell.agents: %s is dynamically linked (it has an ELF interpreter): the "
                          "SandboxAgent backend needs the static build (make build, or the release binary)" % p)
     return os.path.abspath(p)
+
+
+_SWAPPED = (errno_mod.ELOOP, errno_mod.ENOTDIR, errno_mod.ENOENT)
+"""What an openat with O_NOFOLLOW of an entry listed a moment before answers when a
+command of the session replaced or removed it in between: the entry is left out."""
+
+
+def _archive_workspace(root: str, out: IO[bytes], skip: Collection[Any]) -> None:
+    """Writes the tree at root into out as a tar archive, every entry opened relative to
+    its directory's descriptor with O_NOFOLLOW (see persist_workspace)."""
+    roots = (Path(root), Path(os.path.realpath(root)))
+    symlinks: List[tarfile.TarInfo] = []
+
+    def info(name: str, st: os.stat_result, kind: bytes) -> tarfile.TarInfo:
+        ti = tarfile.TarInfo(name)
+        ti.type, ti.mode, ti.mtime = kind, stat.S_IMODE(st.st_mode), int(st.st_mtime)
+        ti.uid, ti.gid = st.st_uid, st.st_gid
+        return ti
+
+    def walk(tar: tarfile.TarFile, dfd: int, rel: str) -> None:
+        for name in sorted(os.listdir(dfd)):
+            arc = rel + "/" + name
+            if should_skip_tar_member(arc, skip_rel_paths=skip, root_name=None):
+                continue
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                try:
+                    target = os.readlink(name, dir_fd=dfd)
+                except OSError as e:
+                    if e.errno in _SWAPPED or e.errno == errno_mod.EINVAL:
+                        continue
+                    raise
+                ti = info(arc, st, tarfile.SYMTYPE)
+                ti.linkname = target
+                symlinks.append(ti)
+            elif stat.S_ISDIR(st.st_mode):
+                try:
+                    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+                except OSError as e:
+                    if e.errno in _SWAPPED:
+                        continue
+                    raise
+                try:
+                    tar.addfile(info(arc, os.fstat(fd), tarfile.DIRTYPE))
+                    walk(tar, fd, arc)
+                finally:
+                    os.close(fd)
+            elif stat.S_ISREG(st.st_mode):
+                try:
+                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+                except OSError as e:
+                    if e.errno in _SWAPPED:
+                        continue
+                    raise
+                with os.fdopen(fd, "rb") as f:
+                    fst = os.fstat(f.fileno())
+                    if not stat.S_ISREG(fst.st_mode):
+                        continue  # swapped for a FIFO or a device after the listing
+                    ti = info(arc, fst, tarfile.REGTYPE)
+                    ti.size = fst.st_size
+                    tar.addfile(ti, f)
+            # FIFOs, sockets and devices are left out, as UnixLocal does.
+
+    rootfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        with tarfile.open(fileobj=out, mode="w") as tar:
+            tar.addfile(info(".", os.fstat(rootfd), tarfile.DIRTYPE))
+            walk(tar, rootfd, ".")
+            members = {PurePosixPath(m.name).as_posix(): m for m in [*tar.getmembers(), *symlinks]}
+            for ti in symlinks:
+                tar.addfile(_rebased_symlink(ti, members, roots))
+    finally:
+        os.close(rootfd)
+
+
+def _rebased_symlink(ti: tarfile.TarInfo, members: Mapping[str, tarfile.TarInfo],
+                     roots: Tuple[Path, ...]) -> tarfile.TarInfo:
+    """A symlink member as UnixLocal archives it: an absolute target inside the workspace
+    made relative when it stays among the archived members (its private helpers; the
+    target is kept as it is when they are not there)."""
+    try:
+        from agents.sandbox.sandboxes import unix_local as ul
+        rebase: Callable[..., str] = getattr(ul, "_rebase_symlink_target")
+        stays: Callable[..., bool] = getattr(ul, "_symlink_target_stays_under")
+    except (ImportError, AttributeError):
+        return ti
+    out = copy.copy(ti)
+    if ti.linkname.startswith("/"):
+        rebased = rebase(ti.linkname, link_name=ti.name, roots=roots)
+        if rebased != ti.linkname and stays(members, link_name=ti.name, target=rebased):
+            out.linkname = rebased
+    return out
 
 
 def _private_dir(name: str, hint: str) -> str:
