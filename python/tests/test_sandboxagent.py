@@ -617,6 +617,58 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
                     contents.append(f2.read())
         self.assertFalse(any(b"OUTSIDE-SECRET" in c for c in contents), names)
 
+    async def test_restore_does_not_follow_a_swapped_directory(self) -> None:
+        # A command of the session swapped a directory the restore had checked for a
+        # symlink (timed by inotify on the restore's unlink of the file it replaces), and
+        # UnixLocal's restore, which opens each member by its full path in the
+        # application, created the member in another session's workspace or any
+        # directory of the application's user (red team, session 25). The swap is made
+        # here right after that unlink; nothing may appear behind the link.
+        s = await self.open()
+        d = os.path.join(self.ws, "d")
+        os.mkdir(d)
+        with open(os.path.join(d, "pwned.txt"), "w") as f:
+            f.write("old\n")
+        target = os.path.join(self.outside, "target")
+        os.mkdir(target)
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            for name in (".", "./d"):
+                ti = tarfile.TarInfo(name)
+                ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(ti)
+            payload = b"PLANTED\n"
+            ti = tarfile.TarInfo("./d/pwned.txt")
+            ti.size, ti.mode = len(payload), 0o644
+            tar.addfile(ti, io.BytesIO(payload))
+        buf.seek(0)
+        real_unlink = os.unlink
+        swapped: List[bool] = []
+
+        def hooked_unlink(path: Any, *a: Any, **k: Any) -> None:
+            real_unlink(path, *a, **k)
+            if not swapped and str(path).endswith("pwned.txt"):
+                swapped.append(True)
+                os.rename(d, d + "-moved")
+                os.symlink(target, d)
+
+        with mock.patch("os.unlink", hooked_unlink):
+            try:
+                await s.hydrate_workspace(buf)
+            except Exception as e:  # failing the restore is fine; following the link is not
+                print("restore failed:", e)
+        self.assertTrue(swapped, "the restore never replaced the file")
+        self.assertEqual(os.listdir(target), [])
+
+    async def test_snapshot_of_a_deep_tree_fails_cleanly(self) -> None:
+        # A command made a chain of directories deeper than Python's recursion limit,
+        # and the snapshot raised a bare RecursionError, holding a descriptor per level.
+        s = await self.open()
+        os.makedirs(os.path.join(self.ws, *(["d"] * 300)))
+        from agents.sandbox.errors import WorkspaceArchiveReadError
+        with self.assertRaisesRegex(WorkspaceArchiveReadError, ""):
+            await s.persist_workspace()
+
     async def test_grants_resolved_once_and_kept_apart(self) -> None:
         rd = self.client._report_dir  # type: ignore[attr-defined]
         a = await self.open()

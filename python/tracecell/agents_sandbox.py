@@ -56,7 +56,7 @@ from pathlib import Path, PurePosixPath
 from typing import IO, Any, Callable, Collection, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 try:
-    from agents.sandbox.errors import ExecTimeoutError, WorkspaceArchiveReadError
+    from agents.sandbox.errors import ExecTimeoutError, WorkspaceArchiveReadError, WorkspaceArchiveWriteError
     from agents.sandbox.manifest import Manifest
     from agents.sandbox.sandboxes.unix_local import (
         UnixLocalSandboxClient,
@@ -70,7 +70,12 @@ try:
     from agents.sandbox.snapshot import SnapshotBase, SnapshotSpec, resolve_snapshot
     from agents.sandbox.types import ExecResult
     from agents.sandbox.util.blocking_io import run_blocking_workspace_io
-    from agents.sandbox.util.tar_utils import should_skip_tar_member
+    from agents.sandbox.util.tar_utils import (
+        UnsafeTarMemberError,
+        safe_tar_member_rel_path,
+        should_skip_tar_member,
+        validate_tarfile,
+    )
 except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise ImportError("tracecell.agents needs the OpenAI Agents SDK 0.24 with sandboxes: "
                       "pip install \"tracecell[agents]\" (%s)" % e) from e
@@ -326,13 +331,44 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         if not await asyncio.to_thread(os.path.isdir, root):
             raise WorkspaceArchiveReadError(path=Path(root), context={"reason": "workspace_root_not_found"})
         skip = self._persist_workspace_skip_relpaths()
-        buf = io.BytesIO()
+        # On disk, not in memory: a command's sparse file of many gigabytes (no blocks
+        # used) is archived at its full size and took the application's memory with it.
+        buf = tempfile.TemporaryFile()
         try:
             await run_blocking_workspace_io(lambda: _archive_workspace(root, buf, skip))
-        except (tarfile.TarError, OSError) as e:
+        except (tarfile.TarError, OSError, _TooDeep) as e:
+            buf.close()
             raise WorkspaceArchiveReadError(path=Path(root), cause=e) from e
         buf.seek(0)
         return buf
+
+    async def hydrate_workspace(self, data: io.IOBase) -> None:
+        """Extracts a workspace archive through directory descriptors.
+
+        UnixLocal's restore (``safe_extract_tarfile``) checks each member's parent
+        directories and then opens the member by its full path, in the application: a
+        command of the session running meanwhile swapped a checked directory for a
+        symlink (timed by inotify on the unlink of a large file the restore replaces)
+        and the restore created files in another session's workspace or any directory
+        of the application's user (red team, session 25). Here every directory on a
+        member's path is opened from the root's descriptor with ``O_NOFOLLOW`` and the
+        member is made relative to its parent's descriptor, so a symlink put in between
+        fails the restore instead of being followed. The archive is checked first as
+        UnixLocal does (no absolute or ``..`` names, no links out of the workspace)."""
+        root = str(self.state.manifest.root)
+
+        def _extract() -> None:
+            os.makedirs(root, exist_ok=True)
+            with tarfile.open(fileobj=data, mode="r:*") as tar:
+                _extract_workspace(root, tar)
+
+        try:
+            await run_blocking_workspace_io(_extract)
+        except UnsafeTarMemberError as e:
+            raise WorkspaceArchiveWriteError(path=Path(root), context={"reason": e.reason, "member": e.member},
+                                             cause=e) from e
+        except (tarfile.TarError, OSError) as e:
+            raise WorkspaceArchiveWriteError(path=Path(root), cause=e) from e
 
     def _write_policy(self, report: str) -> str:
         """Writes the command's policy next to its report, as a new file; returns its path."""
@@ -492,6 +528,113 @@ def _find_tracecell(path: Optional[str]) -> str:
     return os.path.abspath(p)
 
 
+_MAX_DEPTH = 256
+"""How deep a workspace's directories may go for a snapshot: each level holds a
+directory descriptor of the application while the walk is below it."""
+
+
+class _TooDeep(Exception):
+    """A workspace deeper than _MAX_DEPTH directories."""
+
+
+def _extract_workspace(root: str, tar: tarfile.TarFile) -> None:
+    """Extracts tar into root through directory descriptors (see hydrate_workspace):
+    directories and regular files first, then symlinks, as UnixLocal does; a file's
+    mode as the tarfile data filter would leave it."""
+    validate_tarfile(tar, allow_external_symlink_targets=False)
+    members = tar.getmembers()
+    rootfd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    dirflags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+    def parent(member: tarfile.TarInfo, rel: PurePosixPath) -> int:
+        fd = os.dup(rootfd)
+        for part in rel.parts[:-1]:
+            try:
+                try:
+                    nfd = os.open(part, dirflags, dir_fd=fd)
+                except FileNotFoundError:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                    nfd = os.open(part, dirflags, dir_fd=fd)
+            except OSError as e:
+                os.close(fd)
+                if e.errno in (errno_mod.ELOOP, errno_mod.ENOTDIR):
+                    raise UnsafeTarMemberError(member=member.name, reason="a symlink or file on the path: %s" % rel)
+                raise
+            os.close(fd)
+            fd = nfd
+        return fd
+
+    def leaf(pfd: int, name: str) -> Optional[os.stat_result]:
+        try:
+            return os.stat(name, dir_fd=pfd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def replaceable(member: tarfile.TarInfo, rel: PurePosixPath, pfd: int) -> None:
+        st = leaf(pfd, rel.name)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise UnsafeTarMemberError(member=member.name, reason="destination directory already exists: %s" % rel)
+        if st is not None:
+            os.unlink(rel.name, dir_fd=pfd)
+
+    try:
+        for member in members:
+            if member.issym():
+                continue
+            rel_path = safe_tar_member_rel_path(member, allow_symlinks=True)
+            if rel_path is None:
+                continue
+            rel = PurePosixPath(rel_path.as_posix())
+            pfd = parent(member, rel)
+            try:
+                if member.isdir():
+                    st = leaf(pfd, rel.name)
+                    if st is not None and not stat.S_ISDIR(st.st_mode):
+                        os.unlink(rel.name, dir_fd=pfd)
+                        st = None
+                    if st is None:
+                        os.mkdir(rel.name, 0o755, dir_fd=pfd)
+                    continue
+                src = tar.extractfile(member)
+                if src is None:
+                    raise UnsafeTarMemberError(member=member.name, reason="missing file payload")
+                with src:
+                    replaceable(member, rel, pfd)
+                    fd = os.open(rel.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                 0o600, dir_fd=pfd)
+                    with os.fdopen(fd, "wb") as out:
+                        shutil.copyfileobj(src, out)
+                        out.flush()
+                        os.fchmod(out.fileno(), _restored_mode(member.mode))
+            finally:
+                os.close(pfd)
+        for member in members:
+            if not member.issym():
+                continue
+            rel_path = safe_tar_member_rel_path(member, allow_symlinks=True)
+            if rel_path is None:
+                continue
+            rel = PurePosixPath(rel_path.as_posix())
+            pfd = parent(member, rel)
+            try:
+                replaceable(member, rel, pfd)
+                os.symlink(member.linkname, rel.name, dir_fd=pfd)
+            finally:
+                os.close(pfd)
+    finally:
+        os.close(rootfd)
+
+
+def _restored_mode(mode: int) -> int:
+    """A regular file's mode as the tarfile data filter leaves it (and UnixLocal's
+    restore): no set-id, sticky or group/other write bits, execute only when the owner
+    had it, and always readable and writable by the owner."""
+    restored = mode & 0o755
+    if not restored & 0o100:
+        restored &= ~0o111
+    return restored | 0o600
+
+
 _SWAPPED = (errno_mod.ELOOP, errno_mod.ENOTDIR, errno_mod.ENOENT)
 """What an openat with O_NOFOLLOW of an entry listed a moment before answers when a
 command of the session replaced or removed it in between: the entry is left out."""
@@ -509,7 +652,9 @@ def _archive_workspace(root: str, out: IO[bytes], skip: Collection[Any]) -> None
         ti.uid, ti.gid = st.st_uid, st.st_gid
         return ti
 
-    def walk(tar: tarfile.TarFile, dfd: int, rel: str) -> None:
+    def walk(tar: tarfile.TarFile, dfd: int, rel: str, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            raise _TooDeep("the workspace has directories more than %d deep (%s): not archived" % (_MAX_DEPTH, rel))
         for name in sorted(os.listdir(dfd)):
             arc = rel + "/" + name
             if should_skip_tar_member(arc, skip_rel_paths=skip, root_name=None):
@@ -537,7 +682,7 @@ def _archive_workspace(root: str, out: IO[bytes], skip: Collection[Any]) -> None
                     raise
                 try:
                     tar.addfile(info(arc, os.fstat(fd), tarfile.DIRTYPE))
-                    walk(tar, fd, arc)
+                    walk(tar, fd, arc, depth + 1)
                 finally:
                     os.close(fd)
             elif stat.S_ISREG(st.st_mode):
@@ -560,7 +705,7 @@ def _archive_workspace(root: str, out: IO[bytes], skip: Collection[Any]) -> None
     try:
         with tarfile.open(fileobj=out, mode="w") as tar:
             tar.addfile(info(".", os.fstat(rootfd), tarfile.DIRTYPE))
-            walk(tar, rootfd, ".")
+            walk(tar, rootfd, ".", 1)
             members = {PurePosixPath(m.name).as_posix(): m for m in [*tar.getmembers(), *symlinks]}
             for ti in symlinks:
                 tar.addfile(_rebased_symlink(ti, members, roots))
