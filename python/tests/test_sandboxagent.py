@@ -660,6 +660,38 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(swapped, "the restore never replaced the file")
         self.assertEqual(os.listdir(target), [])
 
+    async def test_snapshot_store_denied(self) -> None:
+        # Runner keeps every session's snapshot in the SDK's default store in the
+        # application's home when given none; a red team's command read another session's
+        # whole workspace from its archive there. The store is denied to every command.
+        state = tmpdir(self, "sbx-state-")
+        with mock.patch.dict(os.environ, {"XDG_STATE_HOME": state}):
+            from agents.sandbox.snapshot_defaults import resolve_default_local_snapshot_spec
+            store = str(resolve_default_local_snapshot_spec().base_path)
+            with open(os.path.join(store, "other-session.tar"), "w") as f:
+                f.write("SECRET-IN-A-SNAPSHOT\n")
+            s = await self.open()
+            r = await s.exec("cat %s/other-session.tar; ls %s; echo end" % (store, store), shell=True)
+        self.assertNotIn(b"SECRET-IN-A-SNAPSHOT", r.stdout)
+        self.assertNotIn(b"other-session", r.stdout)
+        self.assertIn(("tracecell: read %s/other-session.tar blocked" % store).encode(), r.stderr)
+
+    async def test_snapshot_size_bounded(self) -> None:
+        # A hard link is archived as a whole copy and a sparse file at its full size: a
+        # command with next to no disk made the application write 2 GiB (red team). The
+        # snapshot's file data is bounded by max_snapshot_size.
+        from agents.sandbox.errors import WorkspaceArchiveReadError
+        with self.assertRaisesRegex(ValueError, "max_snapshot_size"):
+            TracecellSandboxClientOptions(max_snapshot_size=0)
+        s = await self.open(TracecellSandboxClientOptions(max_snapshot_size=3 << 20))
+        r = await s.exec("head -c 1048576 /dev/zero > one && ln one two && ln one three && echo ok", shell=True)
+        self.assertEqual(r.stdout, b"ok\n", r.stderr)
+        (await s.persist_workspace()).close()  # 3 MiB of file data: at the bound
+        r = await s.exec("ln one four && truncate -s 64M sparse && echo ok", shell=True)
+        self.assertEqual(r.stdout, b"ok\n", r.stderr)
+        with self.assertRaisesRegex(WorkspaceArchiveReadError, ""):
+            await s.persist_workspace()
+
     async def test_snapshot_of_a_deep_tree_fails_cleanly(self) -> None:
         # A command made a chain of directories deeper than Python's recursion limit,
         # and the snapshot raised a bare RecursionError, holding a descriptor per level.

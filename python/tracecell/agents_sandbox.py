@@ -145,6 +145,10 @@ _TTY: contextvars.ContextVar[bool] = contextvars.ContextVar("tracecell_tty", def
 # a file in the workspace; tracecell is a static binary.
 
 
+DEFAULT_MAX_SNAPSHOT_SIZE = 4 << 30
+"""The default bound of a workspace snapshot (``max_snapshot_size``): 4 GiB."""
+
+
 class TracecellSandboxClientOptions(BaseSandboxClientOptions):
     """The operator's policy for one sandbox session (``type`` ``"tracecell"``).
 
@@ -168,6 +172,11 @@ class TracecellSandboxClientOptions(BaseSandboxClientOptions):
         memory: address space per process (``"2G"``); None: the policy file's, or no limit.
         max_procs: most live processes per command; None: the policy file's, or tracecell's
             default.
+        max_snapshot_size: the most bytes a snapshot of the workspace may hold, as the sum of
+            its files' sizes (default 4 GiB): a hard link is archived as a whole copy and a
+            sparse file at its full size, so a command using little disk could otherwise
+            make the application write without bound. A larger workspace fails to persist
+            (``WorkspaceArchiveReadError``).
         exposed_ports: as ``UnixLocalSandboxClientOptions``.
     """
 
@@ -178,12 +187,16 @@ class TracecellSandboxClientOptions(BaseSandboxClientOptions):
     read: Optional[Tuple[str, ...]] = None
     memory: Optional[str] = None
     max_procs: Optional[int] = None
+    max_snapshot_size: int = DEFAULT_MAX_SNAPSHOT_SIZE
     exposed_ports: Tuple[int, ...] = ()
 
     def __init__(self, *, type: Literal["tracecell"] = "tracecell", allow_exec: Optional[Sequence[str]] = None,
                  net: Optional[Literal["deny", "loopback", "allow"]] = None, deny_read: Sequence[str] = (),
                  read: Optional[Sequence[str]] = None, memory: Optional[str] = None, max_procs: Optional[int] = None,
-                 exposed_ports: Sequence[int] = ()) -> None:
+                 max_snapshot_size: int = DEFAULT_MAX_SNAPSHOT_SIZE, exposed_ports: Sequence[int] = ()) -> None:
+        if isinstance(max_snapshot_size, bool) or not isinstance(max_snapshot_size, int) or max_snapshot_size <= 0:
+            raise ValueError("TracecellSandboxClientOptions(max_snapshot_size=%r): give a positive number of bytes"
+                             % (max_snapshot_size,))
         for name, value in (("allow_exec", allow_exec), ("deny_read", deny_read), ("read", read)):
             if isinstance(value, str):
                 raise TypeError("TracecellSandboxClientOptions(%s=...) takes a list of paths, not one string: "
@@ -194,7 +207,8 @@ class TracecellSandboxClientOptions(BaseSandboxClientOptions):
         super().__init__(type=type, allow_exec=None if allow_exec is None else tuple(_app_exec(x) for x in allow_exec),
                          net=net, deny_read=tuple(_app_path(d) for d in deny_read),
                          read=None if read is None else tuple(_app_path(r) for r in read), memory=memory,
-                         max_procs=max_procs, exposed_ports=tuple(exposed_ports))
+                         max_procs=max_procs, max_snapshot_size=max_snapshot_size,
+                         exposed_ports=tuple(exposed_ports))
 
 
 class TracecellSandboxSessionState(UnixLocalSandboxSessionState):
@@ -299,7 +313,8 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         # workspaces the clients make are each session's own (its own is a writable root,
         # carved out of the denied directory).
         pol["deny_read"] = (list(f.get("deny_read", [])) + [_app_path(d) for d in o.deny_read]
-                            + list(self.state.report_roots) + [_default_workspace_parent()])
+                            + list(self.state.report_roots) + [_default_workspace_parent()]
+                            + _snapshot_stores(self.state.snapshot))
         # Paths are the application's (its home for ~, its directory for a relative
         # one), never the workspace, which is HOME and the directory for tracecell.
         if o.allow_exec is not None:
@@ -335,7 +350,8 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         # used) is archived at its full size and took the application's memory with it.
         buf = tempfile.TemporaryFile()
         try:
-            await run_blocking_workspace_io(lambda: _archive_workspace(root, buf, skip))
+            limit = self.state.options.max_snapshot_size
+            await run_blocking_workspace_io(lambda: _archive_workspace(root, buf, skip, limit))
         except (tarfile.TarError, OSError, _TooDeep) as e:
             buf.close()
             raise WorkspaceArchiveReadError(path=Path(root), cause=e) from e
@@ -534,7 +550,7 @@ directory descriptor of the application while the walk is below it."""
 
 
 class _TooDeep(Exception):
-    """A workspace deeper than _MAX_DEPTH directories."""
+    """A workspace deeper than _MAX_DEPTH directories, or larger than its snapshot bound."""
 
 
 def _extract_workspace(root: str, tar: tarfile.TarFile) -> None:
@@ -640,11 +656,13 @@ _SWAPPED = (errno_mod.ELOOP, errno_mod.ENOTDIR, errno_mod.ENOENT)
 command of the session replaced or removed it in between: the entry is left out."""
 
 
-def _archive_workspace(root: str, out: IO[bytes], skip: Collection[Any]) -> None:
+def _archive_workspace(root: str, out: IO[bytes], skip: Collection[Any], limit: int) -> None:
     """Writes the tree at root into out as a tar archive, every entry opened relative to
-    its directory's descriptor with O_NOFOLLOW (see persist_workspace)."""
+    its directory's descriptor with O_NOFOLLOW (see persist_workspace); more than limit
+    bytes of file data is refused (_TooDeep)."""
     roots = (Path(root), Path(os.path.realpath(root)))
     symlinks: List[tarfile.TarInfo] = []
+    total = [0]
 
     def info(name: str, st: os.stat_result, kind: bytes) -> tarfile.TarInfo:
         ti = tarfile.TarInfo(name)
@@ -696,6 +714,10 @@ def _archive_workspace(root: str, out: IO[bytes], skip: Collection[Any]) -> None
                     fst = os.fstat(f.fileno())
                     if not stat.S_ISREG(fst.st_mode):
                         continue  # swapped for a FIFO or a device after the listing
+                    total[0] += fst.st_size
+                    if total[0] > limit:
+                        raise _TooDeep("the workspace's files hold more than max_snapshot_size (%d bytes; %s "
+                                       "reached it): not archived" % (limit, arc))
                     ti = info(arc, fst, tarfile.REGTYPE)
                     ti.size = fst.st_size
                     tar.addfile(ti, f)
@@ -729,6 +751,26 @@ def _rebased_symlink(ti: tarfile.TarInfo, members: Mapping[str, tarfile.TarInfo]
         rebased = rebase(ti.linkname, link_name=ti.name, roots=roots)
         if rebased != ti.linkname and stays(members, link_name=ti.name, target=rebased):
             out.linkname = rebased
+    return out
+
+
+def _snapshot_stores(snapshot: Any) -> List[str]:
+    """Where workspace snapshots are kept on this host, denied to every command: the SDK's
+    default store (``~/.local/state/openai-agents-python/sandbox/snapshots``, where
+    ``Runner`` keeps every session's snapshot when given none) and the session's own local
+    snapshot's directory. A red team's command read another session's whole workspace from
+    its archive there."""
+    out: List[str] = []
+    try:
+        from agents.sandbox.snapshot_defaults import default_local_snapshot_base_dir
+        out.append(os.path.abspath(str(default_local_snapshot_base_dir())))
+    except (ImportError, RuntimeError, KeyError):  # no home directory
+        pass
+    base = getattr(snapshot, "base_path", None)
+    if base is not None:
+        p = os.path.abspath(str(base))
+        if p not in out:
+            out.append(p)
     return out
 
 
