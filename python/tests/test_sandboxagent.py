@@ -692,6 +692,19 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaisesRegex(WorkspaceArchiveReadError, ""):
             await s.persist_workspace()
 
+    async def test_restore_of_a_bad_name_is_the_sdks_error(self) -> None:
+        # A PAX path with a NUL byte raised a bare ValueError from the restore (red team).
+        from agents.sandbox.errors import WorkspaceArchiveWriteError
+        s = await self.open()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            ti = tarfile.TarInfo("./a")
+            ti.pax_headers = {"path": "./a\x00b"}
+            tar.addfile(ti, io.BytesIO(b""))
+        buf.seek(0)
+        with self.assertRaises(WorkspaceArchiveWriteError):
+            await s.hydrate_workspace(buf)
+
     async def test_snapshot_of_a_deep_tree_fails_cleanly(self) -> None:
         # A command made a chain of directories deeper than Python's recursion limit,
         # and the snapshot raised a bare RecursionError, holding a descriptor per level.

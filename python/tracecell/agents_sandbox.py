@@ -383,7 +383,9 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         except UnsafeTarMemberError as e:
             raise WorkspaceArchiveWriteError(path=Path(root), context={"reason": e.reason, "member": e.member},
                                              cause=e) from e
-        except (tarfile.TarError, OSError) as e:
+        except (tarfile.TarError, OSError, ValueError) as e:
+            # ValueError: a member name the OS refuses (an embedded NUL byte of a PAX
+            # header), which callers catching the SDK's errors would otherwise miss.
             raise WorkspaceArchiveWriteError(path=Path(root), cause=e) from e
 
     def _write_policy(self, report: str) -> str:
