@@ -339,27 +339,28 @@ type reportDoc struct {
 }
 
 type event struct {
-	Decision     string   `json:"decision"`
-	Pid          int      `json:"pid"`
-	Tid          int      `json:"tid"`
-	Exe          string   `json:"exe"`
-	Argv         []string `json:"argv"`
-	Program      string   `json:"program"`
-	Syscall      string   `json:"syscall"`
-	ABI          string   `json:"abi"`
-	Nr           int      `json:"nr"`
-	Flags        string   `json:"flags"`
-	Kind         string   `json:"kind"`
-	Paths        []path   `json:"paths"`
-	Family       string   `json:"family"`
-	Address      string   `json:"address"`
-	Port         int      `json:"port"`
-	Abstract     bool     `json:"abstract"`
-	TargetPid    *int     `json:"target_pid"`
-	TargetInTree bool     `json:"target_in_tree"`
-	Rule         string   `json:"rule"`
-	Reason       string   `json:"reason"`
-	Errno        string   `json:"errno"`
+	Decision      string   `json:"decision"`
+	Pid           int      `json:"pid"`
+	Tid           int      `json:"tid"`
+	Exe           string   `json:"exe"`
+	Argv          []string `json:"argv"`
+	ArgvTruncated bool     `json:"argv_truncated"`
+	Program       string   `json:"program"`
+	Syscall       string   `json:"syscall"`
+	ABI           string   `json:"abi"`
+	Nr            int      `json:"nr"`
+	Flags         string   `json:"flags"`
+	Kind          string   `json:"kind"`
+	Paths         []path   `json:"paths"`
+	Family        string   `json:"family"`
+	Address       string   `json:"address"`
+	Port          int      `json:"port"`
+	Abstract      bool     `json:"abstract"`
+	TargetPid     *int     `json:"target_pid"`
+	TargetInTree  bool     `json:"target_in_tree"`
+	Rule          string   `json:"rule"`
+	Reason        string   `json:"reason"`
+	Errno         string   `json:"errno"`
 }
 
 type path struct {

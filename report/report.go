@@ -45,6 +45,9 @@ type Event struct {
 	Tid      int       `json:"tid"`
 	Exe      string    `json:"exe,omitempty"`
 	Argv     []string  `json:"argv,omitempty"`
+	// ArgvTruncated: the process's argv was longer than tracecell keeps
+	// (4 KiB): Argv is its start.
+	ArgvTruncated bool `json:"argv_truncated,omitempty"`
 	// ExeBytes and ArgvBytes repeat Exe and Argv byte for byte when one
 	// of them is not valid UTF-8 (KeepBytes; see policy.Path.GivenBytes).
 	ExeBytes  []byte        `json:"exe_base64,omitempty"`

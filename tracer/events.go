@@ -60,7 +60,7 @@ func (t *tracer) event(tk *task, cause int) error {
 			// parent's memory as it is now, which the parent may have
 			// rewritten.
 			if pp, cp := t.tree.procs[tk.tgid], t.tree.procs[n.tgid]; n.tgid != tk.tgid && pp != nil && cp != nil && cp.execs == 0 && cp.argv == nil {
-				cp.exe, cp.argv = pp.exe, pp.argv
+				cp.exe, cp.argv, cp.argvCut = pp.exe, pp.argv, pp.argvCut
 			}
 			if pp, cp := t.tree.procs[tk.tgid], t.tree.procs[n.tgid]; n.tgid != tk.tgid && pp != nil && cp != nil &&
 				pp.page == pageMapped && cp.page == pageUnknown && cp.execs == 0 {
@@ -132,9 +132,9 @@ func (t *tracer) execEvent(tk *task) error {
 	// The argv the kernel copied: nothing of the new program has run yet.
 	// The root's first exec is tracecell's own, with Config.Argv.
 	if initial && tid == t.tree.rootPid && !t.rootExecDone {
-		p.argv = append([]string{}, t.cfg.Argv...)
+		p.argv, p.argvCut = append([]string{}, t.cfg.Argv...), false
 	} else {
-		p.argv = readCmdline(tid)
+		p.argv, p.argvCut = readCmdline(tid)
 	}
 	p.dropPage() // a new address space
 	p.dropMaps()
@@ -353,10 +353,10 @@ func (t *tracer) lifecycle(tgid, tid int, name string, set func(*report.Event)) 
 	if !t.cfg.TraceAll || t.cfg.OnEvent == nil {
 		return
 	}
-	exe, argv := t.tree.procInfo(tgid)
+	exe, argv, cut := t.tree.procInfo(tgid)
 	ev := &report.Event{
 		Time: time.Now().UTC(), Decision: report.Allow, Pid: tgid, Tid: tid,
-		Exe: exe, Argv: argv, Program: programName(exe, argv),
+		Exe: exe, Argv: argv, ArgvTruncated: cut, Program: programName(exe, argv),
 		Syscall: name, ABI: t.layout.Name, Kind: syscalls.KindProcess, Rule: report.RuleLifecycle,
 	}
 	set(ev)

@@ -119,13 +119,13 @@ func (t *tracer) release(c *call, f *freezer, allowed bool) error {
 
 // newEvent builds the report entry of a decision.
 func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Event {
-	exe, argv := t.tree.procInfo(c.tk.tgid)
+	exe, argv, cut := t.tree.procInfo(c.tk.tgid)
 	if c.HasOpenFlags {
 		c.Flags = syscalls.FormatOpenFlags(c.OpenFlags)
 	}
 	ev := &report.Event{
 		Time: time.Now().UTC(), Decision: report.Deny, Pid: c.tk.tgid, Tid: c.tk.tid,
-		Exe: exe, Argv: argv, Program: programName(exe, argv),
+		Exe: exe, Argv: argv, ArgvTruncated: cut, Program: programName(exe, argv),
 		Syscall: c.name, ABI: t.layout.Name, Nr: c.nr, Flags: c.Flags,
 		Rule: d.Rule, Reason: d.Reason,
 	}

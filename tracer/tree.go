@@ -3,6 +3,7 @@ package tracer
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -117,9 +118,12 @@ type proc struct {
 	// and passed on to a forked child, never read from memory the
 	// program has had a chance to rewrite; execs counts the group's
 	// execs.
-	exe   string
-	argv  []string
-	execs int
+	exe  string
+	argv []string
+	// argvCut: /proc/<tgid>/cmdline held more than maxArgvBytes, of which
+	// argv is the start.
+	argvCut bool
+	execs   int
 	// page: whether the tracer's path page is mapped in this process;
 	// mem is its /proc/<tid>/mem while it is (pathpage.go).
 	page pageState
@@ -327,7 +331,7 @@ func (tr *tree) stopReason() (timedOut, interrupted bool) {
 
 // procInfo returns the exe and argv of a traced process, read once per exec
 // (a process the tree no longer has is read every time).
-func (tr *tree) procInfo(tgid int) (string, []string) {
+func (tr *tree) procInfo(tgid int) (string, []string, bool) {
 	p := tr.procs[tgid]
 	if p == nil {
 		p = &proc{tgid: tgid}
@@ -336,24 +340,41 @@ func (tr *tree) procInfo(tgid int) (string, []string) {
 		p.exe, _ = os.Readlink(fmt.Sprintf("/proc/%d/exe", tgid))
 	}
 	if p.argv == nil {
-		p.argv = readCmdline(tgid)
+		p.argv, p.argvCut = readCmdline(tgid)
 	}
-	return p.exe, p.argv
+	return p.exe, p.argv, p.argvCut
 }
 
 // readCmdline returns the argv in /proc/<pid>/cmdline, nil when it cannot
 // be read. That is the process's own memory: read it at the exec event,
 // before the new program runs, or it says what the program wrote there
 // (a red team reported a forged argv this way, session 23).
-func readCmdline(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+func readCmdline(pid int) ([]string, bool) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
-		return nil
+		return nil, false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxArgvBytes+1))
+	if err != nil {
+		return nil, false
+	}
+	cut := len(b) > maxArgvBytes
+	if cut {
+		b = b[:maxArgvBytes]
 	}
 	b = bytes.TrimSuffix(b, []byte{0})
 	argv := []string{}
 	for _, a := range bytes.Split(b, []byte{0}) {
 		argv = append(argv, string(a))
 	}
-	return argv
+	return argv, cut
 }
+
+// maxArgvBytes bounds the argv a process's denials carry: its first 4 KiB
+// (report.Event.ArgvTruncated says when there was more). Every denial
+// repeats its process's argv, and a tree that exec'd an allowed program
+// with megabytes of arguments (ARG_MAX grows with RLIMIT_STACK) and then
+// made thousands of denied calls had tracecell write gigabytes of report
+// (red team, session 25).
+const maxArgvBytes = 4096

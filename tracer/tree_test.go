@@ -2,11 +2,14 @@ package tracer
 
 import (
 	"os"
+	"os/exec"
 	"reflect"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // checkTree fails t unless tr keeps its invariants (tree): every task's
@@ -209,14 +212,43 @@ func TestTreeProcInfo(t *testing.T) {
 	tr.init()
 	self := os.Getpid()
 	tr.add(self, self)
-	exe, argv := tr.procInfo(self)
+	exe, argv, cut := tr.procInfo(self)
 	want, _ := os.Readlink("/proc/self/exe")
-	if exe != want || !reflect.DeepEqual(argv, os.Args) {
-		t.Fatalf("procInfo = %q %q, want %q %q", exe, argv, want, os.Args)
+	if exe != want || !reflect.DeepEqual(argv, os.Args) || cut {
+		t.Fatalf("procInfo = %q %q %v, want %q %q", exe, argv, cut, want, os.Args)
 	}
 	tr.procs[self].exe, tr.procs[self].argv = "/kept", []string{"kept"}
-	if exe, argv := tr.procInfo(self); exe != "/kept" || len(argv) != 1 {
+	if exe, argv, _ := tr.procInfo(self); exe != "/kept" || len(argv) != 1 {
 		t.Fatalf("read again: %q %q", exe, argv)
+	}
+}
+
+// TestReadCmdlineBounded: a process's argv is kept up to maxArgvBytes and
+// marked cut beyond (a red team's tree made every denial carry megabytes).
+func TestReadCmdlineBounded(t *testing.T) {
+	long := strings.Repeat("x", 3*maxArgvBytes)
+	cmd := exec.Command("/bin/sleep", "10", long)
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no /bin/sleep: %v", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var argv []string
+	var cut bool
+	for i := 0; i < 100; i++ { // until the exec is done
+		if argv, cut = readCmdline(cmd.Process.Pid); len(argv) == 3 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !cut || len(argv) != 3 || argv[0] != "/bin/sleep" || argv[1] != "10" {
+		t.Fatalf("argv %d args, cut %v", len(argv), cut)
+	}
+	if n := len(strings.Join(argv, "\x00")); n != maxArgvBytes {
+		t.Errorf("kept %d bytes, want %d", n, maxArgvBytes)
+	}
+	short, cut := readCmdline(os.Getpid())
+	if cut || !reflect.DeepEqual(short, os.Args) {
+		t.Errorf("own argv %q cut %v", short, cut)
 	}
 }
 
