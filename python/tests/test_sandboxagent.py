@@ -705,6 +705,31 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(WorkspaceArchiveWriteError):
             await s.hydrate_workspace(buf)
 
+    async def test_pty_input_never_blocks_the_application(self) -> None:
+        # A PTY command that never reads its terminal and a model that sends it 300 KB:
+        # UnixLocal's blocking write filled the terminal's buffer and hung the whole event
+        # loop for good (red team, session 25). The write gives up with an error, and the
+        # loop keeps running meanwhile.
+        import tracecell.agents_sandbox as tas
+        s = await self.open()
+        u = await s.pty_exec_start("sleep 20", tty=True, yield_time_s=0.5)
+        ticks = [0]
+
+        async def ticker() -> None:
+            while True:
+                await asyncio.sleep(0.05)
+                ticks[0] += 1
+
+        t = asyncio.ensure_future(ticker())
+        try:
+            with mock.patch.object(tas, "_STDIN_WRITE_TIMEOUT", 1.0, create=True):
+                with self.assertRaisesRegex(RuntimeError, "did not read its input"):
+                    await asyncio.wait_for(s.pty_write_stdin(session_id=u.process_id or 0, chars=("x" * 99 + "\n") * 3000,
+                                                             yield_time_s=0.5), 20)
+        finally:
+            t.cancel()
+        self.assertGreater(ticks[0], 10, "the event loop stood still during the write")
+
     async def test_snapshot_of_a_deep_tree_fails_cleanly(self) -> None:
         # A command made a chain of directories deeper than Python's recursion limit,
         # and the snapshot raised a bare RecursionError, holding a descriptor per level.

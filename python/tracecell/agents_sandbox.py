@@ -42,6 +42,7 @@ import contextlib
 import contextvars
 import copy
 import errno as errno_mod
+import fcntl
 import io
 import json
 import os
@@ -50,6 +51,7 @@ import signal
 import stat
 import tarfile
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -68,6 +70,7 @@ try:
     from agents.sandbox.session.manager import Instrumentation
     from agents.sandbox.session.sandbox_client import BaseSandboxClient, BaseSandboxClientOptions
     from agents.sandbox.snapshot import SnapshotBase, SnapshotSpec, resolve_snapshot
+    from agents.sandbox.session.pty_types import resolve_pty_write_yield_time_ms
     from agents.sandbox.types import ExecResult
     from agents.sandbox.util.blocking_io import run_blocking_workspace_io
     from agents.sandbox.util.tar_utils import (
@@ -484,6 +487,38 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
         finally:
             _TTY.reset(token)
 
+    async def pty_write_stdin(self, *, session_id: int, chars: str, yield_time_s: Optional[float] = None,
+                              max_output_tokens: Optional[int] = None) -> Any:
+        """UnixLocal's, but the input is written without blocking the event loop.
+
+        UnixLocal writes the input with one blocking ``os.write`` on the pty's master, on
+        the event loop: a command that never reads its terminal (``sleep``) and a model
+        that sends it some 200 KB of input filled the terminal's buffer, and the write,
+        and with it every session and timer of the application, blocked for good (red
+        team, session 25). Here the master is written non-blocking in pieces as the
+        command reads them, for at most _STDIN_WRITE_TIMEOUT seconds; input the command
+        has not taken by then is dropped with an error."""
+        async with self._pty_lock:
+            entry = self._resolve_pty_session_entry(pty_processes=self._pty_processes, session_id=session_id)
+        if chars:
+            if not entry.tty or entry.primary_fd is None:
+                raise RuntimeError("stdin is not available for this process")
+            left = await _write_pty(entry.primary_fd, chars.encode("utf-8"))
+            if left:
+                raise RuntimeError("the command did not read its input: %d of %d bytes not written in %.0f s"
+                                   % (left, len(chars.encode("utf-8")), _STDIN_WRITE_TIMEOUT))
+            await asyncio.sleep(0.1)
+        yield_time_ms = 250 if yield_time_s is None else int(yield_time_s * 1000)
+        output, original_token_count, output_closed = await self._collect_pty_output(
+            entry=entry,
+            yield_time_ms=resolve_pty_write_yield_time_ms(yield_time_ms=yield_time_ms, input_empty=chars == ""),
+            max_output_tokens=max_output_tokens,
+        )
+        entry.last_used = time.monotonic()
+        return await self._finalize_pty_update(process_id=session_id, entry=entry, output=output,
+                                               original_token_count=original_token_count,
+                                               output_closed=output_closed)
+
     async def _terminate_pty_entry(self, entry: Any) -> None:
         # The SDK ends a PTY command (at stop, or pruning old ones) with SIGKILL to its
         # process group: tracecell would die before writing the command's report. SIGTERM
@@ -754,6 +789,38 @@ def _rebased_symlink(ti: tarfile.TarInfo, members: Mapping[str, tarfile.TarInfo]
         if rebased != ti.linkname and stays(members, link_name=ti.name, target=rebased):
             out.linkname = rebased
     return out
+
+
+_STDIN_WRITE_TIMEOUT = 10.0
+"""How long pty_write_stdin waits for a command to take its input."""
+
+
+async def _write_pty(fd: int, data: bytes) -> int:
+    """Writes data to a pty master without blocking the event loop: non-blocking writes
+    as the terminal's input buffer drains, for at most _STDIN_WRITE_TIMEOUT seconds. The
+    fd's flags are set back before every wait (the output reader shares the fd). Returns
+    how many bytes were not written; a pty whose other end is gone ends it as UnixLocal
+    does (its errors ignored)."""
+    deadline = time.monotonic() + _STDIN_WRITE_TIMEOUT
+    while data:
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+        try:
+            n = os.write(fd, data)
+        except BlockingIOError:
+            n = 0
+        except OSError as e:
+            if e.errno in (errno_mod.EIO, errno_mod.EBADF, errno_mod.EPIPE, errno_mod.ECONNRESET):
+                return 0
+            raise
+        finally:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+        data = data[n:]
+        if data:
+            if time.monotonic() >= deadline:
+                return len(data)
+            await asyncio.sleep(0.01)
+    return 0
 
 
 def _snapshot_stores(snapshot: Any) -> List[str]:
