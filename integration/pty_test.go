@@ -139,6 +139,39 @@ fcntl.ioctl(s, termios.TIOCSCTTY, 0)
 say("swapped-tcsets", lambda: echo_off(ro))
 `
 
+// ptyUsers: the users foreignPtyRun runs as, with their command prefix:
+// the test's, and nobody when that is root.
+func ptyUsers(t *testing.T) map[string][]string {
+	users := map[string][]string{"self": nil}
+	if isRoot {
+		users["nobody"] = nobodyCmd(t)
+	}
+	return users
+}
+
+// foreignPtyRun opens a pty no session has (nobody's when user is
+// "nobody") and runs code under tracecell, as that user (prefix), with the
+// slave's path as its argument: the master, the slave's path and file, the
+// run and its report.
+func foreignPtyRun(t *testing.T, user string, prefix []string, code string) (*os.File, string, *os.File, result, *reportDoc) {
+	t.Helper()
+	m, name, slave := openPty(t)
+	if user == "nobody" {
+		if err := os.Chown(name, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sbx := openWorldDir(t)
+	rp := filepath.Join(openWorldDir(t), "report.json")
+	argv := append(append([]string{}, prefix...), tcBin, "run", "--write", sbx, "--report", rp)
+	for _, kv := range runEnv(t, sbx) {
+		argv = append(argv, "--env", kv)
+	}
+	argv = append(argv, "--", python, "-c", code, name)
+	r := execute(t, "", os.Environ(), argv)
+	return m, name, slave, r, readReport(t, rp, r)
+}
+
 // TestPtyDevTTYForeign (red team F2): the tree makes another terminal of
 // the user (no session's controlling terminal, as a pty a host program
 // holds both ends of) its controlling terminal by a read-only open, then
@@ -148,28 +181,10 @@ say("swapped-tcsets", lambda: echo_off(ro))
 // names the denial: foreign-pty, /dev/tty as given, the pts path it
 // stands for.
 func TestPtyDevTTYForeign(t *testing.T) {
-	users := map[string][]string{"self": nil}
-	if isRoot {
-		users["nobody"] = nobodyCmd(t)
-	}
-	for user, prefix := range users {
+	for user, prefix := range ptyUsers(t) {
 		t.Run(user, func(t *testing.T) {
 			t.Parallel()
-			m, name, slave := openPty(t)
-			if user == "nobody" {
-				if err := os.Chown(name, 65534, 65534); err != nil {
-					t.Fatal(err)
-				}
-			}
-			sbx := openWorldDir(t)
-			rp := filepath.Join(openWorldDir(t), "report.json")
-			argv := append(append([]string{}, prefix...), tcBin, "run", "--write", sbx, "--report", rp)
-			for _, kv := range runEnv(t, sbx) {
-				argv = append(argv, "--env", kv)
-			}
-			argv = append(argv, "--", python, "-c", devTTYAttackCode, name)
-			r := execute(t, "", os.Environ(), argv)
-			rep := readReport(t, rp, r)
+			m, name, slave, r, rep := foreignPtyRun(t, user, prefix, devTTYAttackCode)
 
 			if got := ptyOutput(m); got != "" {
 				t.Errorf("ESCAPED: %s shows %q", name, got)
@@ -266,28 +281,10 @@ func TestPtyDevTTYLeaderGone(t *testing.T) {
 		// README's known gaps; --deny-read closes it).
 		t.Skip("no pidfd_getfd under the 4.18 surface: the fallback's known gap")
 	}
-	users := map[string][]string{"self": nil}
-	if isRoot {
-		users["nobody"] = nobodyCmd(t)
-	}
-	for user, prefix := range users {
+	for user, prefix := range ptyUsers(t) {
 		t.Run(user, func(t *testing.T) {
 			t.Parallel()
-			_, name, slave := openPty(t)
-			if user == "nobody" {
-				if err := os.Chown(name, 65534, 65534); err != nil {
-					t.Fatal(err)
-				}
-			}
-			sbx := openWorldDir(t)
-			rp := filepath.Join(openWorldDir(t), "report.json")
-			argv := append(append([]string{}, prefix...), tcBin, "run", "--write", sbx, "--report", rp)
-			for _, kv := range runEnv(t, sbx) {
-				argv = append(argv, "--env", kv)
-			}
-			argv = append(argv, "--", python, "-c", devTTYLeaderGoneCode, name)
-			r := execute(t, "", os.Environ(), argv)
-			rep := readReport(t, rp, r)
+			_, name, slave, r, rep := foreignPtyRun(t, user, prefix, devTTYLeaderGoneCode)
 			tio, err := unix.IoctlGetTermios(int(slave.Fd()), unix.TCGETS)
 			if err != nil {
 				t.Fatal(err)

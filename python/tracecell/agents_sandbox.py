@@ -55,7 +55,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Callable, Collection, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
+from typing import IO, Any, Callable, Collection, Dict, Iterator, List, Literal, Mapping, Optional, Sequence, Tuple
 
 try:
     from agents.sandbox.errors import ExecTimeoutError, WorkspaceArchiveReadError, WorkspaceArchiveWriteError
@@ -630,14 +630,17 @@ def _extract_workspace(root: str, tar: tarfile.TarFile) -> None:
         if st is not None:
             os.unlink(rel.name, dir_fd=pfd)
 
-    try:
+    def placed(links: bool) -> Iterator[Tuple[tarfile.TarInfo, PurePosixPath]]:
+        # The members to place, symlinks (links) or the rest, with their paths.
         for member in members:
-            if member.issym():
+            if member.issym() != links:
                 continue
             rel_path = safe_tar_member_rel_path(member, allow_symlinks=True)
-            if rel_path is None:
-                continue
-            rel = PurePosixPath(rel_path.as_posix())
+            if rel_path is not None:
+                yield member, PurePosixPath(rel_path.as_posix())
+
+    try:
+        for member, rel in placed(False):
             pfd = parent(member, rel)
             try:
                 if member.isdir():
@@ -661,13 +664,7 @@ def _extract_workspace(root: str, tar: tarfile.TarFile) -> None:
                         os.fchmod(out.fileno(), _restored_mode(member.mode))
             finally:
                 os.close(pfd)
-        for member in members:
-            if not member.issym():
-                continue
-            rel_path = safe_tar_member_rel_path(member, allow_symlinks=True)
-            if rel_path is None:
-                continue
-            rel = PurePosixPath(rel_path.as_posix())
+        for member, rel in placed(True):
             pfd = parent(member, rel)
             try:
                 replaceable(member, rel, pfd)
@@ -691,6 +688,17 @@ def _restored_mode(mode: int) -> int:
 _SWAPPED = (errno_mod.ELOOP, errno_mod.ENOTDIR, errno_mod.ENOENT)
 """What an openat with O_NOFOLLOW of an entry listed a moment before answers when a
 command of the session replaced or removed it in between: the entry is left out."""
+
+
+def _open_entry(name: str, dfd: int, flags: int) -> Optional[int]:
+    """Opens entry name of directory dfd read-only with O_NOFOLLOW and flags; None when a
+    command of the session replaced or removed it since the listing (_SWAPPED)."""
+    try:
+        return os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | flags, dir_fd=dfd)
+    except OSError as e:
+        if e.errno in _SWAPPED:
+            return None
+        raise
 
 
 def _archive_workspace(root: str, out: IO[bytes], skip: Collection[Any], limit: int) -> None:
@@ -729,24 +737,18 @@ def _archive_workspace(root: str, out: IO[bytes], skip: Collection[Any], limit: 
                 ti.linkname = target
                 symlinks.append(ti)
             elif stat.S_ISDIR(st.st_mode):
-                try:
-                    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-                except OSError as e:
-                    if e.errno in _SWAPPED:
-                        continue
-                    raise
+                fd = _open_entry(name, dfd, os.O_DIRECTORY)
+                if fd is None:
+                    continue
                 try:
                     tar.addfile(info(arc, os.fstat(fd), tarfile.DIRTYPE))
                     walk(tar, fd, arc, depth + 1)
                 finally:
                     os.close(fd)
             elif stat.S_ISREG(st.st_mode):
-                try:
-                    fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
-                except OSError as e:
-                    if e.errno in _SWAPPED:
-                        continue
-                    raise
+                fd = _open_entry(name, dfd, os.O_NONBLOCK)
+                if fd is None:
+                    continue
                 with os.fdopen(fd, "rb") as f:
                     fst = os.fstat(f.fileno())
                     if not stat.S_ISREG(fst.st_mode):
