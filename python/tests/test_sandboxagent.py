@@ -730,6 +730,24 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
             t.cancel()
         self.assertGreater(ticks[0], 10, "the event loop stood still during the write")
 
+    async def test_delete_removes_locked_directories(self) -> None:
+        # A command that chmod 000'd directories of its workspace kept UnixLocal's removal
+        # from deleting it, silently (red team). The client unlocks them and removes all.
+        from tracecell.agents_sandbox import _unlock_tree
+        sess = await self.client.create()
+        await sess.start()
+        root = str(sess.state.manifest.root)
+        r = await sess.exec("mkdir -p a/b/c && echo x > a/b/c/f && chmod 000 a/b a && echo ok", shell=True)
+        self.assertEqual(r.stdout, b"ok\n", r.stderr)
+        await sess.aclose()
+        _unlock_tree(root)  # what delete does first; visible as modes even to root
+        self.assertEqual(os.stat(os.path.join(root, "a")).st_mode & 0o777, 0o700)
+        self.assertEqual(os.stat(os.path.join(root, "a", "b")).st_mode & 0o777, 0o700)
+        os.chmod(os.path.join(root, "a", "b"), 0)
+        os.chmod(os.path.join(root, "a"), 0)
+        await self.client.delete(sess)
+        self.assertFalse(os.path.exists(root))
+
     async def test_snapshot_of_a_deep_tree_fails_cleanly(self) -> None:
         # A command made a chain of directories deeper than Python's recursion limit,
         # and the snapshot raised a bare RecursionError, holding a descriptor per level.

@@ -825,6 +825,41 @@ async def _write_pty(fd: int, data: bytes) -> int:
     return 0
 
 
+def _unlock_tree(root: str) -> None:
+    """Gives the owner rwx on every directory under root (and root), through O_PATH
+    descriptors opened with O_NOFOLLOW from their parent's: a command's chmod 000 must not
+    keep its workspace from being removed. Errors are left to the removal that follows."""
+    def unlock(pfd: int, name: str, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            return
+        try:
+            fd = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+        except OSError:
+            return
+        try:
+            os.chmod("/proc/self/fd/%d" % fd, 0o700)
+            try:
+                dfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+            except OSError:
+                return
+            try:
+                for entry in os.listdir(dfd):
+                    if stat.S_ISDIR(os.stat(entry, dir_fd=dfd, follow_symlinks=False).st_mode):
+                        unlock(dfd, entry, depth + 1)
+            finally:
+                os.close(dfd)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+
+    parent = os.open(os.path.dirname(root), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        unlock(parent, os.path.basename(root), 0)
+    finally:
+        os.close(parent)
+
+
 def _snapshot_stores(snapshot: Any) -> List[str]:
     """Where workspace snapshots are kept on this host, denied to every command: the SDK's
     default store (``~/.local/state/openai-agents-python/sandbox/snapshots``, where
@@ -1065,10 +1100,21 @@ class TracecellSandboxClient(BaseSandboxClient[Optional[TracecellSandboxClientOp
         return self._session(state)
 
     async def delete(self, session: SandboxSession) -> SandboxSession:
-        """Removes the workspace when this client made it (as UnixLocal does); the reports stay."""
-        if not isinstance(session._inner, TracecellSandboxSession):
+        """Removes the workspace when this client made it (as UnixLocal does); the reports stay.
+
+        UnixLocal's removal gives up silently on a directory a command made unreadable
+        (``chmod 000``), leaving the workspace behind (red team, session 25): such
+        directories are made the owner's again (through ``O_PATH`` descriptors, never
+        following a link) and the removal tried once more."""
+        inner = session._inner
+        if not isinstance(inner, TracecellSandboxSession):
             raise TypeError("TracecellSandboxClient.delete expects a session it created")
-        return await self._local.delete(session)
+        out = await self._local.delete(session)
+        root = str(inner.state.manifest.root)
+        if inner.state.workspace_root_owned and os.path.isdir(root):
+            await run_blocking_workspace_io(lambda: _unlock_tree(root))
+            out = await self._local.delete(session)
+        return out
 
     async def resume(self, state: SandboxSessionState) -> SandboxSession:
         if not isinstance(state, TracecellSandboxSessionState):
