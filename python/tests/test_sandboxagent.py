@@ -567,6 +567,17 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(os.path.basename(parent), "tracecell-workspaces-%d" % os.getuid())
         self.assertEqual(os.stat(parent).st_mode & 0o777, 0o700)
 
+    def swap_pair(self, name: str, content: str) -> Tuple[str, str]:
+        """The directory d of the workspace holding name (with content), which the swap
+        tests replace by a symlink, and the empty directory outside it points at."""
+        d = os.path.join(self.ws, "d")
+        os.mkdir(d)
+        with open(os.path.join(d, name), "w") as f:
+            f.write(content)
+        target = os.path.join(self.outside, "target")
+        os.mkdir(target)
+        return d, target
+
     async def test_snapshot_does_not_follow_a_swapped_directory(self) -> None:
         # A command of the session swapped a directory for a symlink between the
         # snapshot's listing and its open of the entries (RENAME_EXCHANGE, timed with
@@ -576,12 +587,7 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         # archiver has looked at the directory; the archive must not hold what lies
         # behind the link.
         s = await self.open()
-        d = os.path.join(self.ws, "d")
-        os.mkdir(d)
-        with open(os.path.join(d, "secret.txt"), "w") as f:
-            f.write("decoy\n")
-        target = os.path.join(self.outside, "target")
-        os.mkdir(target)
+        d, target = self.swap_pair("secret.txt", "decoy\n")
         with open(os.path.join(target, "secret.txt"), "w") as f:
             f.write("OUTSIDE-SECRET\n")
         real_stat, real_lstat = os.stat, os.lstat
@@ -625,12 +631,7 @@ class SessionTest(unittest.IsolatedAsyncioTestCase):
         # directory of the application's user (red team, session 25). The swap is made
         # here right after that unlink; nothing may appear behind the link.
         s = await self.open()
-        d = os.path.join(self.ws, "d")
-        os.mkdir(d)
-        with open(os.path.join(d, "pwned.txt"), "w") as f:
-            f.write("old\n")
-        target = os.path.join(self.outside, "target")
-        os.mkdir(target)
+        d, target = self.swap_pair("pwned.txt", "old\n")
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
             for name in (".", "./d"):
