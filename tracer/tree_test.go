@@ -227,21 +227,24 @@ func TestTreeProcInfo(t *testing.T) {
 // marked cut beyond (a red team's tree made every denial carry megabytes).
 func TestReadCmdlineBounded(t *testing.T) {
 	long := strings.Repeat("x", 3*maxArgvBytes)
-	cmd := exec.Command("/bin/sleep", "10", long)
+	// A shell that waits, its argv kept: sleep itself would take the long
+	// argument for a duration and exit at once.
+	cmd := exec.Command("/bin/sh", "-c", "sleep 10; true", "sh", long)
 	if err := cmd.Start(); err != nil {
-		t.Skipf("no /bin/sleep: %v", err)
+		t.Skipf("no /bin/sh: %v", err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var argv []string
 	var cut bool
-	for i := 0; i < 100; i++ { // until the exec is done
-		if argv, cut = readCmdline(cmd.Process.Pid); len(argv) == 3 {
+	// Until the exec is done: before it, the child shows the test binary's
+	// argv (a busy machine may take a while).
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if argv, cut = readCmdline(cmd.Process.Pid); len(argv) == 5 && argv[0] == "/bin/sh" {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
-	if !cut || len(argv) != 3 || argv[0] != "/bin/sleep" || argv[1] != "10" {
-		t.Fatalf("argv %d args, cut %v", len(argv), cut)
+	if !cut || len(argv) != 5 || argv[0] != "/bin/sh" || argv[3] != "sh" {
+		t.Fatalf("argv %d args %.80q, cut %v", len(argv), argv, cut)
 	}
 	if n := len(strings.Join(argv, "\x00")); n != maxArgvBytes {
 		t.Errorf("kept %d bytes, want %d", n, maxArgvBytes)
