@@ -529,12 +529,22 @@ func TestFsopsKernelErrno(t *testing.T) {
 		{"open-write-missing-outside", []string{"open-write", filepath.Join(host, "nope")}, "ENOENT", ""},
 		{"rename-missing-outside", []string{"rename", filepath.Join(host, "nope"), filepath.Join(host, "nope2")}, "ENOENT", ""},
 		{"chmod-missing-outside", []string{"chmod", filepath.Join(host, "nope"), "644"}, "ENOENT", ""},
+		// A directory opened for writing, or a create with a trailing
+		// slash: EISDIR before any permission check (red team, round 44).
+		{"open-write-dir-outside", []string{"open-write", filepath.Join(host, "sub")}, "EISDIR", ""},
+		{"open-create-dir-outside", []string{"open-create", filepath.Join(host, "sub")}, "EISDIR", ""},
+		{"open-trunc-dir-outside", []string{"open-trunc", filepath.Join(host, "sub")}, "EISDIR", ""},
+		{"open-create-slash-outside", []string{"open-create", filepath.Join(host, "new") + "/"}, "EISDIR", ""},
+		{"creat-excl-slash-outside", []string{"creat-excl", filepath.Join(host, "new2") + "/"}, "EISDIR", ""},
+		{"open-write-dir-etc", []string{"open-write", "/etc"}, "EISDIR", ""},
 		// Still denied: the call would change something.
+		{"open-create-existing-outside", []string{"open-create", filepath.Join(host, "f")}, "EACCES", "outside-writable-roots"},
 		{"unlink-existing-outside", []string{"unlink", filepath.Join(host, "f")}, "EACCES", "outside-writable-roots"},
 		{"shm-unlink-not-owned", []string{"unlink", shm}, "EACCES", "scratch-not-owned"},
 		// A deny-read path: no existence leaks, whatever the kernel says.
 		{"mkdir-existing-deny-read", []string{"mkdir", filepath.Join(secret, "d"), "755"}, "EACCES", "deny-read"},
 		{"unlink-missing-deny-read", []string{"unlink", filepath.Join(secret, "nope")}, "EACCES", "deny-read"},
+		{"open-write-dir-deny-read", []string{"open-write", filepath.Join(secret, "d")}, "EACCES", "deny-read"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

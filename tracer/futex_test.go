@@ -98,6 +98,7 @@ func TestKernelFails(t *testing.T) {
 	}
 	ex := func(p string) policy.Path { return policy.Path{Given: p, Resolved: p, Exists: true} }
 	gone := func(p string) policy.Path { return policy.Path{Given: p, Resolved: p} }
+	dir := func(p string) policy.Path { return policy.Path{Given: p, Resolved: p, Exists: true, IsDir: true} }
 	for _, c := range []struct {
 		name  string
 		pol   *policy.Policy
@@ -121,6 +122,18 @@ func TestKernelFails(t *testing.T) {
 		{"O_CREAT existing", pol, "openat", unix.O_CREAT | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{ex("/dev/shm/x")}, 0},
 		{"O_WRONLY gone", pol, "openat", unix.O_WRONLY, syscalls.KindWrite, []policy.Path{gone("/etc/x")}, syscall.ENOENT},
 		{"O_TMPFILE", pol, "openat", unix.O_TMPFILE | unix.O_WRONLY, syscalls.KindCreate, []policy.Path{gone("/etc/x")}, 0},
+		// Directories (red team, round 44): EISDIR before permissions.
+		{"O_WRONLY dir", pol, "openat", unix.O_WRONLY, syscalls.KindWrite, []policy.Path{dir("/etc")}, syscall.EISDIR},
+		{"O_RDWR dir", pol, "openat", unix.O_RDWR, syscalls.KindWrite, []policy.Path{dir("/etc")}, syscall.EISDIR},
+		{"O_RDONLY|O_TRUNC dir", pol, "openat", unix.O_TRUNC, syscalls.KindWrite, []policy.Path{dir("/etc")}, syscall.EISDIR},
+		{"O_CREAT dir", pol, "openat", unix.O_CREAT | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{dir("/etc")}, syscall.EISDIR},
+		{"O_CREAT|O_EXCL dir", pol, "openat", unix.O_CREAT | unix.O_EXCL | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{dir("/etc")}, syscall.EEXIST},
+		{"O_CREAT new/", pol, "creat", unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, syscalls.KindCreate, []policy.Path{{Given: "/etc/new/", Resolved: "/etc/new"}}, syscall.EISDIR},
+		{"O_CREAT|O_EXCL file/", pol, "openat", unix.O_CREAT | unix.O_EXCL | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{{Given: "/etc/hosts//", Resolved: "/etc/hosts", Exists: true}}, syscall.EISDIR},
+		{"O_CREAT|O_EXCL dir/.", pol, "openat", unix.O_CREAT | unix.O_EXCL | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{{Given: "/etc/.", Resolved: "/etc", Exists: true, IsDir: true}}, 0},
+		{"O_CREAT dir/..", pol, "openat", unix.O_CREAT | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{{Given: "/etc/x/../", Resolved: "/etc", Exists: true, IsDir: true}}, syscall.EISDIR},
+		{"O_CREAT|O_DIRECTORY dir", pol, "openat", unix.O_CREAT | unix.O_DIRECTORY | unix.O_WRONLY, syscalls.KindWrite, []policy.Path{dir("/etc")}, 0},
+		{"O_WRONLY deny-read dir", pol, "openat", unix.O_WRONLY, syscalls.KindWrite, []policy.Path{dir("/home/u/.ssh")}, 0},
 		{"deny-read existing", pol, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/home/u/.ssh/d")}, 0},
 		{"deny-read gone", pol, "unlink", 0, syscalls.KindDelete, []policy.Path{gone("/home/u/.ssh/x")}, 0},
 		{"outside read roots", polRead, "mkdir", 0, syscalls.KindCreate, []policy.Path{ex("/etc")}, 0},

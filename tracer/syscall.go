@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -224,6 +225,66 @@ func (t *tracer) flagsArg(c *call) uint64 {
 	return uint64(uint32(t.regs.Arg(c.spec.FlagsArg)))
 }
 
+// openFails is kernelFails for an open of p (resolved at this stop, the
+// policy letting the tree know what exists) with flags. The kernel's order
+// (fs/namei.c, the same in 4.18's do_last and in open_last_lookups and
+// do_open since 5.7):
+//   - O_CREAT of a name written with a trailing slash ("dir/new/") fails
+//     with EISDIR right after the parent's lookup, before the name is
+//     looked up, so even with O_EXCL and whether the name exists or not.
+//     A last component "." or ".." skips that test (handle_dots).
+//   - O_CREAT|O_EXCL of a name that exists: EEXIST.
+//   - O_CREAT (no O_EXCL) of an existing directory: EISDIR (do_open), and
+//     so for a last component "." or "..", which is always one.
+//   - An existing directory opened for writing (O_WRONLY, O_RDWR, or
+//     O_TRUNC, which build_open_flags turns into MAY_WRITE): EISDIR from
+//     may_open, before inode_permission.
+//   - A name that does not exist, without O_CREAT: ENOENT.
+//
+// O_TMPFILE (a directory by design) and O_CREAT|O_DIRECTORY (EINVAL
+// since 6.4, different before) are left to the denial.
+func openFails(flags uint64, p0 *policy.Path) syscall.Errno {
+	create := flags&unix.O_CREAT != 0
+	excl := create && flags&unix.O_EXCL != 0
+	switch {
+	case flags&unix.O_TMPFILE == unix.O_TMPFILE, create && flags&unix.O_DIRECTORY != 0:
+		return 0
+	case create && trailingSlash(p0.Given):
+		return syscall.EISDIR
+	case excl && p0.Exists:
+		if dotLast(p0.Given) {
+			return 0 // 4.18: EISDIR (do_last's finish_open); 5.7 on: EEXIST
+		}
+		return syscall.EEXIST
+	case create && p0.Exists && p0.IsDir:
+		return syscall.EISDIR
+	case !create && p0.Exists && p0.IsDir &&
+		(flags&unix.O_ACCMODE == unix.O_WRONLY || flags&unix.O_ACCMODE == unix.O_RDWR || flags&unix.O_TRUNC != 0):
+		return syscall.EISDIR
+	case !create && !p0.Exists:
+		return syscall.ENOENT
+	}
+	return 0
+}
+
+// trailingSlash reports whether path's last component is followed by a
+// slash and is not "." or "..": the kernel's nd->last.name[nd->last.len]
+// != 0 for a LAST_NORM component.
+func trailingSlash(path string) bool {
+	t := strings.TrimRight(path, "/")
+	return len(t) < len(path) && t != "" && !dotLast(t)
+}
+
+// dotLast reports whether path's last component (trailing slashes aside)
+// is "." or "..".
+func dotLast(path string) bool {
+	t := strings.TrimRight(path, "/")
+	if i := strings.LastIndexByte(t, '/'); i >= 0 {
+		t = t[i+1:]
+	}
+	return t == "." || t == ".."
+}
+
 // kernelFails returns the errno the kernel fails a denied file system call
 // with before it looks at permissions (0 when it would not fail it, or when
 // saying so would tell the tree more than it may know): a create of a name
@@ -260,16 +321,7 @@ func (t *tracer) kernelFails(c *call, op *policy.Op) syscall.Errno {
 	}
 	p0 := &op.Paths[0]
 	if h == syscalls.HOpen {
-		flags := c.OpenFlags
-		switch {
-		case flags&unix.O_TMPFILE == unix.O_TMPFILE:
-			return 0
-		case flags&(unix.O_CREAT|unix.O_EXCL) == unix.O_CREAT|unix.O_EXCL && p0.Exists:
-			return syscall.EEXIST
-		case flags&unix.O_CREAT == 0 && !p0.Exists:
-			return syscall.ENOENT
-		}
-		return 0
+		return openFails(c.OpenFlags, p0)
 	}
 	switch op.Kind {
 	case syscalls.KindCreate:

@@ -402,6 +402,10 @@ int main(int argc, char **argv) {
 	}
 	if (!strcmp(c, "open-write"))
 		return result(open(a, O_WRONLY));
+	if (!strcmp(c, "open-create")) // O_CREAT without O_EXCL, as fopen(a, "w")
+		return result(open(a, O_CREAT | O_WRONLY | O_TRUNC, 0644));
+	if (!strcmp(c, "open-trunc")) // O_TRUNC asks for write access even with O_RDONLY
+		return result(open(a, O_RDONLY | O_TRUNC));
 	if (!strcmp(c, "rename"))
 		return result(rename(a, argv[3]));
 	if (!strcmp(c, "getxattr")) {
