@@ -356,7 +356,7 @@ func (t *tracer) lifecycle(tgid, tid int, name string, set func(*report.Event)) 
 	exe, argv, cut := t.tree.procInfo(tgid)
 	ev := &report.Event{
 		Time: time.Now().UTC(), Decision: report.Allow, Pid: tgid, Tid: tid,
-		Exe: exe, Argv: argv, ArgvTruncated: cut, Program: programName(exe, argv),
+		Exe: exe, Argv: argv, ArgvTruncated: cut, Program: programName(exe),
 		Syscall: name, ABI: t.layout.Name, Kind: syscalls.KindProcess, Rule: report.RuleLifecycle,
 	}
 	set(ev)

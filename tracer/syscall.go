@@ -126,7 +126,7 @@ func (t *tracer) newEvent(c *call, op *policy.Op, d policy.Decision) *report.Eve
 	}
 	ev := &report.Event{
 		Time: time.Now().UTC(), Decision: report.Deny, Pid: c.tk.tgid, Tid: c.tk.tid,
-		Exe: exe, Argv: argv, ArgvTruncated: cut, Program: programName(exe, argv),
+		Exe: exe, Argv: argv, ArgvTruncated: cut, Program: programName(exe),
 		Syscall: c.name, ABI: t.layout.Name, Nr: c.nr, Flags: c.Flags,
 		Rule: d.Rule, Reason: d.Reason,
 	}
@@ -173,10 +173,13 @@ func (t *tracer) record(ev *report.Event, allowed bool) {
 	t.rec.add(ev)
 }
 
-func programName(exe string, argv []string) string {
-	if len(argv) > 0 && argv[0] != "" {
-		return filepath.Base(argv[0])
-	}
+// programName is the short name that notices and summaries give a process.
+// It is the base name of exe, what the kernel says the process runs
+// (/proc/<pid>/exe), never of argv[0]: the program chooses that at exec
+// (execv("/usr/bin/python3", ["sshd", ...]), `exec -a`), and the notices
+// and the model's summaries would name whatever it chose (red team, round
+// 44). "?" when exe could not be read; argv stays in the event.
+func programName(exe string) string {
 	if exe != "" {
 		return filepath.Base(exe)
 	}
