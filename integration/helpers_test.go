@@ -232,6 +232,10 @@ type result struct {
 	// reportPath is the report file of a traced run.
 	reportPath string
 	wall       time.Duration
+	// maxRSSKB is the peak resident set of the process the test started
+	// (tracecell, for a traced run), from its rusage at wait (ru_maxrss:
+	// the largest of it and its reaped children).
+	maxRSSKB int64
 }
 
 // runBare runs argv in dir with env, without tracecell.
@@ -286,6 +290,11 @@ func executeIn(t *testing.T, dir string, env []string, argv []string, stdin *os.
 	start := time.Now()
 	err := cmd.Run()
 	r := result{stdout: so.String(), stderr: se.String(), wall: time.Since(start)}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.maxRSSKB = ru.Maxrss
+		}
+	}
 	var ee *exec.ExitError
 	switch {
 	case err == nil:

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -202,9 +203,18 @@ func (e *Event) Detailed() string {
 // Nothing runs between the tries of a walk (the loops above make no other
 // system call), so any other recorded event of the process ends it.
 //
+// A walk ends after maxWalkTries tries: the next denial starts a new one.
+// A PATH search tries each PATH entry once, so that is more than any real
+// search; without it a tree that exec'd one name by ever new spellings
+// (/usr/./bin/ls, /usr/.//bin/ls, ...) made a single walk that never ended,
+// and `run`'s notice printer kept every path of it (red team, round 44:
+// 827 MB after 150,000 denials of 4 KB paths). The paths tried are kept
+// as hashes, so an open walk holds at most maxWalkTries words.
+//
 // The zero value is ready to use; it is not safe for concurrent use.
 type ExecWalks struct {
 	open map[int]*execWalk // by Pid: the walk its last denial may continue
+	seed maphash.Seed      // for execWalk.tried; set at the first walk
 }
 
 type execWalk struct {
@@ -212,8 +222,11 @@ type execWalk struct {
 	tid      int
 	base     string
 	decision string
-	tried    map[string]bool
+	tried    map[uint64]bool // maphash of each path tried (Given)
 }
+
+// maxWalkTries is the most tries one walk stands for (ExecWalks).
+const maxWalkTries = 64
 
 // maxOpenWalks bounds the processes remembered: each is forgotten when
 // its next event is recorded, but a process that exits after a refused
@@ -248,26 +261,30 @@ func (w *ExecWalks) step(e *Event, idx int) (int, bool) {
 	if len(tries) == 0 {
 		tries = e.Paths[:1]
 	}
-	if wk != nil && wk.tid == e.Tid && wk.base == base && wk.decision == e.Decision && !anyTried(wk.tried, tries) {
+	if wk != nil && wk.tid == e.Tid && wk.base == base && wk.decision == e.Decision &&
+		len(wk.tried)+len(tries) <= maxWalkTries && !w.anyTried(wk.tried, tries) {
 		for _, p := range tries {
-			wk.tried[p.Given] = true
+			wk.tried[maphash.String(w.seed, p.Given)] = true
 		}
 		return wk.idx, true
 	}
 	if w.open == nil || len(w.open) >= maxOpenWalks {
 		w.open = map[int]*execWalk{}
+		if w.seed == (maphash.Seed{}) {
+			w.seed = maphash.MakeSeed()
+		}
 	}
-	wk = &execWalk{idx: idx, tid: e.Tid, base: base, decision: e.Decision, tried: map[string]bool{}}
+	wk = &execWalk{idx: idx, tid: e.Tid, base: base, decision: e.Decision, tried: map[uint64]bool{}}
 	for _, p := range tries {
-		wk.tried[p.Given] = true
+		wk.tried[maphash.String(w.seed, p.Given)] = true
 	}
 	w.open[e.Pid] = wk
 	return 0, false
 }
 
-func anyTried(tried map[string]bool, ps []policy.Path) bool {
+func (w *ExecWalks) anyTried(tried map[uint64]bool, ps []policy.Path) bool {
 	for _, p := range ps {
-		if tried[p.Given] {
+		if tried[maphash.String(w.seed, p.Given)] {
 			return true
 		}
 	}

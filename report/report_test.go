@@ -123,6 +123,25 @@ func TestWriteTargetDirSwapped(t *testing.T) {
 	}
 }
 
+// spelled is the paths spellings gives tries from to to-1.
+func spelled(from, to int) []string {
+	var ps []string
+	for i := from; i < to; i++ {
+		ps = append(ps, "/usr/"+strings.Repeat("./", i)+"bin/ls")
+	}
+	return ps
+}
+
+// spellings is n refused execs of /usr/bin/ls by process 10, each path
+// spelled differently.
+func spellings(exec func(int, string, string) Event, n int) []Event {
+	var evs []Event
+	for _, p := range spelled(0, n) {
+		evs = append(evs, exec(10, p, "/usr/bin/ls"))
+	}
+	return evs
+}
+
 func TestGroupExecWalks(t *testing.T) {
 	exec := func(pid int, given, resolved string) Event {
 		return Event{Decision: Deny, Pid: pid, Tid: pid, Program: "python3", Syscall: "execve", Kind: syscalls.KindExec,
@@ -155,6 +174,9 @@ func TestGroupExecWalks(t *testing.T) {
 		{"two threads", []Event{uname1, thread(uname2, 13)}, [][]string{{"/usr/bin/uname"}, {"/bin/uname"}}},
 		{"fexecve (no path given)", []Event{exec(10, "", "/usr/bin/uname"), exec(10, "", "/usr/bin/uname")},
 			[][]string{{""}, {""}}},
+		// An endless "search" (one name by ever new spellings) is cut
+		// into walks of maxWalkTries (red team, round 44).
+		{"walks of at most 64 tries", spellings(exec, 150), [][]string{spelled(0, 64), spelled(64, 128), spelled(128, 150)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, _ := json.Marshal(tc.in)
