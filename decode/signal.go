@@ -2,6 +2,7 @@ package decode
 
 import (
 	"fmt"
+	"github.com/tracecell/tracecell/arch"
 	"syscall"
 
 	"github.com/tracecell/tracecell/policy"
@@ -61,6 +62,17 @@ func (d *Decoder) signal() *policy.Op {
 		pid = int(d.Regs.Int32Arg(d.Spec.PidArg))
 	}
 	d.Sig = sig
+	if sig == int(syscall.SIGSYS) && carriesSiginfo(d.Name, d.Regs) {
+		// A siginfo of the sender's choosing may say SYS_SECCOMP with
+		// another arch: the kernel's own report of a seccomp trap, by
+		// which tracecell learns of a call of a foreign ABI (tracer:
+		// foreign.go). The kernel lets a process queue any si_code to
+		// itself (rt_sigqueueinfo checks si_code >= 0 only for other
+		// processes), so the tree could have a blocked int 0x80 call
+		// reported that it never made (red team, round 44). A SIGSYS
+		// sent any other way (kill, tgkill) carries SI_USER or SI_TKILL.
+		return &policy.Op{Kind: syscalls.KindForbidden, Syscall: d.Name, Option: "SIGSYS", TargetPid: pid, TargetInTree: d.Env.PidInTree(pid)}
+	}
 	op := &policy.Op{Kind: syscalls.KindSignal, Syscall: d.Name, TargetPid: pid, TargetInTree: d.Env.PidInTree(pid)}
 	if !op.TargetInTree && d.Env.PidGone(pid) {
 		d.Out = KernelFailsWith(syscall.ESRCH)
@@ -117,4 +129,18 @@ func (d *Decoder) processOp() *policy.Op {
 		op.TargetPid, op.TargetInTree = pid, pid == 0 || d.Env.PidInTree(pid)
 	}
 	return op
+}
+
+// carriesSiginfo reports whether the signal call name passes a siginfo of
+// the caller's making: rt_sigqueueinfo and rt_tgsigqueueinfo always,
+// pidfd_send_signal when its info argument is not NULL (else the kernel
+// fills one in as kill does).
+func carriesSiginfo(name string, r *arch.Regs) bool {
+	switch name {
+	case "rt_sigqueueinfo", "rt_tgsigqueueinfo":
+		return true
+	case "pidfd_send_signal":
+		return r.Arg(2) != 0
+	}
+	return false
 }

@@ -51,6 +51,16 @@ func TestDecodeSignal(t *testing.T) {
 					t.Errorf("fail closed %+v", r.Out)
 				}
 			}},
+		// A SIGSYS with a siginfo of the caller's making could pose as
+		// the kernel's seccomp report (red team, round 44).
+		{name: "rt_sigqueueinfo SIGSYS is forbidden", call: "rt_sigqueueinfo", args: [6]uint64{10, 31, 0x1000}, kind: syscalls.KindForbidden, check: target(10, true)},
+		{name: "rt_tgsigqueueinfo SIGSYS is forbidden", call: "rt_tgsigqueueinfo", args: [6]uint64{10, 10, 31, 0x1000}, kind: syscalls.KindForbidden},
+		{name: "pidfd_send_signal SIGSYS with a siginfo is forbidden", call: "pidfd_send_signal", args: [6]uint64{8, 31, 0x1000},
+			env: func(e *fakeEnv) { e.pidfds = map[int32]pidfd{8: {pid: 10}} }, kind: syscalls.KindForbidden},
+		{name: "pidfd_send_signal SIGSYS without one is a signal", call: "pidfd_send_signal", args: [6]uint64{8, 31, 0},
+			env: func(e *fakeEnv) { e.pidfds = map[int32]pidfd{8: {pid: 10}} }, kind: syscalls.KindSignal, check: target(10, true)},
+		{name: "rt_sigqueueinfo of another signal is a signal", call: "rt_sigqueueinfo", args: [6]uint64{10, 10, 0x1000}, kind: syscalls.KindSignal, check: target(10, true)},
+		{name: "kill SIGSYS is a signal", call: "kill", args: [6]uint64{10, 31}, kind: syscalls.KindSignal, check: target(10, true)},
 	}
 	run(t, cases)
 }

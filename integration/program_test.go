@@ -46,3 +46,29 @@ func TestProgramNameNotArgv0(t *testing.T) {
 		t.Errorf("the notice names the program the tree chose, not %s:\n%s", want, r.stderr)
 	}
 }
+
+// TestForgedSeccompSigsys: a process that queues itself a SIGSYS whose
+// siginfo says SYS_SECCOMP for a call of another ABI had tracecell report
+// a blocked int 0x80 call it never made, and kill it (red team, round 44).
+// The program makes native calls only (ground truth: its own code); the
+// queue is refused and reported as what it is, and a plain kill(SIGSYS)
+// still reaches its handler.
+func TestForgedSeccompSigsys(t *testing.T) {
+	sbx := realDir(t)
+	r := runTraced(t, sbx, runEnv(t, sbx), nil, python, pyScript("forge_sigsys.py"))
+	if res := resultOf(r.stdout); res != "queue=EPERM kill=delivered alive" {
+		t.Errorf("program said %q (status %d), want the queue refused and the kill delivered\nstderr:\n%s", res, r.status, tail(r.stderr, 2000))
+	}
+	var refused bool
+	for _, e := range r.report.Denials {
+		if e.Rule == "foreign-abi" {
+			t.Errorf("a foreign-ABI call was reported that the program never made: %s %s", e.Syscall, e.Reason)
+		}
+		if e.Syscall == "rt_sigqueueinfo" && e.Rule == "forbidden-syscall" && e.Errno == "EPERM" {
+			refused = true
+		}
+	}
+	if !refused {
+		t.Errorf("no forbidden-syscall denial of rt_sigqueueinfo; denials:\n%s", r.report.denialList())
+	}
+}

@@ -300,6 +300,9 @@ func (p *Policy) Decide(op *Op, l Ledger) Decision {
 		if op.Option == "PR_SET_DUMPABLE" {
 			why = " but to turn dumpable on (a process that is not dumpable hides its fds, program and memory from a tracer without CAP_SYS_PTRACE, so tracecell could no longer check its calls)"
 		}
+		if op.Option == "SIGSYS" {
+			why = " with a siginfo of the caller's making (it could pose as the kernel's report of a seccomp trap; kill and tgkill send SIGSYS)"
+		}
 		if strings.HasPrefix(name, "mq_") {
 			why = " (POSIX message queues live in the host's mqueue file system: mq_open is not allowed, so a queue descriptor can only be another program's queue, opened through /dev/mqueue)"
 		}

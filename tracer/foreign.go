@@ -25,8 +25,10 @@ package tracer
 //     would be taken for a native one. TRAP cannot be outranked but by a
 //     kill: the call never runs whatever filters the tree adds, and
 //     without the tracer the default action of SIGSYS kills. A SIGSYS the
-//     tree forges for itself (rt_sigqueueinfo to its own pid may carry
-//     si_code SYS_SECCOMP) only gets itself killed.
+//     tree would forge for itself (rt_sigqueueinfo to its own pid may
+//     carry si_code SYS_SECCOMP) is refused at the call (decode: signal),
+//     so the siginfo of a SIGSYS comes from the kernel or from kill/tgkill
+//     (SI_USER, SI_TKILL).
 
 import (
 	"encoding/binary"
