@@ -26,6 +26,9 @@ func TestExecFloodNoticeMemory(t *testing.T) {
 		if r.report.Counts.Denied != n {
 			t.Errorf("counts.denied %d, want %d", r.report.Counts.Denied, n)
 		}
+		if r.report.DenialsDropped == 0 {
+			t.Errorf("denials_dropped 0 with %d denials of 3.9 KB paths listed", len(r.report.Denials))
+		}
 		// One notice per walk of at most 64 tries: every refusal is
 		// still named, by a notice or by the walk it joined.
 		if lines := strings.Count(r.stderr, "blocked exec"); lines < n/64 || lines > n/64+2 {
@@ -36,5 +39,12 @@ func TestExecFloodNoticeMemory(t *testing.T) {
 	t.Logf("tracecell peak RSS: %d kB after 15,000 refused execs, %d kB after 75,000", rss[15000], rss[75000])
 	if d := rss[75000] - rss[15000]; d > 48<<10 {
 		t.Errorf("ESCAPED (DoS): tracecell grew by %d kB over 60,000 more refused execs", d)
+	}
+	// The report's list is capped by its text as well as by count: each
+	// of these denials names a 3.9 KB path, and 10,000 of them (with
+	// the report's encoding) took tracecell to 290 MB; 125 MB with the
+	// 16 MiB cap.
+	if rss[75000] > 200<<10 {
+		t.Errorf("ESCAPED (DoS): tracecell's peak RSS was %d kB over 75,000 refused execs of 3.9 KB paths", rss[75000])
 	}
 }

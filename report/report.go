@@ -89,6 +89,23 @@ type Event struct {
 	Summary string `json:"summary,omitempty"`
 }
 
+// ListedBytes is the size of the text of e that its program chose (paths,
+// argv, exe, address) or that names it (reason, tried paths): what a list
+// of denials holds per event beyond its fixed fields. Caps on such lists
+// count it (a program can make each denial name 4 KiB paths).
+func (e *Event) ListedBytes() int {
+	n := len(e.Exe) + len(e.Address) + len(e.Reason)
+	for _, a := range e.Argv {
+		n += len(a)
+	}
+	for _, ps := range [][]policy.Path{e.Paths, e.Tried} {
+		for _, p := range ps {
+			n += len(p.Given) + len(p.Resolved) + len(p.Base) + len(p.Special)
+		}
+	}
+	return n
+}
+
 // MarshalJSON is the event's JSON with Summary rendered for a denial or
 // an audit event (allowed and lifecycle events have none).
 func (e Event) MarshalJSON() ([]byte, error) {

@@ -332,18 +332,28 @@ func (b boundSockets) has(ino uint64) bool { return b[ino] }
 // full reports whether no more sockets are recorded.
 func (b boundSockets) full() bool { return len(b) >= maxBound }
 
+// maxDenialBytes caps the text the kept denials hold (their paths, argv,
+// exe and reasons, report.Event.ListedBytes). A program chooses how long
+// each is: 10,000 denials of 4 KiB paths, each repeating a 4 KiB argv,
+// held 290 MB of tracecell's memory at the end of a run (red team, round
+// 44). A run's ordinary denials are a few hundred bytes each.
+const maxDenialBytes = 16 << 20
+
 // recorder is the record side of the tracer: the counts of a run and the
 // events kept for its Result.
 //
-// Invariants: len(denials) <= the cap (maxDenials, 0: 10000); every
-// denial or audit past the cap is counted in dropped instead; counts are
-// exact whatever the cap.
+// Invariants: len(denials) <= the cap (maxDenials, 0: 10000), and the
+// text they hold (report.Event.ListedBytes) <= maxDenialBytes; every
+// denial or audit past either cap is counted in dropped instead; counts
+// are exact whatever the caps.
 type recorder struct {
 	counts  report.Counts
 	denials []report.Event
 	dropped int
 	// maxDenials caps denials (Config.MaxDenials; 0: 10000).
 	maxDenials int
+	// listed is the ListedBytes of denials.
+	listed int
 	// onEvent is Config.OnEvent: called for every recorded event.
 	onEvent func(*report.Event)
 }
@@ -362,8 +372,9 @@ func (r *recorder) add(ev *report.Event) {
 		if max == 0 {
 			max = 10000
 		}
-		if len(r.denials) < max {
+		if n := ev.ListedBytes(); len(r.denials) < max && r.listed+n <= maxDenialBytes {
 			r.denials = append(r.denials, *ev)
+			r.listed += n
 		} else {
 			r.dropped++
 		}

@@ -20,13 +20,7 @@ func (h *host) onEvent(ev *report.Event) {
 	if ev.Decision == report.Allow {
 		return
 	}
-	size := len(ev.Exe) + len(ev.Address) + len(ev.Reason)
-	for _, a := range ev.Argv {
-		size += len(a)
-	}
-	for _, p := range ev.Paths {
-		size += len(p.Given) + len(p.Resolved) + len(p.Base) + len(p.Special)
-	}
+	size := ev.ListedBytes()
 	h.evMu.Lock()
 	kept := h.evCarried+len(h.events) < maxDenials && h.evBytes+size <= maxDenialBytes
 	merged := false
