@@ -508,6 +508,7 @@ var conditional = map[string]func(Options) bool{
 	"madvise":          never,
 	"remap_file_pages": never,
 	"mremap":           never,
+	"mseal":            never,
 }
 
 // never: the all-zero arguments of TestEveryNumber never trap the call.
@@ -821,7 +822,7 @@ func TestSearchMatchesReference(t *testing.T) {
 }
 
 // memCalls are the syscalls.HMem calls: trapped only with PathPage.
-var memCalls = []string{"madvise", "mmap", "mprotect", "mremap", "munmap", "pkey_mprotect", "process_madvise", "remap_file_pages"}
+var memCalls = []string{"madvise", "mmap", "mprotect", "mremap", "mseal", "munmap", "pkey_mprotect", "process_madvise", "remap_file_pages"}
 
 // Memory call flags (the same on x86_64 and arm64).
 const (
@@ -855,6 +856,7 @@ var rangeCalls = []rangeCall{
 	{"pkey_mprotect", "pkey_mprotect", func(a, n uint64) [6]uint64 { return [6]uint64{a, n, protRead, 1} }},
 	{"madvise", "madvise", func(a, n uint64) [6]uint64 { return [6]uint64{a, n, madvDontneed} }},
 	{"remap_file_pages", "remap_file_pages", func(a, n uint64) [6]uint64 { return [6]uint64{a, n} }},
+	{"mseal", "mseal", func(a, n uint64) [6]uint64 { return [6]uint64{a, n} }},
 	// mremap's old range, moved to a place of the kernel's choosing.
 	{"mremap_old", "mremap", func(a, n uint64) [6]uint64 { return [6]uint64{a, n, n, mremapMaymove, 0} }},
 	// mremap's new range: an ordinary old range moved there.

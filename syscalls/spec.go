@@ -357,8 +357,8 @@ const (
 	// may remember each task's cwd between checks and forget it when it
 	// changes (tracer: base).
 	HChdir
-	// HMem is mmap, munmap, mprotect, pkey_mprotect, madvise, mremap and
-	// remap_file_pages: the filter traps them (Options.PathPage) only when
+	// HMem is mmap, munmap, mprotect, pkey_mprotect, madvise, mremap,
+	// mseal and remap_file_pages: the filter traps them (Options.PathPage) only when
 	// one of their MemRanges may reach the path page, and the tracer denies
 	// those that do (tracer: pathpage.go).
 	HMem
@@ -759,6 +759,10 @@ func buildSpecs() map[string]*Spec {
 		mk("madvise", KindMemory, HMem).mem(rng(0, 1)),
 		mk("remap_file_pages", KindMemory, HMem).mem(rng(0, 1)),
 		mk("mremap", KindMemory, HMem).flags(3).mem(rng(0, 1), fixedRng(4, 2, 3, MremapFixed)),
+		// mseal (6.10) changes no content, but it fixes the page's
+		// mapping for good; every call that changes the mapping is the
+		// tracer's to decide (red team, round 43).
+		mk("mseal", KindMemory, HMem).mem(rng(0, 1)),
 		// process_madvise (5.10) takes its ranges from an iovec array in
 		// memory, out of the filter's sight, and since 6.13 any advice for
 		// the caller itself: MADV_DONTFORK would leave a fork child without

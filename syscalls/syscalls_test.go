@@ -611,6 +611,7 @@ func TestMemSpecs(t *testing.T) {
 		"pkey_mprotect":    {{Addr: 0, Len: 1, FlagsArg: -1}},
 		"madvise":          {{Addr: 0, Len: 1, FlagsArg: -1}},
 		"remap_file_pages": {{Addr: 0, Len: 1, FlagsArg: -1}},
+		"mseal":            {{Addr: 0, Len: 1, FlagsArg: -1}},
 		"mremap":           {{Addr: 0, Len: 1, FlagsArg: -1}, {Addr: 4, Len: 2, FlagsArg: 3, FlagsMask: MremapFixed}},
 		"process_madvise":  nil, // an iovec in memory: always trapped with the page
 	}

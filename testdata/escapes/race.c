@@ -167,6 +167,7 @@ static void fill(char *p) {
 }
 
 static void win(void) { atomic_fetch_add(&page_wins, 1); }
+static atomic_int mseal_enosys; // the kernel has no mseal (before 6.10)
 
 // take_by_brk moves the heap's bounds around the page with
 // prctl(PR_SET_MM_MAP), which needs no capability, and shrinks the heap:
@@ -242,6 +243,10 @@ static void *pager(void *arg) {
 		// Empty it (a private page reads as zeros after MADV_DONTNEED).
 		if (madvise(PAGE_ADDR, PAGE_SIZE_, MADV_DONTNEED) == 0)
 			win();
+		// Seal it (mseal, 6.10; 462 on x86_64 and arm64): no content
+		// changes, but the mapping is tracecell's to decide.
+		if (syscall(462, PAGE_ADDR, PAGE_SIZE_, 0) != 0 && errno == ENOSYS)
+			atomic_store(&mseal_enosys, 1);
 		// Move a writable mapping of ours over it.
 		char *w = mmap(NULL, PAGE_SIZE_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (w != MAP_FAILED) {
@@ -730,6 +735,7 @@ int main(int argc, char **argv) {
 		pthread_join(th, NULL);
 		pthread_join(idle, NULL);
 		printf("info: page_wins=%ld\n", atomic_load(&page_wins));
+		printf("info: mseal_enosys=%d\n", atomic_load(&mseal_enosys));
 		return 0;
 	}
 	if (!strcmp(c, "pagefirst") && argc == 5) {
