@@ -317,12 +317,12 @@ func executeIn(t *testing.T, dir string, env []string, argv []string, stdin *os.
 // reportDoc and event mirror the report JSON contract. They are defined here
 // rather than imported so the suite tests the format, not the Go types.
 type reportDoc struct {
-	Version        int `json:"version"`
-	DenialsDropped int `json:"denials_dropped"`
-	Command []string `json:"command"`
-	Cwd     string   `json:"cwd"`
-	Sandbox string   `json:"sandbox"`
-	Exit    struct {
+	Version        int      `json:"version"`
+	DenialsDropped int      `json:"denials_dropped"`
+	Command        []string `json:"command"`
+	Cwd            string   `json:"cwd"`
+	Sandbox        string   `json:"sandbox"`
+	Exit           struct {
 		Code     int    `json:"code"`
 		Signal   string `json:"signal"`
 		TimedOut bool   `json:"timed_out"`
