@@ -49,14 +49,18 @@ func TestProgramNameNotArgv0(t *testing.T) {
 
 // TestForgedSeccompSigsys: a process that queues itself a SIGSYS whose
 // siginfo says SYS_SECCOMP for a call of another ABI had tracecell report
-// a blocked int 0x80 call it never made, and kill it (red team, round 44).
-// The program makes native calls only (ground truth: its own code); the
-// queue is refused and reported as what it is, and a plain kill(SIGSYS)
-// still reaches its handler.
+// a blocked int 0x80 call it never made, and kill it (red team, round 44);
+// so did a child whose exit signal was SIGSYS (CLD_EXITED is 1 too; round
+// 45). The program makes native calls only (ground truth: its own code,
+// and its bare run); the queue is refused and reported as what it is, and
+// a plain kill(SIGSYS) and the child's exit signal reach its handler.
 func TestForgedSeccompSigsys(t *testing.T) {
 	sbx := realDir(t)
+	if bare := resultOf(runBare(t, sbx, runEnv(t, sbx), python, pyScript("forge_sigsys.py")).stdout); bare != "queue=ok kill=delivered child=delivered alive" {
+		t.Fatalf("bare run said %q: the case tests nothing here", bare)
+	}
 	r := runTraced(t, sbx, runEnv(t, sbx), nil, python, pyScript("forge_sigsys.py"))
-	if res := resultOf(r.stdout); res != "queue=EPERM kill=delivered alive" {
+	if res := resultOf(r.stdout); res != "queue=EPERM kill=delivered child=delivered alive" {
 		t.Errorf("program said %q (status %d), want the queue refused and the kill delivered\nstderr:\n%s", res, r.status, tail(r.stderr, 2000))
 	}
 	var refused bool

@@ -11,6 +11,8 @@ import (
 const (
 	AuditArchX86_64  = 0xc000003e // EM_X86_64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE
 	AuditArchAARCH64 = 0xc00000b7 // EM_AARCH64 | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE
+	AuditArchI386    = 0x40000003 // EM_386 | __AUDIT_ARCH_LE: int 0x80 on x86_64
+	AuditArchARM     = 0x40000028 // EM_ARM | __AUDIT_ARCH_LE: AArch32 on arm64
 )
 
 // X32SyscallBit is __X32_SYSCALL_BIT: x86_64 tasks reach the x32 ABI by
@@ -33,6 +35,10 @@ type Table struct {
 	// called Name: Name(nr) is the number-to-name method.)
 	ABI       string
 	AuditArch uint32 // seccomp_data.arch of this ABI
+	// CompatAuditArch is seccomp_data.arch of the one other ABI a task of
+	// this architecture can make calls in (i386, AArch32): the filter traps
+	// every call whose arch is not AuditArch, and only this one can come.
+	CompatAuditArch uint32
 	Max       int    // highest known system call number
 	X32Bit    uint32 // X32SyscallBit on x86_64, 0 elsewhere
 	Open      OpenFlagBits
@@ -41,8 +47,8 @@ type Table struct {
 	byName []uint16 // numbers in the order of their names (generated)
 }
 
-func newTable(name string, audit uint32, x32 uint32, open OpenFlagBits, names []string, byName []uint16) *Table {
-	t := &Table{ABI: name, AuditArch: audit, X32Bit: x32, Open: open, names: names, byName: byName}
+func newTable(name string, audit, compat uint32, x32 uint32, open OpenFlagBits, names []string, byName []uint16) *Table {
+	t := &Table{ABI: name, AuditArch: audit, CompatAuditArch: compat, X32Bit: x32, Open: open, names: names, byName: byName}
 	for nr := len(names) - 1; nr >= 0; nr-- {
 		if names[nr] != "" {
 			t.Max = nr
@@ -55,12 +61,12 @@ func newTable(name string, audit uint32, x32 uint32, open OpenFlagBits, names []
 var (
 	// AMD64 is the x86_64 (64-bit) ABI. The x32 and i386 ABIs are not
 	// supported: the filter kills a task that uses them.
-	AMD64 = newTable("x86_64", AuditArchX86_64, X32SyscallBit,
+	AMD64 = newTable("x86_64", AuditArchX86_64, AuditArchI386, X32SyscallBit,
 		OpenFlagBits{Directory: 0o200000, NoFollow: 0o400000, Direct: 0o40000, LargeFile: 0o100000},
 		x86_64Names[:], x86_64ByName[:])
 	// ARM64 is the aarch64 ABI. AArch32 (compat) tasks are killed by the
 	// filter.
-	ARM64 = newTable("aarch64", AuditArchAARCH64, 0,
+	ARM64 = newTable("aarch64", AuditArchAARCH64, AuditArchARM, 0,
 		OpenFlagBits{Directory: 0o40000, NoFollow: 0o100000, Direct: 0o200000, LargeFile: 0o400000},
 		aarch64Names[:], aarch64ByName[:])
 )

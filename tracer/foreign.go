@@ -99,7 +99,13 @@ func (t *tracer) foreignTrap(tk *task) (bool, error) {
 	code := int32(binary.LittleEndian.Uint32(si[8:]))
 	nr := int32(binary.LittleEndian.Uint32(si[24:]))
 	arch := binary.LittleEndian.Uint32(si[28:])
-	if code != sysSeccomp || (arch == t.table.AuditArch && !t.x32Call(int(nr))) {
+	// si_code 1 is also CLD_EXITED: a child whose exit signal is SIGSYS
+	// (clone's low byte) sends its parent a SIGSYS with that code, its
+	// exit status where the call's number would be and zeros at the arch
+	// (red team, round 45). The kernel's seccomp SIGSYS names the call's
+	// arch, and the only ones the filter traps are the compat ABI's
+	// (i386, AArch32) and x32 numbers of the native one.
+	if code != sysSeccomp || !(arch == t.table.CompatAuditArch || (arch == t.table.AuditArch && t.x32Call(int(nr)))) {
 		return false, nil
 	}
 	abi := archName(arch)
@@ -122,13 +128,13 @@ func (t *tracer) foreignTrap(tk *task) (bool, error) {
 // archName names an AUDIT_ARCH_* value (include/uapi/linux/audit.h).
 func archName(a uint32) string {
 	switch a {
-	case 0x40000003:
+	case syscalls.AuditArchI386:
 		return "i386"
-	case 0x40000028:
+	case syscalls.AuditArchARM:
 		return "arm"
-	case 0xc000003e:
+	case syscalls.AuditArchX86_64:
 		return "x86_64"
-	case 0xc00000b7:
+	case syscalls.AuditArchAARCH64:
 		return "aarch64"
 	}
 	return fmt.Sprintf("arch %#x", a)
