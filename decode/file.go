@@ -21,6 +21,15 @@ func (d *Decoder) open() *policy.Op {
 		flags = unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC
 	}
 	d.OpenFlags, d.HasOpenFlags = flags, true
+	if flags&unix.O_PATH != 0 && flags&syscalls.OTmpBit == 0 {
+		// O_PATH keeps only O_DIRECTORY, O_NOFOLLOW and O_CLOEXEC: no
+		// access mode, no O_CREAT, no O_TRUNC (build_open_flags in 4.18,
+		// build_open_how since 5.6), so the open reads. Not with
+		// __O_TMPFILE, which 4.18 looks at first (an unnamed file). The
+		// flags as given stay in the report (red team, round 45: an
+		// O_PATH|O_CREAT of a host directory was refused).
+		flags &= unix.O_PATH | unix.O_CLOEXEC | d.Table.Open.Directory | d.Table.Open.NoFollow
+	}
 	// O_TMPFILE and O_NOFOLLOW differ between the ABIs (Table.Open).
 	tmp := syscalls.OTmpBit | d.Table.Open.Directory
 	tmpfile := flags&tmp == tmp

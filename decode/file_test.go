@@ -32,6 +32,8 @@ func TestDecodeOpen(t *testing.T) {
 			paths: []wantPath{{"path", "/etc/passwd", "/etc/passwd", true, 99, ""}}},
 		{name: "O_TRUNC alone writes", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_TRUNC},
 			mem: map[uintptr]string{addr1: "f"}, kind: syscalls.KindWrite},
+		{name: "O_PATH drops O_WRONLY, O_CREAT and O_TRUNC", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_PATH | unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, 0o4755},
+			mem: map[uintptr]string{addr1: "new"}, kind: syscalls.KindRead, follows: []bool{true}},
 		{name: "O_CREAT of a new name creates", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_CREAT | unix.O_WRONLY, 0o644},
 			mem: map[uintptr]string{addr1: "new"}, kind: syscalls.KindCreate, follows: []bool{true}},
 		{name: "O_CREAT of an existing name writes", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_CREAT | unix.O_WRONLY, 0o644},

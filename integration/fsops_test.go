@@ -571,6 +571,43 @@ func TestFsopsKernelErrno(t *testing.T) {
 	}
 }
 
+// TestFsopsOPathWriteFlags: O_PATH keeps only O_DIRECTORY, O_NOFOLLOW and
+// O_CLOEXEC, so O_PATH|O_WRONLY|O_CREAT|O_TRUNC of a host file or directory
+// opens a reference and changes nothing: as bare, no denial (it was
+// refused, with EACCES and then EISDIR: red team, round 45). The host
+// file's content is the ground truth that nothing was truncated.
+func TestFsopsOPathWriteFlags(t *testing.T) {
+	host := realDir(t)
+	os.Chmod(host, 0o755)
+	mkdir(t, filepath.Join(host, "sub"))
+	writeFile(t, filepath.Join(host, "f"), "x", 0o644)
+	for _, c := range []struct{ name, path, want string }{
+		{"dir", filepath.Join(host, "sub"), "ok 0"},
+		{"file", filepath.Join(host, "f"), "ok 0"},
+		{"missing", filepath.Join(host, "new"), "errno=ENOENT"},
+		{"missing-slash", filepath.Join(host, "new") + "/", "errno=ENOENT"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if bare := runFsopsBare(t, nil, "open-path-write", c.path); bare != c.want {
+				t.Fatalf("bare run saw %q, want %q", bare, c.want)
+			}
+			f := runFsops(t, nil, realDir(t), nil, "open-path-write", c.path)
+			if f.result != c.want {
+				t.Errorf("tree saw %q, want %q\nstderr:\n%s", f.result, c.want, f.r.stderr)
+			}
+			if len(f.r.report.Denials) != 0 {
+				t.Errorf("denials for an O_PATH open:\n%s", f.r.report.denialList())
+			}
+			if b, err := os.ReadFile(filepath.Join(host, "f")); err != nil || string(b) != "x" {
+				t.Errorf("ESCAPED: %s changed: %q %v", filepath.Join(host, "f"), b, err)
+			}
+			if _, err := os.Stat(filepath.Join(host, "new")); err == nil {
+				t.Errorf("ESCAPED: %s was created", filepath.Join(host, "new"))
+			}
+		})
+	}
+}
+
 // sysOf is the syscall of the run's first denial ("" when none).
 func (f fsRun) sysOf() string {
 	if len(f.r.report.Denials) == 0 {

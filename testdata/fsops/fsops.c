@@ -406,6 +406,10 @@ int main(int argc, char **argv) {
 		return result(open(a, O_CREAT | O_WRONLY | O_TRUNC, 0644));
 	if (!strcmp(c, "open-trunc")) // O_TRUNC asks for write access even with O_RDONLY
 		return result(open(a, O_RDONLY | O_TRUNC));
+	if (!strcmp(c, "open-path-write")) { // O_PATH drops the rest: a reference, no write
+		int fd = open(a, O_PATH | O_WRONLY | O_CREAT | O_TRUNC, 04755);
+		return result(fd < 0 ? fd : 0);
+	}
 	if (!strcmp(c, "rename"))
 		return result(rename(a, argv[3]));
 	if (!strcmp(c, "getxattr")) {
