@@ -188,10 +188,10 @@ func (e *Event) Detailed() string {
 	var b strings.Builder
 	b.WriteString(e.Summarize())
 	b.WriteString(": ")
-	b.WriteString(e.Reason)
+	b.WriteString(elide(e.Reason))
 	for _, p := range e.Paths {
 		if p.Resolved != "" && p.Resolved != p.Given && p.Special == "" {
-			b.WriteString(" [" + p.Given + " -> " + p.Resolved + "]")
+			b.WriteString(" [" + p.Given + " -> " + elide(p.Resolved) + "]")
 		}
 	}
 	if len(e.Tried) > 1 {
@@ -203,6 +203,24 @@ func (e *Event) Detailed() string {
 	}
 	// A resolved path, like the given one, is the tree's to choose (Visible).
 	return Visible(b.String())
+}
+
+// maxShown is the most bytes of one resolved path or reason a line of
+// text shows (Detailed): a given path is at most PATH_MAX, but a relative
+// one resolves against a cwd that may be deeper (tracecell names paths up
+// to 1 MiB), and a notice per denial of half-megabyte paths put 150 MB on
+// stderr for 300 denials (red team, round 45). The report keeps them
+// whole.
+const maxShown = 4096
+
+// elide is s, or its start and end around a note of the bytes left out
+// when it is longer than maxShown.
+func elide(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	head, tail := maxShown/2, maxShown/4
+	return s[:head] + "…(" + strconv.Itoa(len(s)-head-tail) + " bytes not shown)…" + s[len(s)-tail:]
 }
 
 // ExecWalks groups the exec denials of one PATH search into one event.
