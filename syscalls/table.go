@@ -39,9 +39,9 @@ type Table struct {
 	// this architecture can make calls in (i386, AArch32): the filter traps
 	// every call whose arch is not AuditArch, and only this one can come.
 	CompatAuditArch uint32
-	Max       int    // highest known system call number
-	X32Bit    uint32 // X32SyscallBit on x86_64, 0 elsewhere
-	Open      OpenFlagBits
+	Max             int    // highest known system call number
+	X32Bit          uint32 // X32SyscallBit on x86_64, 0 elsewhere
+	Open            OpenFlagBits
 
 	names  []string // by number; "" for gaps
 	byName []uint16 // numbers in the order of their names (generated)
