@@ -117,3 +117,44 @@ func TestDeepCwdNotices(t *testing.T) {
 		t.Errorf("%d denials name the file by its whole path, want %d", full, n)
 	}
 }
+
+// TestScratchLedgerBounded: tracecell remembers each entry the tree makes
+// in a scratch directory by its resolved name, to know later what is the
+// tree's. A tree that made empty files with 3.5 KB names in /dev/shm grew
+// tracecell by 8 KB a file, 1.6 GB after 200,000 (red team, round 46), and
+// removing them took n² time. Past 100,000 entries or 16 MiB of names a
+// create there now fails with ENOSPC, reported (scratch-full). Ground
+// truth: tracecell's peak RSS from its rusage at 12,000 and at 36,000
+// tries, the files the program made, and the scratch directory left empty.
+func TestScratchLedgerBounded(t *testing.T) {
+	rss := map[int]int64{}
+	made := map[int]string{}
+	for _, n := range []int{12000, 36000} {
+		sbx := realDir(t)
+		top := fmt.Sprintf("/dev/shm/tcflood-%d-%d", os.Getpid(), n)
+		t.Cleanup(func() { os.RemoveAll(top) })
+		r := runTraced(t, sbx, runEnv(t, sbx), nil, python, pyScript("shm_flood.py"), top, fmt.Sprint(n))
+		res := resultOf(r.stdout)
+		var m, full, other int
+		if _, err := fmt.Sscanf(res, "made=%d full=%d other=%d", &m, &full, &other); err != nil || r.status != 0 {
+			t.Fatalf("status %d, program said %q (%v)\nstderr:\n%s", r.status, res, err, tail(r.stderr, 2000))
+		}
+		if full == 0 || other != 0 || m+full != n {
+			t.Errorf("%d tries: made %d, refused as full %d, other errors %d; want some refused as full and no other error", n, m, full, other)
+		}
+		if d, ok := denialBy(r, "openat", "scratch-full"); !ok || d.Errno != "ENOSPC" {
+			t.Errorf("no scratch-full denial with ENOSPC; denials:\n%s", r.report.denialList())
+		}
+		if _, err := os.Stat(top); err == nil {
+			t.Errorf("the program's scratch directory %s is left", top)
+		}
+		rss[n], made[n] = r.maxRSSKB, fmt.Sprint(m)
+	}
+	t.Logf("tracecell peak RSS: %d kB after 12,000 tries, %d kB after 36,000; files made %s and %s", rss[12000], rss[36000], made[12000], made[36000])
+	if made[12000] != made[36000] {
+		t.Errorf("the cap moved: %s files made of 12,000 tries, %s of 36,000", made[12000], made[36000])
+	}
+	if d := rss[36000] - rss[12000]; d > 24<<10 {
+		t.Errorf("ESCAPED (DoS): tracecell grew by %d kB over 24,000 more scratch creates", d)
+	}
+}

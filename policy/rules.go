@@ -66,6 +66,10 @@ const (
 	// RuleMaxProcs refuses a fork past the operator's process limit with
 	// EAGAIN (decided by the tracer, never by Decide).
 	RuleMaxProcs Rule = "max-procs"
+	// RuleScratchFull refuses a create in a scratch directory once the
+	// tracer keeps as many of the tree's scratch entries as it may, with
+	// ENOSPC (decided by the tracer, never by Decide).
+	RuleScratchFull Rule = "scratch-full"
 	// RuleExecMismatch: the program an execve loaded is not the one that
 	// was checked; the process is killed (decided by the tracer).
 	RuleExecMismatch Rule = "exec-mismatch"
@@ -145,6 +149,7 @@ var rules = []RuleInfo{
 	{RuleFileCaps, true, "setting file capabilities (security.capability)"},
 	{RuleUnresolvablePath, true, "a call tracecell could not check (a path or memory it could not read): failed closed"},
 	{RuleMaxProcs, true, "a fork past the process limit (--max-procs): fails with EAGAIN"},
+	{RuleScratchFull, true, "a create in a scratch directory past the entries tracecell keeps for the tree (100000, or 16 MiB of names): fails with ENOSPC"},
 	{RuleExecMismatch, true, "an execve that loaded another program than the one checked: the process is killed"},
 	{RuleServerState, true, "a session's file request inside the server's state directory"},
 	{RuleInsideRoot, false, "a change inside a writable root"},

@@ -237,6 +237,10 @@ func (t *tracer) decide(c *call, op *policy.Op) verdict {
 		if d.Allow && c.exitDeny != nil {
 			d = *c.exitDeny
 		}
+		if d.Allow && len(d.Scratch) > 0 && t.ledger.full(d.Scratch) {
+			d = policy.Decision{Rule: policy.RuleScratchFull, Errno: syscall.ENOSPC,
+				Reason: fmt.Sprintf("tracecell keeps at most %d entries (%d MiB of names) the tree made in scratch directories, and this create would need more: remove some first", maxLedgerEntries, maxLedgerNames>>20)}
+		}
 	}
 	if d.Allow {
 		return verdict{act: actAllow, d: d}

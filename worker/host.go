@@ -63,6 +63,7 @@ func init() {
 			fmt.Fprintf(os.Stderr, "tracecell worker-host %d: %v\n", os.Getpid(), err)
 			os.Exit(125)
 		}
+		tracer.LimitHeap()
 		os.Exit(hostMain())
 	}
 }

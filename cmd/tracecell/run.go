@@ -288,6 +288,7 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 		// command's stderr share this writer: serialise their writes.
 		stderr = &syncbuf.Writer{W: stderr}
 	}
+	tracer.LimitHeap()
 	argv := c.Args().Slice()
 	s, log, err := runSettings(c, stderr)
 	if err != nil {
