@@ -46,7 +46,8 @@ type SessionExecution struct {
 	// Outcome: "ok", "exception NAME", "timed out" or "session lost: REASON".
 	Outcome string         `json:"outcome"`
 	Denials []report.Event `json:"denials"`
-	// Truncated: the worker dropped denials past its cap (1000 per execution).
+	// Truncated: denials were dropped: past the worker's cap (1000 per
+	// execution) or the session's (20000, or 4 MiB of their text).
 	Truncated bool `json:"truncated,omitempty"`
 }
 

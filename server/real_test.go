@@ -715,3 +715,39 @@ func startReady(t *testing.T, cmd *exec.Cmd, what string) {
 		t.Fatalf("the helper %s did not start", what)
 	}
 }
+
+// TestRealSessionLogBounded: the server keeps each session's denials for
+// its report, and every session shares the server. Executions that each
+// listed 2 MiB of long paths (the worker's cap per execution) grew it by
+// 3 MB each, 574 MB after 81 (red team, round 46); the record is capped at
+// 4 MiB of denial text a session. Ground truth: the server's heap after a
+// collection, before and after, and the denials the executions got.
+func TestRealSessionLogBounded(t *testing.T) {
+	e := newRealEnv(t, nil)
+	e.create("big")
+	// Reads under the server's state directory are denied (deny-read),
+	// and a name there of 15 levels of 250 bytes is 3.8 KB.
+	code := `import os
+p = os.path.dirname(os.getcwd()) + "/" + ("a" * 250 + "/") * 15
+n = 0
+for i in range(400):
+    try:
+        open(p + "%04d" % i)
+    except OSError:
+        n += 1
+n`
+	if r := e.run("big", code); str(r.Result) != "400" || len(r.Denials) < 100 {
+		t.Fatalf("first execution: result %s, %d denials listed", str(r.Result), len(r.Denials))
+	}
+	before := heapAfterGC()
+	for i := 0; i < 12; i++ {
+		if r := e.run("big", code); str(r.Result) != "400" {
+			t.Fatalf("execution %d: %+v", i, r.Error)
+		}
+	}
+	after := heapAfterGC()
+	t.Logf("server heap %d kB before 12 executions, %d kB after", before>>10, after>>10)
+	if after > before+12<<20 {
+		t.Errorf("ESCAPED (DoS): the server's heap grew by %d kB over 12 executions of one session", (after-before)>>10)
+	}
+}

@@ -14,12 +14,18 @@ import (
 // get the same report as for a run (GET /v1/sessions/{id}/report, read by
 // `tracecell report`). The record is bounded: the first maxLoggedExecs
 // executions, the first maxLoggedDenials denials over all of them (the
-// worker already caps one execution's at 1000), and maxLoggedCode bytes of
-// each execution's code.
+// worker already caps one execution's at 1000) and at most
+// maxLoggedDenialBytes of their text (report.Event.ListedBytes: paths,
+// argv, reasons), and maxLoggedCode bytes of each execution's code. The
+// record lives in the server, which every session shares: without the
+// byte cap one session whose executions each listed 2 MiB of long paths
+// (the worker's cap per execution) grew the server by 3 MB an execution,
+// 574 MB after 81 (red team, round 46).
 const (
-	maxLoggedExecs   = 1000
-	maxLoggedDenials = 20000
-	maxLoggedCode    = 4096
+	maxLoggedExecs       = 1000
+	maxLoggedDenials     = 20000
+	maxLoggedDenialBytes = 4 << 20
+	maxLoggedCode        = 4096
 )
 
 // sessionLog is one session's record. Its zero value is ready.
@@ -28,6 +34,7 @@ type sessionLog struct {
 	execs   []audit.SessionExecution
 	dropped int // executions past maxLoggedExecs
 	denials int // denials kept over all executions
+	bytes   int // their ListedBytes
 }
 
 // add records one execution that ran (index counts from 1).
@@ -55,13 +62,17 @@ func (l *sessionLog) add(req worker.ExecRequest, res *worker.Result, start time.
 	default:
 		x.Outcome = "ok"
 	}
-	room := maxLoggedDenials - l.denials
-	d := res.Denials
-	if len(d) > room {
-		d, x.Truncated = d[:room], true
+	x.Denials = []report.Event{}
+	for i := range res.Denials {
+		n := res.Denials[i].ListedBytes()
+		if l.denials >= maxLoggedDenials || l.bytes+n > maxLoggedDenialBytes {
+			x.Truncated = true
+			break
+		}
+		x.Denials = append(x.Denials, res.Denials[i])
+		l.denials++
+		l.bytes += n
 	}
-	x.Denials = append([]report.Event{}, d...)
-	l.denials += len(d)
 	l.execs = append(l.execs, x)
 }
 

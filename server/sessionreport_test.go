@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tracecell/tracecell/audit"
+	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
 	"github.com/tracecell/tracecell/worker"
 )
@@ -56,6 +57,37 @@ func TestSessionLogCaps(t *testing.T) {
 	}
 	if len(l.execs) != maxLoggedExecs || l.dropped != 5 {
 		t.Errorf("%d executions kept, %d dropped; want %d and 5", len(l.execs), l.dropped, maxLoggedExecs)
+	}
+}
+
+// TestSessionLogBytes: the denials a session keeps are capped by their
+// text too: executions that each list 2 MiB of long paths (the worker's
+// cap) grew the shared server by 3 MB each (red team, round 46).
+func TestSessionLogBytes(t *testing.T) {
+	var l sessionLog
+	path := "/" + strings.Repeat("d", 4000)
+	ev := report.Event{Decision: report.Deny, Syscall: "openat", Paths: []policy.Path{{Given: path, Resolved: path}}}
+	per := make([]report.Event, 250) // 250 x 8 KB: 2 MB, as the worker allows
+	for i := range per {
+		per[i] = ev
+	}
+	for i := 0; i < 100; i++ {
+		l.add(worker.ExecRequest{Code: "x"}, &worker.Result{Denials: per}, time.Time{}, 0)
+	}
+	bytes := 0
+	for _, x := range l.execs {
+		for i := range x.Denials {
+			bytes += x.Denials[i].ListedBytes()
+		}
+	}
+	if bytes > maxLoggedDenialBytes || l.bytes != bytes {
+		t.Errorf("kept %d bytes of denials (counted %d), cap %d", bytes, l.bytes, maxLoggedDenialBytes)
+	}
+	if len(l.execs) != 100 || !l.execs[99].Truncated || len(l.execs[99].Denials) != 0 {
+		t.Errorf("%d executions; the last one keeps %d denials, truncated %v", len(l.execs), len(l.execs[99].Denials), l.execs[99].Truncated)
+	}
+	if len(l.execs[0].Denials) != 250 || l.execs[0].Truncated {
+		t.Errorf("the first execution keeps %d denials, truncated %v", len(l.execs[0].Denials), l.execs[0].Truncated)
 	}
 }
 
