@@ -125,6 +125,49 @@ func (t *tracer) foreignTrap(tk *task) (bool, error) {
 	return true, t.resume(tk.tid, 0)
 }
 
+// compatStop handles a signal-delivery stop that foreignTrap did not take:
+// when the kernel says the call tk last entered was of the compat ABI
+// (PTRACE_GET_SYSCALL_INFO, 5.3), it was a call of a foreign ABI, trapped
+// by the filter, whose SIGSYS the kernel dropped: a SIGSYS already
+// pending for the thread (tgkill, a timer), being a classic signal, makes
+// the kernel discard the seccomp one (legacy_queue), and the pending one is
+// delivered in its place (red team, round 46: the process died of SIGSYS
+// with nothing reported). The call did not run; it is reported (its
+// number from orig_rax, which the trap's syscall_rollback leaves, where
+// the registers read in the native layout) and the process killed, as in
+// foreignTrap. On kernels before 5.3 nothing at this stop tells the ABI:
+// such a call goes unreported there (README, Known gaps).
+func (t *tracer) compatStop(tk *task) (bool, error) {
+	if t.noSyscallInfo {
+		return false, nil
+	}
+	arch, err := ptraceSyscallArch(tk.tid)
+	if err == unix.EIO || err == unix.EINVAL {
+		t.noSyscallInfo = true // before 5.3
+		return false, nil
+	}
+	if err != nil || arch != t.table.CompatAuditArch {
+		return false, nil
+	}
+	abi := archName(arch)
+	nr, name := -1, abi+"_?"
+	what := "a system call of a foreign ABI, " + abi + " (its number unknown)"
+	if t.readRegs(tk.tid) == nil {
+		nr = t.regs.Nr()
+		name = abi + "_" + strconv.Itoa(nr)
+		what = "a system call of a foreign ABI, " + abi + ": number " + strconv.Itoa(nr)
+	}
+	c := &call{tk: tk, nr: nr, name: name}
+	ev := t.newEvent(c, &policy.Op{Kind: syscalls.KindForbidden, Syscall: name},
+		policy.Decision{Rule: policy.RuleForeignABI, Errno: syscall.ENOSYS,
+			Reason: what + ": tracecell checks only native " + t.table.ABI + " calls, so the process is killed"})
+	ev.ABI, ev.Errno = abi, ""
+	t.rec.counts.Checked++
+	t.record(ev, false)
+	unix.Kill(tk.tgid, unix.SIGKILL)
+	return true, t.resume(tk.tid, 0)
+}
+
 // archName names an AUDIT_ARCH_* value (include/uapi/linux/audit.h).
 func archName(a uint32) string {
 	switch a {

@@ -274,6 +274,9 @@ type tracer struct {
 	table  *syscalls.Table
 	// probeNr is the syscall number of the start-up probe (mkdirat, probe).
 	probeNr int
+	// noSyscallInfo: PTRACE_GET_SYSCALL_INFO answered EIO or EINVAL (a
+	// kernel before 5.3); compatStop no longer asks.
+	noSyscallInfo bool
 
 	// dirs caches the directories path walks have met (pathres.DirCache),
 	// and each task's cwd is remembered (base), only when every checked
@@ -722,6 +725,10 @@ func (t *tracer) handle(tid int, ws unix.WaitStatus) error {
 		if done, err := t.foreignTrap(tk); done || err != nil {
 			return err
 		}
+	}
+	// Or one whose SIGSYS the kernel dropped for another pending one.
+	if done, err := t.compatStop(tk); done || err != nil {
+		return err
 	}
 	// A signal-delivery stop: pass the signal on. A group-stop (GETSIGINFO
 	// fails with EINVAL; the tree is seized, so they come as

@@ -141,3 +141,21 @@ func rtSigaction(sig int, act, old *kernelSigaction) error {
 	}
 	return nil
 }
+
+// ptraceSyscallArch is PTRACE_GET_SYSCALL_INFO (Linux 5.3) of tid: the
+// AUDIT_ARCH_* of the system call tid last entered, as the kernel keeps it
+// (syscall_get_arch: on x86_64 the i386 ABI while TS_COMPAT is set, from an
+// int 0x80 entry to the return to user mode; a 32-bit task's always). The
+// struct begins u8 op, u8 pad[3], u32 arch. EIO before 5.3.
+//
+// Precondition: tid is in a ptrace stop; the calling goroutine is locked
+// to the tracer thread.
+func ptraceSyscallArch(tid int) (uint32, error) {
+	var info [88]byte // sizeof(struct ptrace_syscall_info), 5.3
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_GET_SYSCALL_INFO, uintptr(tid),
+		uintptr(len(info)), uintptr(unsafe.Pointer(&info[0])), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return uint32(info[4]) | uint32(info[5])<<8 | uint32(info[6])<<16 | uint32(info[7])<<24, nil
+}

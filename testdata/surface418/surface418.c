@@ -18,7 +18,8 @@
 //   aarch64: rseq = 293 is the last call of 4.18; 294..423 were added later
 //            (294 kexec_file_load arrived for arm64 in 5.0).
 // Newer ioctls tracecell uses with a fallback fail as 4.18 fails them:
-// PROCMAP_QUERY (6.11) gets ENOTTY, so the maps text is read instead.
+// PROCMAP_QUERY (6.11) gets ENOTTY, so the maps text is read instead; so
+// does the newer ptrace request PTRACE_GET_SYSCALL_INFO (5.3): EIO.
 // x32 calls (nr | 0x40000000) are left to the kernel: they are a different
 // ABI, and tracecell kills them itself.
 #define _GNU_SOURCE
@@ -46,6 +47,8 @@
 #define X32_BIT 0x40000000u
 // PROCMAP_QUERY: _IOWR(0x66, 17, struct procmap_query), 104 bytes (6.11).
 #define PROCMAP_QUERY_NR 0xc0686611u
+// PTRACE_GET_SYSCALL_INFO (5.3).
+#define PTRACE_GET_SYSCALL_INFO_REQ 0x420eu
 
 int main(int argc, char **argv) {
 	if (argc < 2) {
@@ -72,8 +75,14 @@ int main(int argc, char **argv) {
 		// /proc/<pid>/maps, which 4.18 answers ENOTTY (no unlocked_ioctl).
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 3),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROCMAP_QUERY_NR, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROCMAP_QUERY_NR, 0, 5),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOTTY & SECCOMP_RET_DATA)),
+		// ptrace requests newer than 4.18: PTRACE_GET_SYSCALL_INFO (5.3),
+		// which 4.18 answers EIO as any request it does not know.
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ptrace, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PTRACE_GET_SYSCALL_INFO_REQ, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EIO & SECCOMP_RET_DATA)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog fprog = {
