@@ -154,7 +154,9 @@ func TestScratchLedgerBounded(t *testing.T) {
 	if made[12000] != made[36000] {
 		t.Errorf("the cap moved: %s files made of 12,000 tries, %s of 36,000", made[12000], made[36000])
 	}
-	if d := rss[36000] - rss[12000]; d > 24<<10 {
-		t.Errorf("ESCAPED (DoS): tracecell grew by %d kB over 24,000 more scratch creates", d)
+	// Before, 24,000 more entries of 3.5 KB names were +190 MB; the
+	// collector and the report's encoding move the peak by ±15 MB.
+	if d := rss[36000] - rss[12000]; d > 64<<10 || rss[36000] > 200<<10 {
+		t.Errorf("ESCAPED (DoS): tracecell grew by %d kB over 24,000 more scratch creates, to %d kB", d, rss[36000])
 	}
 }
