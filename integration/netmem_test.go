@@ -11,6 +11,7 @@ package integration
 // cross-compiles it: the arm64 guest has no gcc); otherwise gcc builds it.
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -531,4 +532,70 @@ func kernelAtLeast(major, minor int) bool {
 		return false
 	}
 	return ma > major || (ma == major && mi >= minor)
+}
+
+// tiny32 writes an i386 ELF executable whose only instruction is ud2: it
+// makes no system call of any kind, and dies of SIGILL.
+func tiny32(t *testing.T, path string) {
+	t.Helper()
+	const base, codeOff = 0x08048000, 84
+	b := make([]byte, codeOff+2)
+	copy(b, []byte{0x7f, 'E', 'L', 'F', 1, 1, 1}) // ELFCLASS32, little-endian, version 1
+	le := binary.LittleEndian
+	le.PutUint16(b[16:], 2)               // ET_EXEC
+	le.PutUint16(b[18:], 3)               // EM_386
+	le.PutUint32(b[20:], 1)               // EV_CURRENT
+	le.PutUint32(b[24:], base+codeOff)    // e_entry
+	le.PutUint32(b[28:], 52)              // e_phoff
+	le.PutUint16(b[40:], 52)              // e_ehsize
+	le.PutUint16(b[42:], 32)              // e_phentsize
+	le.PutUint16(b[44:], 1)               // e_phnum
+	le.PutUint32(b[52:], 1)               // PT_LOAD
+	le.PutUint32(b[56:], 0)               // p_offset
+	le.PutUint32(b[60:], base)            // p_vaddr
+	le.PutUint32(b[64:], base)            // p_paddr
+	le.PutUint32(b[68:], uint32(len(b)))  // p_filesz
+	le.PutUint32(b[72:], uint32(len(b)))  // p_memsz
+	le.PutUint32(b[76:], 5)               // PF_R|PF_X
+	le.PutUint32(b[80:], 0x1000)          // p_align
+	copy(b[codeOff:], []byte{0x0f, 0x0b}) // ud2
+	if err := os.WriteFile(path, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestForeignABIProcess32: the kernel marks an i386 program's task as in a
+// compat call (TS_COMPAT) from its exec to its first return to user mode,
+// so a signal pending then (an ITIMER_REAL set before the exec) stops it
+// with PTRACE_GET_SYSCALL_INFO saying i386. One that makes no system call
+// at all (ud2: SIGILL) was reported as "a system call of a foreign ABI,
+// i386 (its number unknown)" (red team, round 47); it is killed as a
+// process running i386 code, and reported as that. Ground truth: the
+// program's two bytes of code, and its bare run (SIGILL).
+func TestForeignABIProcess32(t *testing.T) {
+	if !isAMD64() {
+		t.Skip("i386 programs run only on x86_64")
+	}
+	dir := realDir(t)
+	os.Chmod(dir, 0o755)
+	prog := filepath.Join(dir, "tiny32")
+	tiny32(t, prog)
+	sbx := realDir(t)
+	if bare := runBare(t, sbx, runEnv(t, sbx), prog); bare.status != 128+int(unix.SIGILL) {
+		t.Skipf("the 32-bit program does not run here (status %d: no IA32 emulation?)", bare.status)
+	}
+	r := runTraced(t, sbx, runEnv(t, sbx), []string{"--allow-exec", prog}, netmem(t), "exec-timer", prog)
+	for _, e := range r.report.Denials {
+		if strings.Contains(e.Reason, "system call") && !strings.Contains(e.Reason, "can make only") {
+			t.Errorf("a system call reported that the program never made: %s: %s", e.Syscall, e.Reason)
+		}
+	}
+	if r.status != 128+int(unix.SIGKILL) && r.status != 128+int(unix.SIGILL) && r.status != 128+int(unix.SIGALRM) {
+		t.Errorf("status %d, want the process killed (or dead of its SIGILL or SIGALRM)", r.status)
+	}
+	if r.status == 128+int(unix.SIGKILL) {
+		if e, ok := denialBy(r, "i386", "foreign-abi"); !ok || !strings.Contains(e.Reason, "running i386 code") {
+			t.Errorf("killed without a foreign-abi denial naming the i386 process; denials:\n%s", r.report.denialList())
+		}
+	}
 }

@@ -135,8 +135,11 @@ func (t *tracer) foreignTrap(tk *task) (bool, error) {
 // with nothing reported). The call did not run; it is reported (its
 // number from orig_rax, which the trap's syscall_rollback leaves, where
 // the registers read in the native layout) and the process killed, as in
-// foreignTrap. On kernels before 5.3 nothing at this stop tells the ABI:
-// such a call goes unreported there (README, Known gaps).
+// foreignTrap. A 32-bit program may show the compat arch before it made
+// any call (just after its exec): it is killed as a process running that
+// code, and reported so. On kernels before 5.3 nothing at this
+// stop tells the ABI: such a call goes unreported there (README, Known
+// gaps).
 func (t *tracer) compatStop(tk *task) (bool, error) {
 	if t.noSyscallInfo {
 		return false, nil
@@ -150,12 +153,21 @@ func (t *tracer) compatStop(tk *task) (bool, error) {
 		return false, nil
 	}
 	abi := archName(arch)
-	nr, name := -1, abi+"_?"
-	what := "a system call of a foreign ABI, " + abi + " (its number unknown)"
+	var nr int
+	var name, what string
 	if t.readRegs(tk.tid) == nil {
+		// A 64-bit process after an int 0x80 (TS_COMPAT): orig_rax.
 		nr = t.regs.Nr()
 		name = abi + "_" + strconv.Itoa(nr)
 		what = "a system call of a foreign ABI, " + abi + ": number " + strconv.Itoa(nr)
+	} else {
+		// The registers come in the compat layout: the process runs
+		// 32-bit code, every call of which is of that ABI. The kernel
+		// marks it as in a compat call from the exec of a 32-bit
+		// program to its first return to user mode, calls or none (red
+		// team, round 47: an itimer's signal pending then).
+		nr, name = -1, abi
+		what = "a process running " + abi + " code, which can make only system calls of a foreign ABI"
 	}
 	c := &call{tk: tk, nr: nr, name: name}
 	ev := t.newEvent(c, &policy.Op{Kind: syscalls.KindForbidden, Syscall: name},

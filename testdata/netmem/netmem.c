@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -370,6 +371,20 @@ int main(int argc, char **argv) {
 		errno = ENOSYS;
 		return result(-1);
 #endif
+	}
+	if (!strcmp(c, "exec-timer")) {
+		// A 20 us ITIMER_REAL, which survives the exec: its SIGALRM is
+		// pending at the new program's first return to user mode, when
+		// the kernel still marks an i386 program's task as in a compat
+		// call (TS_COMPAT, set by the exec) though it made none.
+		if (argc < 3) {
+			fprintf(stderr, "netmem: exec-timer PROGRAM\n");
+			return 2;
+		}
+		struct itimerval it = {.it_value = {.tv_sec = 0, .tv_usec = 20}};
+		setitimer(ITIMER_REAL, &it, NULL);
+		execv(argv[2], argv + 2);
+		return result(-1);
 	}
 	if (!strcmp(c, "sigsys-self")) {
 		// Dies of a SIGSYS signal, not of a seccomp kill.
