@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ type ledgerDir struct {
 }
 
 func newLedgerDir(t *testing.T) *ledgerDir {
-	return &ledgerDir{t: t, d: t.TempDir(), l: newLedger()}
+	return &ledgerDir{t: t, d: t.TempDir(), l: newLedger(nil)}
 }
 
 func (x *ledgerDir) p(name string) string { return filepath.Join(x.d, name) }
@@ -351,4 +352,54 @@ func TestRecorder(t *testing.T) {
 			t.Errorf("processes %d threads %d, want 1 2", r.counts.Processes, r.counts.Threads)
 		}
 	})
+}
+
+// TestLedgerScansOnlyNearScratch: renames and removals outside the scratch
+// roots need not look at the entries (mayHold) while none lies outside
+// them; a RENAME_EXCHANGE that puts entries in a writable root makes every
+// path count again. And the caps hold: past maxLedgerEntries nothing more is
+// recorded (red team, rounds 46 and 47).
+func TestLedgerScansOnlyNearScratch(t *testing.T) {
+	d := t.TempDir()
+	shm, sbx := filepath.Join(d, "shm"), filepath.Join(d, "sbx")
+	for _, p := range []string{shm, sbx, filepath.Join(shm, "a"), filepath.Join(sbx, "x")} {
+		if err := os.Mkdir(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := newLedger([]string{shm})
+	l.record(filepath.Join(shm, "a"))
+	for _, c := range []struct {
+		from, to  string
+		near, inv bool // mayHold of either; involves
+	}{
+		{filepath.Join(sbx, "x"), filepath.Join(sbx, "y"), false, false},
+		{filepath.Join(shm, "a"), filepath.Join(sbx, "y"), true, true},
+		{filepath.Join(sbx, "x"), filepath.Join(shm, "b"), true, false},
+		{d, filepath.Join(sbx, "y"), true, true}, // d holds the root and its entry
+	} {
+		if got := l.involves(c.from, c.to); got != c.inv {
+			t.Errorf("involves(%s, %s) = %v, want %v", c.from, c.to, got, c.inv)
+		}
+		if got := l.mayHold(c.from) || l.mayHold(c.to); got != c.near {
+			t.Errorf("mayHold(%s or %s) = %v, want %v", c.from, c.to, got, c.near)
+		}
+	}
+	// An exchange put the tree's directory at sbx/x, with an entry below.
+	l.put(filepath.Join(sbx, "x"), map[string]entryID{"": {ino: 1}, "/in": {ino: 2}})
+	if l.outside != 2 || !l.mayHold(filepath.Join(sbx, "z")) {
+		t.Errorf("outside %d, mayHold(sbx/z) %v: want 2, true", l.outside, l.mayHold(filepath.Join(sbx, "z")))
+	}
+	l.drop(filepath.Join(sbx, "x"))
+	if l.outside != 0 || len(l.own) != 1 {
+		t.Errorf("after the drop: outside %d, %d entries; want 0 and 1", l.outside, len(l.own))
+	}
+	// The caps: a full ledger records nothing more, and says so.
+	for i := 0; len(l.own) < maxLedgerEntries; i++ {
+		l.set(filepath.Join(shm, "f", strconv.Itoa(i)), entryID{ino: uint64(i) + 10})
+	}
+	l.set(filepath.Join(shm, "one-more"), entryID{ino: 5})
+	if len(l.own) != maxLedgerEntries || !l.full([]string{filepath.Join(shm, "two-more")}) {
+		t.Errorf("%d entries past the cap %d, full %v", len(l.own), maxLedgerEntries, l.full([]string{"x"}))
+	}
 }

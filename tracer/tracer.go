@@ -358,7 +358,7 @@ func newTracer(cfg *Config, probeNr int) *tracer {
 	t := &tracer{
 		cfg: cfg, pol: cfg.Policy, layout: l, table: syscalls.Native(), probeNr: probeNr,
 		dirs: newDirCache(cfg),
-		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: newLedger(), bound: boundSockets{}, ptys: newPtyLedger(),
+		regs: l.NewRegs(), regBuf: make([]byte, l.Size()), ledger: newLedger(cfg.Policy.Config().Scratch), bound: boundSockets{}, ptys: newPtyLedger(),
 		audit:        cfg.Policy.Config().Mode == policy.Audit,
 		trapNet:      cfg.Policy.Config().Net != policy.NetAllow,
 		loopback:     cfg.Policy.Config().Net == policy.NetLoopback,
