@@ -114,7 +114,13 @@ func (t *tracer) foreignTrap(tk *task) (bool, error) {
 	if arch == t.table.AuditArch { // x32 (the filter traces these; a filter of the tree's may trap them)
 		abi, name, what = t.x32Name(int(nr))
 	}
-	c := &call{tk: tk, nr: int(nr), name: name}
+	return true, t.killForeign(tk, int(nr), abi, name, what)
+}
+
+// killForeign reports a call (or process) of a foreign ABI found at tk's
+// signal-delivery stop and kills its process; the signal is not delivered.
+func (t *tracer) killForeign(tk *task, nr int, abi, name, what string) error {
+	c := &call{tk: tk, nr: nr, name: name}
 	ev := t.newEvent(c, &policy.Op{Kind: syscalls.KindForbidden, Syscall: name},
 		policy.Decision{Rule: policy.RuleForeignABI, Errno: syscall.ENOSYS,
 			Reason: what + ": tracecell checks only native " + t.table.ABI + " calls, so the process is killed"})
@@ -122,7 +128,7 @@ func (t *tracer) foreignTrap(tk *task) (bool, error) {
 	t.rec.counts.Checked++
 	t.record(ev, false)
 	unix.Kill(tk.tgid, unix.SIGKILL)
-	return true, t.resume(tk.tid, 0)
+	return t.resume(tk.tid, 0)
 }
 
 // compatStop handles a signal-delivery stop that foreignTrap did not take:
@@ -169,15 +175,7 @@ func (t *tracer) compatStop(tk *task) (bool, error) {
 		nr, name = -1, abi
 		what = "a process running " + abi + " code, which can make only system calls of a foreign ABI"
 	}
-	c := &call{tk: tk, nr: nr, name: name}
-	ev := t.newEvent(c, &policy.Op{Kind: syscalls.KindForbidden, Syscall: name},
-		policy.Decision{Rule: policy.RuleForeignABI, Errno: syscall.ENOSYS,
-			Reason: what + ": tracecell checks only native " + t.table.ABI + " calls, so the process is killed"})
-	ev.ABI, ev.Errno = abi, ""
-	t.rec.counts.Checked++
-	t.record(ev, false)
-	unix.Kill(tk.tgid, unix.SIGKILL)
-	return true, t.resume(tk.tid, 0)
+	return true, t.killForeign(tk, nr, abi, name, what)
 }
 
 // archName names an AUDIT_ARCH_* value (include/uapi/linux/audit.h).

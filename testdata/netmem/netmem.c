@@ -333,28 +333,20 @@ int main(int argc, char **argv) {
 			write(fd, "deep\n", 5);
 		return result(fd);
 	}
-	if (!strcmp(c, "int80-getpid")) {
+	if (!strcmp(c, "int80-getpid") || !strcmp(c, "int80-pending")) {
 #if defined(__x86_64__)
-		long r;
-		__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory"); // i386 getpid
-		printf("info: pid %ld\n", r);
-		return result(0);
-#else
-		errno = ENOSYS;
-		return result(-1);
-#endif
-	}
-	if (!strcmp(c, "int80-pending")) {
-#if defined(__x86_64__)
-		// A SIGSYS already pending for the thread (blocked, sent by
-		// tgkill) makes the kernel drop the seccomp SIGSYS of an i386
-		// call (a classic signal is queued once); the pending one is
-		// delivered in its place, with the default action.
-		sigset_t set;
-		sigemptyset(&set);
-		sigaddset(&set, SIGSYS);
-		sigprocmask(SIG_BLOCK, &set, NULL);
-		syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGSYS);
+		if (!strcmp(c, "int80-pending")) {
+			// A SIGSYS already pending for the thread (blocked, sent
+			// by tgkill) makes the kernel drop the seccomp SIGSYS of
+			// an i386 call (a classic signal is queued once); the
+			// pending one is delivered in its place, with the default
+			// action.
+			sigset_t set;
+			sigemptyset(&set);
+			sigaddset(&set, SIGSYS);
+			sigprocmask(SIG_BLOCK, &set, NULL);
+			syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), SIGSYS);
+		}
 		long r;
 		__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory"); // i386 getpid
 		printf("info: pid %ld\n", r);
