@@ -62,7 +62,7 @@ DENY_RULES: FrozenSet[str] = frozenset({
     "unix-socket-outside-roots", "net-deny", "net-loopback", "net-family", "kernel-rewritten-input",
     "foreign-abi", "never-reachable", "outside-tree", "forbidden-syscall", "unresolved-path", "unknown-kind",
     "no-path", "ioctl-not-allowed", "futex-memory", "set-id-bits", "deleted-file", "file-capabilities",
-    "unresolvable-path", "max-procs", "exec-mismatch", "server-state",
+    "unresolvable-path", "max-procs", "scratch-full", "exec-mismatch", "server-state",
 })
 
 #: The rule ids of allowed calls and process events, as a trace names them.
