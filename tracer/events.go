@@ -311,6 +311,7 @@ func (t *tracer) scratchStarts(c *call, op *policy.Op, d policy.Decision) {
 			}
 		case syscalls.KindRename:
 			exchange := c.name == "renameat2" && t.flagsArg(c)&unix.RENAME_EXCHANGE != 0
+			whiteout := c.name == "renameat2" && t.flagsArg(c)&unix.RENAME_WHITEOUT != 0
 			if len(op.Paths) == 2 {
 				src, dst := op.Paths[0], op.Paths[1]
 				if src.Role == "target" {
@@ -318,7 +319,7 @@ func (t *tracer) scratchStarts(c *call, op *policy.Op, d policy.Decision) {
 				}
 				fresh := slices.Contains(d.Scratch, dst.Resolved)
 				if fresh || t.ledger.involves(src.Resolved, dst.Resolved) {
-					c.tk.pendingMove = &scratchMove{from: src.Resolved, to: dst.Resolved, exchange: exchange, fresh: fresh}
+					c.tk.pendingMove = &scratchMove{from: src.Resolved, to: dst.Resolved, exchange: exchange, fresh: fresh, whiteout: whiteout}
 				}
 			}
 		}

@@ -313,10 +313,18 @@ func (l *ledger) drop(p string) {
 }
 
 // take removes p and the entries recorded below it and returns them, by
-// their path relative to p ("" for p itself).
-func (l *ledger) take(p string) map[string]entryID {
+// their path relative to p ("" for p itself). dir says whether the object
+// p named may be a directory: when not, nothing is below it.
+func (l *ledger) take(p string, dir bool) map[string]entryID {
 	out := map[string]entryID{}
 	if p == "" {
+		return out
+	}
+	if !dir {
+		if id, ok := l.own[p]; ok {
+			out[""] = id
+			l.unset(p)
+		}
 		return out
 	}
 	for q, id := range l.own {
@@ -347,12 +355,27 @@ func (l *ledger) put(p string, m map[string]entryID) {
 type scratchMove struct {
 	from, to        string
 	exchange, fresh bool
+	// whiteout: RENAME_WHITEOUT, which leaves a whiteout (a 0:0
+	// character device) of the tree's making at from.
+	whiteout bool
 }
 
 // involves reports whether a rename of from to to touches recorded
 // entries (at or below either name).
 func (l *ledger) involves(from, to string) bool {
 	if !l.mayHold(from) && !l.mayHold(to) {
+		return false
+	}
+	if _, ok := l.own[from]; ok {
+		return true
+	}
+	if _, ok := l.own[to]; ok {
+		return true
+	}
+	// Entries below a name need a directory there: a rename of files
+	// needs no scan (red team, round 48: a sandbox inside /dev/shm made
+	// every rename compare every entry).
+	if !isDir(from) && !isDir(to) {
 		return false
 	}
 	for q := range l.own {
@@ -374,8 +397,18 @@ func (l *ledger) involves(from, to string) bool {
 // the tree's own objects move there, a file or directory of a writable
 // root, the tree's to change where it was.
 func (l *ledger) renameDone(m scratchMove) {
-	src := l.take(m.from)
-	dst := l.take(m.to)
+	if !m.exchange && !m.whiteout && exists(m.from) {
+		// rename of a name onto a hard link of the same file: the
+		// kernel does nothing and returns 0 (red team, round 48: the
+		// record moved, and the tree lost its own entry). (Should a
+		// host process have made a new entry at from this instant, the
+		// tree keeps no record of what it moved: it loses a right.)
+		return
+	}
+	// The moved objects are now at to (and, exchanged, at from).
+	dir := isDir(m.to) || (m.exchange && isDir(m.from))
+	src := l.take(m.from, dir)
+	dst := l.take(m.to, dir)
 	if len(src) > 0 {
 		l.put(m.to, src)
 	} else if len(dst) > 0 || m.fresh {
@@ -388,6 +421,21 @@ func (l *ledger) renameDone(m scratchMove) {
 			l.recordTree(m.from)
 		}
 	}
+	if m.whiteout && l.inRoots(m.from) {
+		l.record(m.from) // the whiteout is the tree's
+	}
+}
+
+// exists reports whether there is an entry at p (lstat).
+func exists(p string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(p, &st) == nil
+}
+
+// isDir reports whether p is a directory (lstat: a symlink is none).
+func isDir(p string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // recordTree records p and, when it is a directory, every entry below it,

@@ -403,3 +403,48 @@ func TestLedgerScansOnlyNearScratch(t *testing.T) {
 		t.Errorf("%d entries past the cap %d, full %v", len(l.own), maxLedgerEntries, l.full([]string{"x"}))
 	}
 }
+
+// TestLedgerRenameNoOpAndWhiteout: a rename of a name onto a hard link of
+// the same file is a no-op in the kernel, which returns 0; the ledger
+// moved the record and the tree lost its own entry. RENAME_WHITEOUT leaves
+// a whiteout of the tree's at the source (red team, round 48). Ground
+// truth: the file system after the real calls.
+func TestLedgerRenameNoOpAndWhiteout(t *testing.T) {
+	d := t.TempDir()
+	a, b, c := filepath.Join(d, "a"), filepath.Join(d, "b"), filepath.Join(d, "c")
+	if err := os.WriteFile(a, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(a, b); err != nil {
+		t.Fatal(err)
+	}
+	l := newLedger([]string{d})
+	l.record(a)
+	l.record(b)
+	if !l.involves(a, b) {
+		t.Fatal("involves(a, b) = false for two recorded names")
+	}
+	if err := os.Rename(a, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(a); err != nil {
+		t.Fatalf("the kernel removed %s: %v (the case needs the no-op)", a, err)
+	}
+	l.renameDone(scratchMove{from: a, to: b})
+	if !l.Owned(a) || !l.Owned(b) {
+		t.Errorf("after a no-op rename: owned a %v, b %v; want both", l.Owned(a), l.Owned(b))
+	}
+	// A whiteout: b moves to c, and b becomes a 0:0 character device.
+	err := unix.Renameat2(unix.AT_FDCWD, b, unix.AT_FDCWD, c, unix.RENAME_WHITEOUT)
+	if err != nil {
+		t.Skipf("renameat2(RENAME_WHITEOUT): %v", err)
+	}
+	l.renameDone(scratchMove{from: b, to: c, whiteout: true})
+	if !l.Owned(b) || !l.Owned(c) {
+		t.Errorf("after a whiteout rename: owned b (the whiteout) %v, c %v; want both", l.Owned(b), l.Owned(c))
+	}
+	// A rename of files needs no scan: a file cannot hold entries.
+	if l.involves(filepath.Join(d, "x"), filepath.Join(d, "y")) {
+		t.Error("involves of two unrecorded file names")
+	}
+}
