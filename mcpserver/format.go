@@ -177,7 +177,7 @@ func FormatResult(res *worker.Result, c Context) string {
 			if kind == "" {
 				kind = "file"
 			}
-			fl = append(fl, fmt.Sprintf("%s (%s, %s, %s)", a.Path, a.Change, kind, sizeText(a.Size)))
+			fl = append(fl, report.Visible(fmt.Sprintf("%s (%s, %s, %s)", a.Path, a.Change, kind, sizeText(a.Size))))
 		}
 		section("files written in the sandbox", strings.Join(fl, "\n"), max/8)
 	}
@@ -198,7 +198,7 @@ func FormatResult(res *worker.Result, c Context) string {
 	if len(notes) > 0 {
 		var nb strings.Builder
 		for _, n := range notes {
-			nb.WriteString("- " + StripANSI(n) + "\n")
+			nb.WriteString("- " + report.Visible(StripANSI(n)) + "\n")
 		}
 		section("notes", nb.String(), max/8)
 	}
@@ -245,7 +245,10 @@ func blockedLines(evs []report.Event, c Context) []string {
 	var lines []string
 	count := map[string]int{}
 	for i := range evs {
-		l := blockedLine(&evs[i], c)
+		// Paths, program names and reasons are the code's to choose: a
+		// newline in one opened sections of its own making in the text a
+		// model reads (red team, round 49). Visible escapes it.
+		l := report.Visible(blockedLine(&evs[i], c))
 		if count[l] == 0 {
 			lines = append(lines, l)
 		}

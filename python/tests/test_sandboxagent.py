@@ -871,3 +871,21 @@ class LatencyTest(unittest.IsolatedAsyncioTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ReportMemoryTest(unittest.TestCase):
+    def test_kept_reports_are_bounded(self) -> None:
+        # The application hosts every session: each command's report was kept whole for the
+        # session's life, +44 MB a command whose denials named long paths (red team, round 49).
+        from tracecell import agents_sandbox as sa
+        s = sa.TracecellSandboxSession.__new__(sa.TracecellSandboxSession)
+        s._reports, s._report_sizes = [], []
+        size = 20 << 20
+        for i in range(10):
+            s._keep_report(sa.CommandReport(command=["c%d" % i], path="r%d.json" % i, exit_code=0, denials=[]), size)
+        kept = [r.command[0] for r in s.reports]
+        self.assertEqual(kept, ["c7", "c8", "c9"])  # the latest, within 64 MiB
+        self.assertLessEqual(sum(s._report_sizes), sa._MAX_KEPT_REPORT_BYTES)
+        # One report larger than the budget is still kept (the latest is never dropped).
+        s._keep_report(sa.CommandReport(command=["big"], path="big.json", exit_code=0, denials=[]), 100 << 20)
+        self.assertEqual([r.command[0] for r in s.reports], ["big"])

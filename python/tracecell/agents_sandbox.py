@@ -227,6 +227,12 @@ class TracecellSandboxSessionState(UnixLocalSandboxSessionState):
     session was made; a resume that resolves them elsewhere is refused."""
 
 
+# What a session keeps of its commands' reports in the application's memory, and how large
+# reports.jsonl may grow before its lines stop listing denials (each report file has them).
+_MAX_KEPT_REPORT_BYTES = 64 << 20
+_MAX_JSONL_BYTES = 256 << 20
+
+
 @dataclass
 class CommandReport:
     """One command's tracecell report."""
@@ -272,13 +278,24 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
                              % (paths, self.state.resolved_paths))
         self._paths = (list(self.state.resolved_paths[0]), list(self.state.resolved_paths[1]))
         self._reports = []
+        self._report_sizes: List[int] = []
         # Like UnixLocal's own allow-list: only these variables of the application's
         # environment reach tracecell; the manifest's environment is added to them.
         self._host_environment_allowlist = frozenset(_HOST_ENV)
 
+    def _keep_report(self, rep: CommandReport, size: int) -> None:
+        """Keep ``rep`` (its file ``size`` bytes) in :attr:`reports`, forgetting the oldest past
+        :data:`_MAX_KEPT_REPORT_BYTES`: the application hosts every session, and a command
+        can make its report many megabytes (red team, round 49: +44 MB a command)."""
+        self._reports.append(rep)
+        self._report_sizes.append(size)
+        while len(self._reports) > 1 and sum(self._report_sizes) > _MAX_KEPT_REPORT_BYTES:
+            del self._reports[0], self._report_sizes[0]
+
     @property
     def reports(self) -> List[CommandReport]:
-        """The reports of the commands run so far, oldest first."""
+        """The reports of the commands run so far, oldest first: the latest ones whose files
+        add up to at most 64 MiB (each command's file stays in :attr:`report_dir`)."""
         return list(self._reports)
 
     @property
@@ -448,11 +465,24 @@ class TracecellSandboxSession(UnixLocalSandboxSession):
             return "", False  # tracecell did not start, or was killed: its own message is in the output
         denials = [Denial.from_dict(d) for d in raw.get("denials") or [] if isinstance(d, dict)]
         rep = CommandReport(command=command, path=report, exit_code=exit_code, denials=denials, raw=raw)
-        self._reports.append(rep)
         try:
-            with open(os.path.join(self._report_dir, "reports.jsonl"), "a") as f:
-                f.write(json.dumps({"command": rep.command, "report": report, "exit_code": exit_code,
-                                    "denials": [d.raw for d in denials]}) + "\n")
+            size = os.path.getsize(report)
+        except OSError:
+            size = 0
+        self._keep_report(rep, size)
+        try:
+            jsonl = os.path.join(self._report_dir, "reports.jsonl")
+            line: Dict[str, Any] = {"command": rep.command, "report": report, "exit_code": exit_code,
+                                    "denials": [d.raw for d in denials]}
+            try:
+                full = os.path.getsize(jsonl) + size > _MAX_JSONL_BYTES
+            except OSError:
+                full = False
+            if full:
+                # Each command's own report file has them; the log stays bounded.
+                line["denials"], line["denials_not_listed"] = [], len(denials)
+            with open(jsonl, "a") as f:
+                f.write(json.dumps(line) + "\n")
         except OSError:
             pass
         lines = [_shell_wording(s) for s in describe_denials(denials, sandbox=str(Path(self.state.manifest.root).resolve()))]

@@ -181,6 +181,30 @@ def group_exec_walks(denials: Iterable[Denial]) -> List[Denial]:
     return out
 
 
+def visible(s: str) -> str:
+    """``s`` with line breaks, other control characters and unprintable code points escaped
+    (``\\n``, ``\\x1b``, ``\\u2028``), so that text a program chose stays on its own line."""
+    if s.isprintable():
+        return s
+    out = []
+    for ch in s:
+        if ch.isprintable():
+            out.append(ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x100:
+            out.append("\\x%02x" % ord(ch))
+        elif ord(ch) <= 0xFFFF:
+            out.append("\\u%04x" % ord(ch))
+        else:
+            out.append("\\U%08x" % ord(ch))
+    return "".join(out)
+
+
 def describe_denials(denials: Iterable[Denial], sandbox: Optional[str] = None, limit: int = 10) -> List[str]:
     """The sentences for ``denials``, duplicates merged (with a count), at most ``limit`` plus a line for the rest.
 
@@ -191,7 +215,9 @@ def describe_denials(denials: Iterable[Denial], sandbox: Optional[str] = None, l
     for d in group_exec_walks(denials):
         if d.decision == "allow":
             continue
-        s = describe_denial(d, sandbox)
+        # Paths and names are the code's to choose: a newline in one made
+        # lines of its own in the text a model reads (red team, round 49).
+        s = visible(describe_denial(d, sandbox))
         if s not in counts:
             seen.append(s)
             counts[s] = 0
@@ -264,7 +290,7 @@ def format_result(r: ExecutionResult, *, max_chars: int = DEFAULT_MAX_CHARS, san
             if a.kind == "figure":
                 desc.insert(0, "figure")
             desc.append(_size(a.size))
-            lines.append("- %s (%s)" % (a.path, ", ".join(desc)))
+            lines.append(visible("- %s (%s)" % (a.path, ", ".join(desc))))
         if len(r.artifacts) > 20:
             lines.append("- ... and %d more" % (len(r.artifacts) - 20))
         head = "Files (paths relative to the working directory):" if files_kept else \
@@ -287,7 +313,7 @@ def format_copy_result(c: CopyResult) -> str:
         what += " in %d director%s" % (c.directories, "y" if c.directories == 1 else "ies")
     text = "Copied %s (%s) to %s; use the path %s in your code." % (c.source, what, c.destination, c.destination)
     if c.skipped:
-        shown = ["- %s (%s)" % (s.path, s.reason) for s in c.skipped[:20]]
+        shown = [visible("- %s (%s)" % (s.path, s.reason)) for s in c.skipped[:20]]
         if len(c.skipped) > 20:
             shown.append("- ... and %d more" % (len(c.skipped) - 20))
         text += "\nNot copied:\n" + "\n".join(shown)
@@ -303,11 +329,11 @@ def format_file_list(fl: FileList, *, show_hidden: bool = False, limit: int = 20
             hidden += 1
             continue
         if f.type == "dir":
-            lines.append(f.path + "/")
+            lines.append(visible(f.path) + "/")
         elif f.type == "symlink":
-            lines.append("%s -> %s" % (f.path, f.target))
+            lines.append(visible("%s -> %s" % (f.path, f.target)))
         else:
-            lines.append("%s  %s" % (f.path, _size(f.size)))
+            lines.append(visible("%s  %s" % (f.path, _size(f.size))))
     total = len(lines)
     if total > limit:
         lines = lines[:limit] + ["... and %d more" % (total - limit)]
