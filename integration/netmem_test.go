@@ -11,6 +11,8 @@ package integration
 // cross-compiles it: the arm64 guest has no gcc); otherwise gcc builds it.
 
 import (
+	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -538,28 +540,24 @@ func kernelAtLeast(major, minor int) bool {
 // makes no system call of any kind, and dies of SIGILL.
 func tiny32(t *testing.T, path string) {
 	t.Helper()
-	const base, codeOff = 0x08048000, 84
-	b := make([]byte, codeOff+2)
-	copy(b, []byte{0x7f, 'E', 'L', 'F', 1, 1, 1}) // ELFCLASS32, little-endian, version 1
-	le := binary.LittleEndian
-	le.PutUint16(b[16:], 2)               // ET_EXEC
-	le.PutUint16(b[18:], 3)               // EM_386
-	le.PutUint32(b[20:], 1)               // EV_CURRENT
-	le.PutUint32(b[24:], base+codeOff)    // e_entry
-	le.PutUint32(b[28:], 52)              // e_phoff
-	le.PutUint16(b[40:], 52)              // e_ehsize
-	le.PutUint16(b[42:], 32)              // e_phentsize
-	le.PutUint16(b[44:], 1)               // e_phnum
-	le.PutUint32(b[52:], 1)               // PT_LOAD
-	le.PutUint32(b[56:], 0)               // p_offset
-	le.PutUint32(b[60:], base)            // p_vaddr
-	le.PutUint32(b[64:], base)            // p_paddr
-	le.PutUint32(b[68:], uint32(len(b)))  // p_filesz
-	le.PutUint32(b[72:], uint32(len(b)))  // p_memsz
-	le.PutUint32(b[76:], 5)               // PF_R|PF_X
-	le.PutUint32(b[80:], 0x1000)          // p_align
-	copy(b[codeOff:], []byte{0x0f, 0x0b}) // ud2
-	if err := os.WriteFile(path, b, 0o755); err != nil {
+	const base = 0x08048000
+	hdrSize, phSize := binary.Size(elf.Header32{}), binary.Size(elf.Prog32{})
+	code := []byte{0x0f, 0x0b} // ud2
+	size := uint32(hdrSize + phSize + len(code))
+	h := elf.Header32{
+		Type: uint16(elf.ET_EXEC), Machine: uint16(elf.EM_386), Version: uint32(elf.EV_CURRENT),
+		Entry: base + uint32(hdrSize+phSize), Phoff: uint32(hdrSize),
+		Ehsize: uint16(hdrSize), Phentsize: uint16(phSize), Phnum: 1,
+	}
+	copy(h.Ident[:], elf.ELFMAG)
+	h.Ident[elf.EI_CLASS], h.Ident[elf.EI_DATA], h.Ident[elf.EI_VERSION] = byte(elf.ELFCLASS32), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	ph := elf.Prog32{Type: uint32(elf.PT_LOAD), Vaddr: base, Paddr: base, Filesz: size, Memsz: size,
+		Flags: uint32(elf.PF_R | elf.PF_X), Align: 0x1000}
+	var b bytes.Buffer
+	binary.Write(&b, binary.LittleEndian, h)
+	binary.Write(&b, binary.LittleEndian, ph)
+	b.Write(code)
+	if err := os.WriteFile(path, b.Bytes(), 0o755); err != nil {
 		t.Fatal(err)
 	}
 }
