@@ -42,6 +42,75 @@ type Aggregator struct {
 	// skipDenials: a report read alongside a trace gives only its
 	// metadata (the trace holds every denial already).
 	skipDenials bool
+	// held: the reports read alongside a trace, whose denials wait until
+	// every input is read (ReadFiles, showMissing): a trace cut short (a
+	// full disk, tracecell killed) lacks some, and those are then shown
+	// from the report. traceDenials holds the keys (heldKey) of the
+	// denials read from traces meanwhile; inTrace: a trace is being read.
+	held         []heldReport
+	traceDenials map[string]struct{}
+	traceDenialN int
+	inTrace      bool
+}
+
+// maxHeldKeys bounds the trace denials remembered for showMissing.
+const maxHeldKeys = 100_000
+
+// heldReport is a report read alongside a trace, and the index of its
+// source in Summary.Sources (a pointer would go stale as the slice grows).
+type heldReport struct {
+	rep *report.Report
+	src int
+}
+
+// heldKey identifies one denial event in a trace and in a report.
+func heldKey(ev *report.Event) string {
+	var k strings.Builder
+	k.WriteString(strconv.FormatInt(ev.Time.UnixNano(), 10))
+	for _, s := range []string{strconv.Itoa(ev.Pid), strconv.Itoa(ev.Tid), ev.Syscall, ev.Decision} {
+		k.WriteByte(0)
+		k.WriteString(s)
+	}
+	for _, p := range ev.Paths {
+		k.WriteByte(1)
+		k.WriteString(p.Given)
+	}
+	return k.String()
+}
+
+// showMissing adds the denials of the held reports that the traces read
+// with them lack, when they lack any (the traces hold fewer denials than
+// the reports count, or a report says its trace failed), and says so on
+// the report's source.
+func (a *Aggregator) showMissing() {
+	want, failed := 0, false
+	for _, h := range a.held {
+		want += h.rep.Counts.Denied + h.rep.Counts.Audited
+		failed = failed || h.rep.TraceError != ""
+	}
+	held := a.held
+	a.held, a.skipDenials, a.inTrace = nil, false, false
+	if !failed && a.traceDenialN >= want {
+		return
+	}
+	for _, h := range held {
+		a.cur = &a.s.Sources[h.src] // the report's denials are its source's
+		shown := 0
+		for i := range h.rep.Denials {
+			if _, ok := a.traceDenials[heldKey(&h.rep.Denials[i])]; !ok {
+				a.Event(&h.rep.Denials[i])
+				shown++
+			}
+		}
+		note := fmt.Sprintf("the trace read with this report holds %d of the %d denials it counts; the %d it lacks are shown from the report", a.traceDenialN, want, shown)
+		if h.rep.TraceError != "" {
+			note += " (" + h.rep.TraceError + ")"
+		}
+		if e := a.cur.Error; e != "" {
+			note = e + "; " + note
+		}
+		a.cur.Error = note
+	}
 }
 
 // NewAggregator returns an empty aggregator.
@@ -226,6 +295,14 @@ func (a *Aggregator) exec(p *Process, ev *report.Event) {
 }
 
 func (a *Aggregator) denial(ev *report.Event) {
+	if a.inTrace && a.traceDenials != nil {
+		// The report lists the run's first denials (report.MaxDenials):
+		// the keys of the trace's first ones are all a match needs.
+		if len(a.traceDenials) < maxHeldKeys {
+			a.traceDenials[heldKey(ev)] = struct{}{}
+		}
+		a.traceDenialN++
+	}
 	if a.skipDenials {
 		return
 	}

@@ -77,13 +77,18 @@ func ReadFiles(a *Aggregator, names []string, stdin io.Reader, progress Progress
 			defer f.Close()
 			r = f
 		}
-		a.skipDenials = traces > 0 && !looksLikeTrace(n)
+		isTrace := looksLikeTrace(n)
+		a.skipDenials, a.inTrace = traces > 0 && !isTrace, traces > 0 && isTrace
+		if traces > 0 && a.traceDenials == nil {
+			a.traceDenials = map[string]struct{}{}
+		}
 		err := Read(a, r, n, progress)
-		a.skipDenials = false
+		a.skipDenials, a.inTrace = false, false
 		if err != nil {
 			return err
 		}
 	}
+	a.showMissing()
 	return nil
 }
 
@@ -220,6 +225,7 @@ func addReport(a *Aggregator, rep *report.Report, name string) {
 	}
 	s := a.begin(src)
 	if a.skipDenials {
+		a.held = append(a.held, heldReport{rep, len(a.s.Sources) - 1})
 		return
 	}
 	for i := range rep.Denials {

@@ -20,6 +20,9 @@ import (
 // what makes the difference.
 func TestAuditRoundTrip(t *testing.T) {
 	base := realDir(t)
+	// The reports stay out of base, which the learned policy makes a
+	// writable root: no report may lie inside one.
+	reports := realDir(t)
 	sbx, outside := filepath.Join(base, "sbx"), filepath.Join(base, "outside")
 	notes := filepath.Join(outside, "notes.txt")
 	agent := filepath.Join(repoRoot, "testdata", "reports", "agent.py")
@@ -51,7 +54,7 @@ func TestAuditRoundTrip(t *testing.T) {
 	}
 
 	reset()
-	rep1 := filepath.Join(base, "audit.json")
+	rep1 := filepath.Join(reports, "audit.json")
 	// The audit run's limits must come back in the suggested policy: a
 	// policy learned from a run with --memory that has no memory key lets
 	// the next run take all of the host's memory.
@@ -84,7 +87,7 @@ func TestAuditRoundTrip(t *testing.T) {
 
 	// Enforced, without the learned policy: denied, nothing outside.
 	reset()
-	rep0 := filepath.Join(base, "plain.json")
+	rep0 := filepath.Join(reports, "plain.json")
 	r0 := tc("run", "-q", "--write", sbx, "--report", rep0, "--", python, agent, sbx, outside)
 	if d := readReport(rep0).Counts.Denied; d == 0 || r0.stdout == r1.stdout {
 		t.Fatalf("enforced without the policy: %d denials, output\n%s", d, r0.stdout)
@@ -95,7 +98,7 @@ func TestAuditRoundTrip(t *testing.T) {
 
 	// Enforced under the learned policy: what the audit run did, no denial.
 	reset()
-	rep2 := filepath.Join(base, "enforced.json")
+	rep2 := filepath.Join(reports, "enforced.json")
 	r2 := tc("run", "--policy", pol, "--report", rep2, "--", python, agent, sbx, outside)
 	rep := readReport(rep2)
 	if l1, l2 := fmt.Sprint(readReport(rep1).Limits), fmt.Sprint(rep.Limits); l1 == "<nil>" || l1 != l2 {

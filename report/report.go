@@ -424,6 +424,11 @@ type Report struct {
 	DenialsDropped int      `json:"denials_dropped,omitempty"`
 	ScratchLeft    []string `json:"scratch_left"`
 	Error          string   `json:"error,omitempty"`
+	// TraceError: the --trace file could not be written in full (a full
+	// disk): it stops there, while the counts and denials above are
+	// complete. `tracecell report` then shows the denials the trace lacks
+	// from this report.
+	TraceError string `json:"trace_error,omitempty"`
 	// CommandBytes and ScratchLeftBytes repeat Command and ScratchLeft
 	// byte for byte when one of their strings is not valid UTF-8 (set by
 	// WriteTarget): a JSON string cannot hold such bytes.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -30,6 +31,11 @@ import (
 //     operator's and are followed as usual.
 //   - The path is cleaned before it is opened, so a ".." is never applied
 //     after the kernel has followed a symlink.
+//   - The file is never inside a writable or scratch root at all (roots
+//     given): the tree may write there for the whole run, so it could
+//     rename the report's directory and leave a forged report at the
+//     path, or rewrite the trace. Nor is a trace ever a file the command
+//     gets as its stdin, stdout or stderr (sharedWithCommand).
 
 // outputPath checks path, given with option opt (e.g. "--trace"), against
 // roots (resolved writable and scratch roots) and returns it absolute and
@@ -65,6 +71,21 @@ func outputPath(opt, path string, roots []string) (string, error) {
 		}
 		if r := rootOf(parent, roots); r != "" {
 			return "", fmt.Errorf("%s %s: %s is a symbolic link inside the writable root %s, which a traced program may have planted; tracecell does not write through it: remove the link or give a path without it", opt, path, prefix, r)
+		}
+	}
+	if len(roots) > 0 {
+		// Where the file really is: its directory with the operator's
+		// symlinks followed (checked above for the tree's), or for one
+		// of tracecell's own streams the file behind the descriptor.
+		where := abs
+		if fd := ownStreamFD(abs); fd >= 0 {
+			// "pipe:[…]", "/dev/pts/1", or a file's path.
+			where, _ = os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		} else if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			where = filepath.Join(d, filepath.Base(abs))
+		}
+		if r := rootOf(where, roots); r != "" && filepath.IsAbs(where) {
+			return "", fmt.Errorf("%s %s: is inside the writable root %s, where the traced program could move, replace or forge it while it runs: give a path outside the writable and scratch roots", opt, path, r)
 		}
 	}
 	return abs, nil
@@ -105,6 +126,10 @@ func createOutput(opt, path string, roots []string) (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", opt, path, err)
 		}
+		if std := sharedWithCommand(f); std != "" {
+			f.Close()
+			return nil, fmt.Errorf("%s %s: is the same file as the command's %s, so the command's own output would mix with the trace and it could forge or erase trace lines: give a FILE outside the writable roots, or a descriptor of tracecell's own (%s /dev/fd/3 3>trace.jsonl)", opt, path, std, opt)
+		}
 		return f, nil
 	}
 	// O_NONBLOCK: a FIFO left at path must not block the open until some
@@ -140,16 +165,44 @@ func createOutput(opt, path string, roots []string) (*os.File, error) {
 
 // isOwnStream: p names one of tracecell's own open files: /dev/stdout,
 // /dev/stderr, /dev/fd/N or /proc/self/fd/N.
-func isOwnStream(p string) bool {
-	if p == "/dev/stdout" || p == "/dev/stderr" {
-		return true
+func isOwnStream(p string) bool { return ownStreamFD(p) >= 0 }
+
+// ownStreamFD is the descriptor an own stream names (1 for /dev/stdout,
+// N for /dev/fd/N), -1 for any other path.
+func ownStreamFD(p string) int {
+	switch p {
+	case "/dev/stdout":
+		return 1
+	case "/dev/stderr":
+		return 2
 	}
 	for _, dir := range []string{"/dev/fd/", "/proc/self/fd/"} {
 		if n, ok := strings.CutPrefix(p, dir); ok && n != "" && strings.Trim(n, "0123456789") == "" {
-			return true
+			if fd, err := strconv.Atoi(n); err == nil {
+				return fd
+			}
 		}
 	}
-	return false
+	return -1
+}
+
+// sharedWithCommand names the stdio stream of tracecell's that f is the
+// same file as ("stdout" for --trace /dev/stdout, or /dev/fd/3 given
+// 3>&1), "" when none: the command gets tracecell's fds 0, 1 and 2, and
+// anything it writes there lands in f too (through a regular file's fd it
+// may even truncate and rewrite it).
+func sharedWithCommand(f *os.File) string {
+	var st unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &st) != nil {
+		return ""
+	}
+	for fd, name := range []string{"stdin", "stdout", "stderr"} {
+		var o unix.Stat_t
+		if unix.Fstat(fd, &o) == nil && o.Dev == st.Dev && o.Ino == st.Ino {
+			return name
+		}
+	}
+	return ""
 }
 
 // createNewOutput creates path (checked by outputPath), which must not

@@ -12,9 +12,13 @@ import (
 
 // TestCreateOutput: the opener of tracecell's own output files (--trace,
 // the CPU profile) against what a traced program can leave at the path.
-// Ground truth is the other file's content, read here.
+// Ground truth is the other file's content, read here. A run refuses a
+// path inside its roots outright (TestOutputInsideRoot); the opener's own
+// rules still hold for a directory that is not a root here (as for the
+// profile, checked against no roots), in case a program of an earlier run
+// left the links.
 func TestCreateOutput(t *testing.T) {
-	root := t.TempDir() // a writable root of the run
+	root := t.TempDir() // a writable root of an earlier run
 	other := t.TempDir()
 	host := filepath.Join(other, "host")
 	const content = "host data\n"
@@ -44,7 +48,11 @@ func TestCreateOutput(t *testing.T) {
 			if tc.path != nil {
 				p = tc.path(p)
 			}
-			f, err := createOutput("--trace", p, []string{root})
+			var roots []string
+			if tc.name == "dir-link-in-root" {
+				roots = []string{root}
+			}
+			f, err := createOutput("--trace", p, roots)
 			if b, _ := os.ReadFile(host); string(b) != content {
 				t.Errorf("host file is now %q", b)
 			}
@@ -77,9 +85,9 @@ func TestCreateOutput(t *testing.T) {
 // TestOutputPathOutsideRoots: a symlink that is not in a writable root (the
 // operator's, e.g. /var/run -> /run) is followed as usual.
 func TestOutputPathOutsideRoots(t *testing.T) {
-	root, other := t.TempDir(), t.TempDir()
+	root, other, dest := t.TempDir(), t.TempDir(), t.TempDir()
 	link := filepath.Join(other, "link")
-	if err := os.Symlink(root, link); err != nil {
+	if err := os.Symlink(dest, link); err != nil {
 		t.Fatal(err)
 	}
 	f, err := createOutput("--trace", filepath.Join(link, "t.jsonl"), []string{root})
@@ -87,8 +95,43 @@ func TestOutputPathOutsideRoots(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := os.Stat(filepath.Join(root, "t.jsonl")); err != nil {
+	if _, err := os.Stat(filepath.Join(dest, "t.jsonl")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestOutputInsideRoot: an output inside a writable or scratch root is
+// refused, however it is reached (red team, round 50): the program could
+// rename its directory and leave a forgery at the path. Nothing is
+// created.
+func TestOutputInsideRoot(t *testing.T) {
+	root, scratch, other := t.TempDir(), t.TempDir(), t.TempDir()
+	link := filepath.Join(other, "link") // the operator's link into the root
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, path, root string }{
+		{"in-root", filepath.Join(root, "t.jsonl"), root},
+		{"in-subdir", filepath.Join(root, "a", "..", "t.jsonl"), root},
+		{"the-root", root, root},
+		{"via-operator-link", filepath.Join(link, "t.jsonl"), root},
+		{"in-scratch", filepath.Join(scratch, "t.jsonl"), scratch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := createOutput("--trace", tc.path, []string{root, scratch})
+			if err == nil {
+				f.Close()
+				t.Fatalf("created %s", tc.path)
+			}
+			if want := "is inside the writable root " + tc.root; !strings.Contains(err.Error(), want) {
+				t.Fatalf("err %v, want it to say %q", err, want)
+			}
+		})
+	}
+	for _, d := range []string{root, scratch} {
+		if ents, _ := os.ReadDir(d); len(ents) != 0 {
+			t.Errorf("%s holds %v", d, ents)
+		}
 	}
 }
 

@@ -614,10 +614,16 @@ func sayOutcome(res *tracer.Result, plan *config.Plan, quiet bool, stderr io.Wri
 }
 
 // writeOutputs writes the report and says whether the trace was written in
-// full; it returns the exit status, 125 when the report of a successful run
-// could not be written.
+// full; it returns the exit status, 125 when the report or the trace of a
+// successful run could not be written.
 func writeOutputs(rep *report.Report, out *runOutputs, tracePath string, status int, stderr io.Writer) int {
 	rep.TracerPeakRSSKB = selfMaxRSS()
+	traceErr := out.trace != nil && out.trace.Err() != nil
+	if traceErr {
+		// Said in the report too: a tree that fills the disk the trace is
+		// on must not leave a trace that looks whole.
+		rep.TraceError = fmt.Sprintf("--trace %s: %v: the trace stops there; the counts and denials of this report are complete", tracePath, out.trace.Err())
+	}
 	if out.report != nil {
 		if err := rep.WriteTarget(out.report); err != nil {
 			fmt.Fprintf(stderr, "tracecell: %s\n", err)
@@ -626,8 +632,11 @@ func writeOutputs(rep *report.Report, out *runOutputs, tracePath string, status 
 			}
 		}
 	}
-	if out.trace != nil && out.trace.Err() != nil {
-		fmt.Fprintf(stderr, "tracecell: --trace %s: %v\n", tracePath, out.trace.Err())
+	if traceErr {
+		fmt.Fprintf(stderr, "tracecell: --trace %s: %v (the trace is incomplete; the report is not)\n", tracePath, out.trace.Err())
+		if status == 0 {
+			status = statusFailed
+		}
 	}
 	return status
 }

@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/tracecell/tracecell/report"
 )
 
 // These tests call run() in-process; the traced command starts through the
@@ -22,7 +26,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestUsageErrors(t *testing.T) {
-	dir := t.TempDir()
+	dir, other := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("nett: allow\n"), 0o644)
 	for _, tc := range []struct {
 		name   string
@@ -39,7 +43,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad-log-level", []string{"run", "--write", dir, "--log-level", "loud", "--", "true"}, 125, "--log-level"},
 		{"unknown-command", []string{"frobnicate"}, 125, `unknown command "frobnicate": the commands are run, serve, mcp`},
 		{"unknown-command-args", []string{"rnu", "--", "true"}, 125, `unknown command "rnu"`},
-		{"report-no-dir", []string{"run", "--write", dir, "--report", filepath.Join(dir, "no", "r.json"), "--", "true"}, 125, "open directory " + filepath.Join(dir, "no")},
+		{"report-no-dir", []string{"run", "--write", dir, "--report", filepath.Join(other, "no", "r.json"), "--", "true"}, 125, "open directory " + filepath.Join(other, "no")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(t, tc.args...)
@@ -105,47 +109,106 @@ func TestRunCommaInValues(t *testing.T) {
 	}
 }
 
-// TestRunReportDirSwapped: the report's directory is inside the sandbox, and
-// the program renames it away and puts a symlink to another directory in its
-// place. The report must land in the directory opened before the run (now
-// under its new name), never through the program's symlink: tracecell may
-// run as root, and the symlink may point anywhere on the host.
-func TestRunReportDirSwapped(t *testing.T) {
+// TestRunOutputsInsideRoot: the report and the trace are never written
+// inside a writable or scratch root, where the program could rename their
+// directory and leave a forgery at the operator's path, or rewrite them
+// (red team, round 50): not given directly, not through the operator's own
+// symlink into the sandbox, not as a descriptor of tracecell's open on a
+// file there; nor is a trace the file the command gets as its stdout or
+// stderr. Each is refused with status 125 before the program runs: the
+// ground truth is the marker file the program would create.
+func TestRunOutputsInsideRoot(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
 		t.Skipf("no %s: %v", py, err)
 	}
-	sbx := t.TempDir()
-	elsewhere := t.TempDir() // stands for a host directory outside the sandbox
+	sbx, other := t.TempDir(), t.TempDir()
 	if err := os.Mkdir(filepath.Join(sbx, "out"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script := "import os, sys\n" +
-		"os.rename('out', 'out.moved')\n" +
-		"os.symlink(sys.argv[1], 'out')\n"
-	code, _, stderr := runCLI(t, "run", "--write", sbx, "--cwd", sbx, "--report", filepath.Join(sbx, "out", "r.json"),
-		"--", py, "-c", script, elsewhere)
-	if code != 0 {
-		t.Fatalf("status %d, stderr %q", code, stderr)
+	link := filepath.Join(other, "to-sbx") // the operator's link
+	if err := os.Symlink(sbx, link); err != nil {
+		t.Fatal(err)
 	}
-	if l, err := os.Readlink(filepath.Join(sbx, "out")); err != nil || l != elsewhere {
-		t.Fatalf("the program did not swap the directory: readlink out = %q, %v (stderr %q)", l, err, stderr)
-	}
-	if ents, _ := os.ReadDir(elsewhere); len(ents) != 0 {
-		t.Errorf("tracecell wrote through the program's symlink: %s holds %v", elsewhere, ents)
-	}
-	b, err := os.ReadFile(filepath.Join(sbx, "out.moved", "r.json"))
+	inSbx, err := os.Create(filepath.Join(sbx, "fd.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r struct{ Exit struct{ Code, Status int } }
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatalf("report in the original directory is not the report (%v): %q", err, b)
+	defer inSbx.Close()
+	marker := filepath.Join(sbx, "ran")
+	for _, tc := range []struct {
+		name   string
+		flags  []string
+		errHas string
+	}{
+		{"report", []string{"--report", filepath.Join(sbx, "out", "r.json")}, "--report " + filepath.Join(sbx, "out", "r.json") + ": is inside the writable root " + sbx},
+		{"trace", []string{"--trace", filepath.Join(sbx, "t.jsonl")}, "--trace " + filepath.Join(sbx, "t.jsonl") + ": is inside the writable root " + sbx},
+		{"report-via-link", []string{"--report", filepath.Join(link, "r.json")}, "is inside the writable root " + sbx},
+		{"trace-fd", []string{"--trace", "/dev/fd/" + strconv.Itoa(int(inSbx.Fd()))}, "is inside the writable root " + sbx},
+		{"trace-stdout", []string{"--trace", "/dev/stdout"}, "is the same file as the command's stdout"},
+		{"trace-stderr", []string{"--trace", "/dev/stderr"}, "is the same file as the command's stderr"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append(append([]string{"run", "-q", "--write", sbx, "--cwd", sbx}, tc.flags...), "--", py, "-c", "open('ran', 'w')")
+			var code int
+			var stderr string
+			if strings.HasPrefix(tc.name, "trace-std") {
+				// The CLI's own stdout and stderr, which the command gets.
+				code, stderr = runCLIOwnStdio(t, args...)
+			} else {
+				code, _, stderr = runCLI(t, args...)
+			}
+			if code != 125 || !strings.Contains(stderr, tc.errHas) || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("status %d, stderr %q; want 125 and one line containing %q", code, stderr, tc.errHas)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("the program ran")
+			}
+		})
 	}
-	ents, _ := os.ReadDir(filepath.Join(sbx, "out.moved"))
-	if len(ents) != 1 {
-		t.Errorf("original directory holds %v, want only r.json", ents)
+	// Outside the roots, through the operator's link to another directory:
+	// written.
+	rp := filepath.Join(other, "r.json")
+	if code, _, stderr := runCLI(t, "run", "-q", "--write", sbx, "--cwd", sbx, "--report", rp, "--", py, "-c", "open('ran', 'w')"); code != 0 {
+		t.Fatalf("status %d, stderr %q", code, stderr)
 	}
+	if _, err := os.Stat(rp); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runCLIOwnStdio runs the CLI with this process's stdout and stderr
+// replaced by files (as a shell's redirections would make them), which the
+// command then shares; it returns the status and what went to stderr.
+func runCLIOwnStdio(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	errf, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errf.Close()
+	saved := [2]int{}
+	for i, f := range []*os.File{out, errf} {
+		if saved[i], err = syscall.Dup(1 + i); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Dup3(int(f.Fd()), 1+i, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code := run(strings.NewReader(""), os.Stdout, os.Stderr, append([]string{"tracecell"}, args...))
+	for i := range saved {
+		syscall.Dup3(saved[i], 1+i, 0)
+		syscall.Close(saved[i])
+	}
+	b, _ := os.ReadFile(errf.Name())
+	return code, string(b)
 }
 
 // TestEmptyPathFlags: every path option of every command, given an empty
@@ -220,5 +283,39 @@ func TestRunNullStdin(t *testing.T) {
 				t.Errorf("status %d, stdout %q (want %q), stderr %q", code, out.String(), tc.want, errb.String())
 			}
 		})
+	}
+}
+
+// TestTraceWriteFails: a trace that cannot be written in full (here
+// /dev/full, as a disk the tree filled: red team round 50) no longer ends
+// a successful run with status 0 and a line on stderr only: the status is
+// 125 and the report says so in trace_error, with its denials complete.
+func TestTraceWriteFails(t *testing.T) {
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("no %s: %v", py, err)
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	sbx, other := t.TempDir(), t.TempDir()
+	rp := filepath.Join(other, "r.json")
+	code, _, stderr := runCLI(t, "run", "-q", "--write", sbx, "--report", rp, "--trace", "/dev/fd/"+strconv.Itoa(int(full.Fd())),
+		"--", py, "-c", "try:\n    open('/etc/tracecell-trace-full', 'w')\nexcept OSError:\n    pass\n")
+	if code != 125 || !strings.Contains(stderr, "no space left on device") {
+		t.Errorf("status %d, stderr %q; want 125 and the trace's error", code, stderr)
+	}
+	b, err := os.ReadFile(rp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(r.TraceError, "no space left on device") || r.Counts.Denied != 1 || len(r.Denials) != 1 {
+		t.Errorf("report: trace_error %q, denied %d, %d denials listed; want the error and the one denial", r.TraceError, r.Counts.Denied, len(r.Denials))
 	}
 }
