@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/tracecell/tracecell/report"
 )
 
 // The HTML format is one self-contained file: inline CSS, inline SVG, no
@@ -108,9 +110,9 @@ func renderHTML(w io.Writer, s *Summary) error {
 				if i == 0 {
 					rule = fmt.Sprintf("<td rowspan=\"%d\"><code>%s</code><br><span class=\"muted\">%d</span></td>", len(g.Ops), esc(g.Rule.String()), g.Count)
 				}
-				p("<tr>%s<td class=\"n\">%d</td><td class=\"%s\">%s</td><td><code>%s %s</code></td><td><code>%s</code></td><td><code>%s [%s]</code></td><td>%s</td></tr>\n",
-					rule, d.Count, decisionClass(d.Decision), decisionWord(d.Decision), esc(d.Kind), esc(d.Syscall),
-					esc(cut(denialObject(d), 300)), esc(d.Program), esc(pidsText(d)), esc(d.Reason))
+				p("<tr>%s<td class=\"n\">%d</td><td class=\"%s\">%s</td><td><code>%s</code></td><td><code>%s</code></td><td><code>%s [%s]</code></td><td>%s</td></tr>\n",
+					rule, d.Count, decisionClass(d.Decision), decisionWord(d.Decision), esc(opName(d)),
+					esc(denialObject(d)), esc(d.Program), esc(pidsText(d)), esc(d.Reason))
 			}
 		}
 		p("</table>\n")
@@ -127,7 +129,7 @@ func renderHTML(w io.Writer, s *Summary) error {
 			p("<table><tr><th>Kind</th><th>Path</th><th>Count</th><th>By</th></tr>\n")
 			for _, f := range s.Files {
 				p("<tr><td>%s</td><td><code>%s</code></td><td class=\"n\">%d</td><td><code>%s</code></td></tr>\n",
-					esc(f.Kind), esc(fileObject(f)), f.Count, esc(strings.Join(f.Programs, ", ")))
+					esc(f.Kind), esc(fileObject(f, 0)), f.Count, esc(strings.Join(f.Programs, ", ")))
 			}
 			p("</table>\n")
 		}
@@ -316,15 +318,21 @@ func timelineSVG(out *bufio.Writer, s *Summary, rows []treeRow) {
 	}
 }
 
-// codeText is code kept readable in a <pre>: lines and tabs stay, other
-// control characters are made visible, cut to max bytes.
+// codeText is code kept readable in a <pre>: lines and tabs stay, every
+// other character that is not printable is made visible as the text and
+// markdown formats show it (report.Visible: controls, bidi overrides and
+// isolates, which would make the code read otherwise than it ran), cut to
+// max bytes.
 func codeText(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f {
-			return '␣'
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		cols := strings.Split(l, "\t")
+		for j, c := range cols {
+			cols[j] = report.Visible(c)
 		}
-		return r
-	}, s)
+		lines[i] = strings.Join(cols, "\t")
+	}
+	s = strings.Join(lines, "\n")
 	if len(s) > max {
 		i := max
 		for i > 0 && (s[i]&0xc0) == 0x80 {

@@ -86,8 +86,8 @@ func TestSuggestInjection(t *testing.T) {
 }
 
 func suggestInjection(t *testing.T, names []string, everywhere bool) {
-	// A short directory: the reasons are cut at 120 bytes, and the
-	// injected text must be in them.
+	// A short directory: the paths in the reasons are elided past
+	// pathBudget bytes, and the injected text must be in them.
 	tmp, err := os.MkdirTemp("", "s")
 	if err != nil {
 		t.Fatal(err)

@@ -15,12 +15,51 @@ import (
 // no control reaches the reader), and the characters markdown reads as
 // markup backslash-escaped — '|' (a cell's end), '<' (raw HTML: "<!--"
 // would hide the rest of the report), '&' (an entity could spell U+202E),
-// '`', '*', '_', '~', '[' and ']' (code, emphasis, links) and '\\' itself.
+// '`', '*', '_', '~', '[' and ']' (code, emphasis, links) and '\\' itself —
+// and GFM's extended autolinks broken (mdNoAutolink): no text the tree
+// chose becomes a link where GitHub renders the report.
 func mdCell(s string) string {
-	return backslashed(report.Visible(s), mdSpecial)
+	s = report.Visible(s)
+	if !strings.Contains(s, "@") {
+		return mdNoAutolink(backslashed(s, mdSpecial))
+	}
+	// GFM links "local@domain.tld" (an email autolink, and the mailto:
+	// and xmpp: ones) after it has joined the text of the escapes and
+	// entities around it: no escape breaks one. A code span does (GFM
+	// links nothing in it), with the same characters: each word (Visible
+	// leaves no space but ' ') holding an '@' is one.
+	words := strings.Split(s, " ")
+	for i, w := range words {
+		if strings.Contains(w, "@") {
+			words[i] = mdCode(w)
+		} else {
+			words[i] = mdNoAutolink(backslashed(w, mdSpecial))
+		}
+	}
+	return strings.Join(words, " ")
 }
 
 const mdSpecial = "\\|<>&`*_~[]"
+
+// mdNoAutolink breaks GFM's www and url autolinks in s, text of mdCell
+// (escaped already: no '.' or ':' of it follows a backslash): a backslash
+// before the '.' of "www." (any case) and before the ':' of "://". GFM
+// matches "www." and "scheme://" in the source, where an escaped character
+// no longer is one; each renders as the character alone, and the cell
+// reads the same.
+func mdNoAutolink(s string) string {
+	if !strings.Contains(s, "://") && !strings.Contains(strings.ToLower(s), "www.") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if strings.HasPrefix(s[i:], "://") || s[i] == '.' && i >= 3 && strings.EqualFold(s[i-3:i], "www") {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
 
 // mdCode puts s in an inline code span that no backtick in s can close,
 // its non-printable characters made visible (report.Visible): nothing inside a
@@ -110,7 +149,7 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 				if r.depth > 0 {
 					pad += map[bool]string{true: "   ", false: "│  "}[r.last]
 				}
-				fmt.Fprintf(out, "%s   exec %s %s\n", pad, strings.ReplaceAll(cut(x.Program, 80), "```", "'''"), decisionWord(x.Decision))
+				fmt.Fprintf(out, "%s   exec %s %s\n", pad, strings.ReplaceAll(elided(x.Program, 80), "```", "'''"), decisionWord(x.Decision))
 			}
 		}
 		if more > 0 {
@@ -129,7 +168,7 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 		for _, g := range s.Denials {
 			for _, d := range g.Ops {
 				fmt.Fprintf(out, "| %s | %d | %s | %s | %s | %s | %s |\n", mdCode(g.Rule.String()), d.Count, decisionWord(d.Decision),
-					mdCode(d.Kind+" "+d.Syscall), mdCode(cut(denialObject(d), 160)), mdCode(cut(d.Program, 40)+" ["+pidsText(d)+"]"),
+					mdCode(opName(d)), mdCode(denialObject(d)), mdCode(cut(d.Program, 40)+" ["+pidsText(d)+"]"),
 					mdCell(cut(d.Reason, 200)))
 			}
 			if g.OpsDropped > 0 {
@@ -147,7 +186,7 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 			fmt.Fprintln(out, "| Kind | Path | Count | By |")
 			fmt.Fprintln(out, "|---|---|---:|---|")
 			for _, f := range s.Files {
-				fmt.Fprintf(out, "| %s | %s | %d | %s |\n", f.Kind, mdCode(cut(fileObject(f), 160)), f.Count, mdCode(cut(strings.Join(f.Programs, ", "), 120)))
+				fmt.Fprintf(out, "| %s | %s | %d | %s |\n", f.Kind, mdCode(fileObject(f, pathBudget)), f.Count, mdCode(cut(strings.Join(f.Programs, ", "), 120)))
 			}
 		}
 	}
@@ -160,7 +199,7 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 		fmt.Fprintln(out, "| Call | Address | Decision | Program | Count |")
 		fmt.Fprintln(out, "|---|---|---|---|---:|")
 		for _, n := range s.Network {
-			fmt.Fprintf(out, "| %s | %s | %s | %s | %d |\n", n.Syscall, mdCode(cut(netObject(n), 120)), decisionWord(n.Decision), mdCode(cut(n.Program, 40)), n.Count)
+			fmt.Fprintf(out, "| %s | %s | %s | %s | %d |\n", n.Syscall, mdCode(netObject(n)), decisionWord(n.Decision), mdCode(cut(n.Program, 40)), n.Count)
 		}
 	}
 
@@ -181,7 +220,7 @@ func renderMarkdown(w io.Writer, s *Summary) error {
 		fmt.Fprintln(out, "| Path | Opens |")
 		fmt.Fprintln(out, "|---|---:|")
 		for _, x := range r.Top {
-			fmt.Fprintf(out, "| %s | %d |\n", mdCode(cut(x.Path, 160)), x.Count)
+			fmt.Fprintf(out, "| %s | %d |\n", mdCode(elided(x.Path, pathBudget)), x.Count)
 		}
 	}
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/report"
@@ -85,6 +86,41 @@ func cut(s string, max int) string {
 		return s[:i] + "…"
 	}
 	return s
+}
+
+// Budgets of the paths shown (elide). A path as given, and any other path
+// shown, keeps pathBudget bytes; the path a denied operation resolved to —
+// the host file it reached, which a tree may pad a given path to hide — is
+// shown whole up to resolvedBudget.
+const (
+	pathBudget     = 160
+	resolvedBudget = 1024
+)
+
+// elide shortens s, a path, to about max bytes by cutting its middle: its
+// head and its tail stay (a path's last components say what it names, and
+// a tree can pad the rest to push them out), the cut says how many bytes it
+// took ("…(N bytes)…"). It cuts on rune boundaries and makes nothing
+// visible (the caller does: report.Visible, strconv.Quote). max <= 0 keeps
+// s whole.
+func elide(s string, max int) string {
+	if max <= 0 || len(s) <= max {
+		return s
+	}
+	head, tail := max/3, len(s)-(max-max/3)
+	for i := 0; i < utf8.UTFMax-1 && head > 0 && !utf8.RuneStart(s[head]); i++ {
+		head--
+	}
+	for i := 0; i < utf8.UTFMax-1 && tail < len(s) && !utf8.RuneStart(s[tail]); i++ {
+		tail++
+	}
+	return s[:head] + "…(" + strconv.Itoa(tail-head) + " bytes)…" + s[tail:]
+}
+
+// elided is elide made visible (report.Visible): a path the traced program
+// chose, as text.
+func elided(s string, max int) string {
+	return report.Visible(elide(s, max))
 }
 
 func plural(n int64, one, many string) string {
@@ -240,16 +276,28 @@ func pidsText(d *Denial) string {
 	return s
 }
 
+// opName is a denied operation's kind and call, or the call alone when they
+// are the same word (connect, bind).
+func opName(d *Denial) string {
+	if d.Kind == d.Syscall || d.Kind == "" {
+		return d.Syscall
+	}
+	return d.Kind + " " + d.Syscall
+}
+
 // denialObject is what a denied operation was aimed at, paths as given and
-// (when different) as resolved.
+// (when different) as resolved. Each path is elided on its own, the end of
+// neither lost: a long given path cannot push the resolved one, the host
+// file the operation reached, out of the text. What it returns is not all
+// made visible (an abstract socket's name): the caller does that.
 func denialObject(d *Denial) string {
 	var parts []string
 	for _, p := range d.Paths {
-		s := strconv.Quote(p.Given)
+		s := strconv.Quote(elide(p.Given, pathBudget))
 		if p.Special != "" {
 			s += " (" + p.Special + ")"
 		} else if p.Resolved != "" && p.Resolved != p.Given {
-			s += " → " + report.Visible(p.Resolved)
+			s += " → " + elided(p.Resolved, resolvedBudget)
 		}
 		parts = append(parts, s)
 	}
@@ -270,12 +318,22 @@ func denialObject(d *Denial) string {
 	return strings.Join(parts, ", ")
 }
 
+// netObject is what a network operation was aimed at. An abstract unix
+// socket's name (the tree chose it) is in Address, "@" first; like the
+// other text, the caller makes it visible.
 func netObject(n *NetOp) string {
 	switch {
 	case n.Abstract:
-		return "unix @" + n.Path
+		name := n.Address
+		if name == "" {
+			name = n.Path
+		}
+		if !strings.HasPrefix(name, "@") {
+			name = "@" + name
+		}
+		return "unix " + elide(name, pathBudget)
 	case n.Path != "":
-		return "unix " + n.Path
+		return "unix " + elide(n.Path, pathBudget)
 	case n.Address != "":
 		return netAddr(n.Family, n.Address, n.Port)
 	}
@@ -297,8 +355,14 @@ func procOpObject(o *ProcOp) string {
 	return s
 }
 
-func fileObject(f *FileOp) string {
-	return strings.Join(f.Paths, " → ")
+// fileObject is the paths of an allowed change (two for a rename), each
+// elided to max bytes on its own (elide; 0: whole) and made visible.
+func fileObject(f *FileOp, max int) string {
+	var l []string
+	for _, p := range f.Paths {
+		l = append(l, elided(p, max))
+	}
+	return strings.Join(l, " → ")
 }
 
 // sparkline draws counts as block characters.

@@ -2,8 +2,10 @@ package audit
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
 	"path"
@@ -133,7 +135,7 @@ next:
 }
 
 func why(d *Denial) string {
-	s := fmt.Sprintf("%s %s(%s) by %s", d.Kind, d.Syscall, cut(denialObject(d), 120), cut(d.Program, 30))
+	s := fmt.Sprintf("%s(%s) by %s", opName(d), cut(denialObject(d), 0), cut(d.Program, 30))
 	if d.Count > 1 {
 		s += fmt.Sprintf(" ×%d", d.Count)
 	}
@@ -216,7 +218,7 @@ func Suggest(s *Summary) *Suggestion {
 		// A trace alone names no policy: learn what the policy in force
 		// allowed from the allowed events and the rules that allowed them.
 		for _, f := range s.Files {
-			w := fmt.Sprintf("%s %s by %s ×%d (allowed)", f.Kind, cut(strings.Join(f.Paths, " → "), 120), strings.Join(f.Programs, ","), f.Count)
+			w := fmt.Sprintf("%s %s by %s ×%d (allowed)", f.Kind, fileObject(f, pathBudget), strings.Join(f.Programs, ","), f.Count)
 			switch f.Rule {
 			case policy.RuleInsideRoot, "":
 				for _, p := range f.Paths {
@@ -234,7 +236,7 @@ func Suggest(s *Summary) *Suggestion {
 		for _, p := range s.Processes {
 			for _, x := range p.Execs {
 				if x.Decision == "allow" && x.Rule == policy.RuleAllowExec {
-					exec.add(x.Program, fmt.Sprintf("exec %s by %s[%d] (allowed)", cut(x.Given, 120), p.Program, p.Pid), 1)
+					exec.add(x.Program, fmt.Sprintf("exec %s by %s[%d] (allowed)", elided(x.Given, pathBudget), p.Program, p.Pid), 1)
 				}
 			}
 		}
@@ -412,7 +414,9 @@ func Suggest(s *Summary) *Suggestion {
 // config reads an allow_exec value holding one of *?[\\ as a pattern, and
 // one naming a directory as every program in it; and allow_exec allows
 // whatever is at the path when the tree execs it, so a program in a
-// directory the tree can write is the tree's to replace.
+// directory the tree can write is the tree's to replace. A program that is
+// not on this host (deleted before or since it ran) is left out too: policy
+// check rejects an allow_exec entry that names no file.
 func execGrant(g *Grant, writable []string) {
 	v := g.Value
 	if !strings.HasPrefix(v, "/") || path.Clean(v) != v {
@@ -425,7 +429,27 @@ func execGrant(g *Grant, writable []string) {
 			return
 		}
 	}
-	if st, err := os.Stat(v); err == nil && st.IsDir() {
+	// The kernel names a program deleted before it ran (a memfd, an
+	// unlinked file, exec'd through /proc/self/fd/N) "PATH (deleted)":
+	// no file is there to allow, and policy check rejects an allow_exec
+	// entry naming none, which makes the whole policy unusable.
+	st, err := os.Stat(v)
+	switch {
+	case strings.HasSuffix(v, " (deleted)"):
+		g.NotSuggested = "the program was deleted before it ran (a memfd or an unlinked file, exec'd through /proc/self/fd): no file at this path is the one that ran, and allow_exec cannot name it"
+		return
+	case errors.Is(err, fs.ErrNotExist):
+		g.NotSuggested = "no such file on this host (deleted since the run?): policy check rejects an allow_exec entry that names no file"
+		return
+	case err != nil:
+		why := err
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			why = pe.Err // the path is the value the comment names
+		}
+		g.NotSuggested = fmt.Sprintf("cannot be looked up on this host (%v): policy check would reject it", why)
+		return
+	case st.IsDir():
 		g.NotSuggested = "a directory on this host: the kernel cannot exec it, and allow_exec would allow every program in it"
 		return
 	}

@@ -126,9 +126,9 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 				}
 				given := ""
 				if x.Given != x.Program {
-					given = " (as " + cut(x.Given, 60) + ")"
+					given = " (as " + elided(x.Given, 60) + ")"
 				}
-				fmt.Fprintf(out, "  %s   exec %s%s %s\n", pad, cut(x.Program, 80), given, t.decision(x.Decision))
+				fmt.Fprintf(out, "  %s   exec %s%s %s\n", pad, elided(x.Program, 80), given, t.decision(x.Decision))
 			}
 			if p.ExecsDropped > 0 {
 				fmt.Fprintf(out, "  %s   … %d more execs\n", r.prefix, p.ExecsDropped)
@@ -156,8 +156,8 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 		}
 		fmt.Fprintf(out, "  %s  (%s)\n", t.style(ansiBold, g.Rule.String()), strings.Join(what, ", "))
 		for _, d := range g.Ops {
-			fmt.Fprintf(out, "    %5d× %s %s %s(%s) by %s[%s]\n", d.Count, t.decision(d.Decision), d.Kind, d.Syscall,
-				cut(denialObject(d), 160), cut(d.Program, 40), pidsText(d))
+			fmt.Fprintf(out, "    %5d× %s %s(%s) by %s[%s]\n", d.Count, t.decision(d.Decision), opName(d),
+				cut(denialObject(d), 0), cut(d.Program, 40), pidsText(d))
 			reason := d.Reason
 			if d.Errno != "" {
 				reason += " (" + d.Errno + ")"
@@ -178,7 +178,7 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 			fmt.Fprintln(out, "  none")
 		}
 		for _, f := range s.Files {
-			fmt.Fprintf(out, "    %5d× %-7s %s  by %s\n", f.Count, f.Kind, cut(fileObject(f), 160), cut(strings.Join(f.Programs, ", "), 120))
+			fmt.Fprintf(out, "    %5d× %-7s %s  by %s\n", f.Count, f.Kind, fileObject(f, pathBudget), cut(strings.Join(f.Programs, ", "), 120))
 		}
 		if s.FilesDropped > 0 {
 			fmt.Fprintf(out, "    … %d more changes past the cap of %d files\n", s.FilesDropped, MaxFileKeys)
@@ -190,7 +190,7 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 		fmt.Fprintln(out, "  none")
 	}
 	for _, n := range s.Network {
-		fmt.Fprintf(out, "    %5d× %s %s %s by %s\n", n.Count, t.decision(n.Decision), n.Syscall, cut(netObject(n), 120), cut(n.Program, 40))
+		fmt.Fprintf(out, "    %5d× %s %s %s by %s\n", n.Count, t.decision(n.Decision), n.Syscall, cut(netObject(n), 0), cut(n.Program, 40))
 	}
 	if s.NetworkDropped > 0 {
 		fmt.Fprintf(out, "    … %d more past the cap\n", s.NetworkDropped)
@@ -218,7 +218,7 @@ func renderText(w io.Writer, s *Summary, o Options) error {
 				fmt.Fprintf(out, "    … (the json and html formats list %d)\n", len(r.Top))
 				break
 			}
-			fmt.Fprintf(out, "    %5d× %s\n", x.Count, cut(x.Path, 160))
+			fmt.Fprintf(out, "    %5d× %s\n", x.Count, elided(x.Path, pathBudget))
 		}
 	}
 
