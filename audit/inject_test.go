@@ -283,6 +283,22 @@ func TestRenderInjection(t *testing.T) {
 // checkMarkdownStructure: outside the fenced code block, no line starts
 // raw HTML (an HTML block swallows what follows), no '<' outside a code
 // span is unescaped, and each table row has its header's cells.
+// codeSpan reads the markdown code span that starts at l[j] (a run of n
+// backticks to the next run of n): its content and the index after it; ok
+// is false when it is not closed.
+func codeSpan(l string, j int) (code string, next int, ok bool) {
+	n := j
+	for n < len(l) && l[n] == '`' {
+		n++
+	}
+	fence := l[j:n]
+	end := strings.Index(l[n:], fence)
+	if end < 0 {
+		return "", 0, false
+	}
+	return l[n : n+end], n + end + len(fence), true
+}
+
 func checkMarkdownStructure(t *testing.T, lines []string) {
 	t.Helper()
 	fenced, cells := false, 0
@@ -310,18 +326,13 @@ func checkMarkdownStructure(t *testing.T, lines []string) {
 				j++
 				continue
 			}
-			n := j
-			for n < len(l) && l[n] == '`' {
-				n++
-			}
-			fence := l[j:n]
-			end := strings.Index(l[n:], fence)
-			if end < 0 {
+			_, next, ok := codeSpan(l, j)
+			if !ok {
 				t.Errorf("line %d: an unclosed code span: %q", i+1, l)
 				break
 			}
 			rest.WriteString("CODE")
-			j = n + end + len(fence)
+			j = next
 		}
 		text := rest.String()
 		for j := 0; j < len(text); j++ {

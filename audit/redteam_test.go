@@ -184,21 +184,16 @@ func mdSource(t *testing.T, l string) (outside, rendered string) {
 			r.WriteByte(l[j+1])
 			j += 2
 		case l[j] == '`':
-			n := j
-			for n < len(l) && l[n] == '`' {
-				n++
-			}
-			fence := l[j:n]
-			end := strings.Index(l[n:], fence)
-			if end < 0 {
+			code, next, ok := codeSpan(l, j)
+			if !ok {
 				t.Fatalf("an unclosed code span: %q", l)
 			}
-			code := strings.ReplaceAll(l[n:n+end], `\|`, "|")
+			code = strings.ReplaceAll(code, `\|`, "|")
 			if len(code) > 1 && code[0] == ' ' && code[len(code)-1] == ' ' && strings.Trim(code, " ") != "" {
 				code = code[1 : len(code)-1]
 			}
 			r.WriteString(code)
-			j = n + end + len(fence)
+			j = next
 		default:
 			o.WriteByte(l[j])
 			r.WriteByte(l[j])
