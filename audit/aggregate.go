@@ -53,6 +53,25 @@ type Aggregator struct {
 	inTrace      bool
 }
 
+// reportDenials are the denials rep lists: Denials, then those of
+// UntracedDenials (a failed trace's) that Denials does not hold already.
+func reportDenials(rep *report.Report) []*report.Event {
+	out := make([]*report.Event, 0, len(rep.Denials)+len(rep.UntracedDenials))
+	listed := map[string]bool{}
+	for i := range rep.Denials {
+		out = append(out, &rep.Denials[i])
+		if len(rep.UntracedDenials) > 0 {
+			listed[heldKey(&rep.Denials[i])] = true
+		}
+	}
+	for i := range rep.UntracedDenials {
+		if !listed[heldKey(&rep.UntracedDenials[i])] {
+			out = append(out, &rep.UntracedDenials[i])
+		}
+	}
+	return out
+}
+
 // maxHeldKeys bounds the trace denials remembered for showMissing.
 const maxHeldKeys = 100_000
 
@@ -96,9 +115,9 @@ func (a *Aggregator) showMissing() {
 	for _, h := range held {
 		a.cur = &a.s.Sources[h.src] // the report's denials are its source's
 		shown := 0
-		for i := range h.rep.Denials {
-			if _, ok := a.traceDenials[heldKey(&h.rep.Denials[i])]; !ok {
-				a.Event(&h.rep.Denials[i])
+		for _, ev := range reportDenials(h.rep) {
+			if _, ok := a.traceDenials[heldKey(ev)]; !ok {
+				a.Event(ev)
 				shown++
 			}
 		}

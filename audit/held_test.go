@@ -30,18 +30,28 @@ func TestReportWithShortTrace(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		inTrace    int    // how many of the denials the trace holds
+		listed     int    // how many the report lists in denials (the cap)
+		untraced   []int  // which it lists in untraced_denials
 		traceError string // the report's trace_error
 		wantPaths  []string
 		wantNote   bool
 	}{
-		{"whole", 3, "", []string{"/etc/a", "/etc/b", "/etc/c"}, false},
-		{"cut-short", 1, "", []string{"/etc/a", "/etc/b", "/etc/c"}, true},
-		{"disk-full", 0, "--trace t.jsonl: write t.jsonl: no space left on device", []string{"/etc/a", "/etc/b", "/etc/c"}, true},
+		{"whole", 3, 3, nil, "", []string{"/etc/a", "/etc/b", "/etc/c"}, false},
+		{"cut-short", 1, 3, nil, "", []string{"/etc/a", "/etc/b", "/etc/c"}, true},
+		{"disk-full", 0, 3, nil, "--trace t.jsonl: write t.jsonl: no space left on device", []string{"/etc/a", "/etc/b", "/etc/c"}, true},
+		// Round 51: the list full (1 of 3 listed), the trace failed on the
+		// third: it is in untraced_denials, and shown once.
+		{"past-the-cap", 2, 1, []int{2}, "--trace t.jsonl: write t.jsonl: no space left on device", []string{"/etc/a", "/etc/b", "/etc/c"}, true},
+		// Untraced denials the list holds too are not shown twice.
+		{"untraced-listed", 2, 3, []int{2}, "--trace t.jsonl: write t.jsonl: no space left on device", []string{"/etc/a", "/etc/b", "/etc/c"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			rep := report.Report{Version: 1, Command: []string{"python3", "x.py"}, Started: t0, Denials: denials,
-				Counts: report.Counts{Checked: 3, Denied: 3}, TraceError: tc.traceError}
+			rep := report.Report{Version: 1, Command: []string{"python3", "x.py"}, Started: t0, Denials: denials[:tc.listed],
+				DenialsDropped: 3 - tc.listed, Counts: report.Counts{Checked: 3, Denied: 3}, TraceError: tc.traceError}
+			for _, i := range tc.untraced {
+				rep.UntracedDenials = append(rep.UntracedDenials, denials[i])
+			}
 			b, err := json.MarshalIndent(&rep, "", " ")
 			if err != nil {
 				t.Fatal(err)
@@ -60,7 +70,10 @@ func TestReportWithShortTrace(t *testing.T) {
 			if err := os.WriteFile(tp, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			for _, order := range [][]string{{rp, tp}, {tp, rp}} {
+			for _, order := range [][]string{{rp, tp}, {tp, rp}, {rp}} {
+				if len(order) == 1 && tc.listed+len(tc.untraced) < 3 {
+					continue // the report alone lacks what only the trace has
+				}
 				a := NewAggregator()
 				if err := ReadFiles(a, order, nil, nil); err != nil {
 					t.Fatal(err)
@@ -83,10 +96,10 @@ func TestReportWithShortTrace(t *testing.T) {
 						note = src.Error
 					}
 				}
-				if has := strings.Contains(note, "lacks are shown from the report"); has != tc.wantNote {
+				if has := strings.Contains(note, "lacks are shown from the report"); has != (tc.wantNote && len(order) == 2) {
 					t.Errorf("%v: report source error %q, want the note: %v", order, note, tc.wantNote)
 				}
-				if tc.traceError != "" && !strings.Contains(note, tc.traceError) {
+				if tc.traceError != "" && len(order) == 2 && !strings.Contains(note, tc.traceError) {
 					t.Errorf("%v: note %q does not repeat the report's trace_error", order, note)
 				}
 			}

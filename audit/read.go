@@ -228,8 +228,8 @@ func addReport(a *Aggregator, rep *report.Report, name string) {
 		a.held = append(a.held, heldReport{rep, len(a.s.Sources) - 1})
 		return
 	}
-	for i := range rep.Denials {
-		a.Event(&rep.Denials[i])
+	for _, ev := range reportDenials(rep) {
+		a.Event(ev)
 	}
 	// Events read from a report are its denials only: keep the source's
 	// times those of the run.

@@ -242,3 +242,41 @@ func TestClosedStderrKeepsReport(t *testing.T) {
 		t.Errorf("report: %v, %d denied\n%.300s", err, rr.Counts.Denied, b)
 	}
 }
+
+// TestOutputThroughBindMount: a bind mount shows a writable root (or a
+// directory inside one) at another path; a report or trace named through
+// it is refused like one named in the root itself (red team, round 51:
+// --report alias/out/r.json was accepted, and the tree renamed out/ away and
+// left a forged report there). Root only: the mounts are made in a mount
+// namespace of their own (unshare -m), which ends with the test.
+func TestOutputThroughBindMount(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("bind mounts need root")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1)")
+	}
+	base := realDir(t)
+	sbx, alias, aliasOut := filepath.Join(base, "sbx"), filepath.Join(base, "alias"), filepath.Join(base, "alias-out")
+	for _, d := range []string{filepath.Join(sbx, "out"), alias, aliasOut} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ name, flag, path string }{
+		{"report-via-bind-of-root", "--report", filepath.Join(alias, "out", "r.json")},
+		{"trace-via-bind-of-root", "--trace", filepath.Join(alias, "t.jsonl")},
+		{"report-via-bind-of-subdir", "--report", filepath.Join(aliasOut, "r.json")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := `mount --bind "$1" "$2" && mount --bind "$1/out" "$3" && exec "$4" run -q --write "$1" "$5" "$6" -- /bin/true`
+			r := execute(t, "", os.Environ(), []string{"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", sbx, alias, aliasOut, tcBin, tc.flag, tc.path})
+			if r.status != 125 || !strings.Contains(r.stderr, "is inside the writable root "+sbx) {
+				t.Errorf("status %d, stderr %q; want 125 and the root named", r.status, r.stderr)
+			}
+			if ents, _ := os.ReadDir(filepath.Join(sbx, "out")); len(ents) != 0 {
+				t.Errorf("%s holds %v", filepath.Join(sbx, "out"), ents)
+			}
+		})
+	}
+}

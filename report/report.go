@@ -429,6 +429,12 @@ type Report struct {
 	// complete. `tracecell report` then shows the denials the trace lacks
 	// from this report.
 	TraceError string `json:"trace_error,omitempty"`
+	// UntracedDenials are the denials from the one the trace failed on to
+	// the end of the run, listed whatever the cap of Denials (at most
+	// 1000, UntracedDropped counting more): the run is stopped at that
+	// failure, so every denial is in the trace, in Denials or here.
+	UntracedDenials []Event `json:"untraced_denials,omitempty"`
+	UntracedDropped int     `json:"untraced_dropped,omitempty"`
 	// CommandBytes and ScratchLeftBytes repeat Command and ScratchLeft
 	// byte for byte when one of their strings is not valid UTF-8 (set by
 	// WriteTarget): a JSON string cannot hold such bytes.

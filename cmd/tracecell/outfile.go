@@ -84,7 +84,16 @@ func outputPath(opt, path string, roots []string) (string, error) {
 		} else if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
 			where = filepath.Join(d, filepath.Base(abs))
 		}
-		if r := rootOf(where, roots); r != "" && filepath.IsAbs(where) {
+		r := ""
+		if filepath.IsAbs(where) {
+			r = rootOf(where, roots)
+			if r == "" {
+				// The same files under another mount (a bind mount of a
+				// root or of a directory inside one).
+				r = rootByPlace(filepath.Dir(where), roots)
+			}
+		}
+		if r != "" {
 			return "", fmt.Errorf("%s %s: is inside the writable root %s, where the traced program could move, replace or forge it while it runs: give a path outside the writable and scratch roots", opt, path, r)
 		}
 	}
@@ -126,9 +135,9 @@ func createOutput(opt, path string, roots []string) (*os.File, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", opt, path, err)
 		}
-		if std := sharedWithCommand(f); std != "" {
+		if err := notSharedWithCommand(opt, path, int(f.Fd())); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("%s %s: is the same file as the command's %s, so the command's own output would mix with the trace and it could forge or erase trace lines: give a FILE outside the writable roots, or a descriptor of tracecell's own (%s /dev/fd/3 3>trace.jsonl)", opt, path, std, opt)
+			return nil, err
 		}
 		return f, nil
 	}
@@ -151,6 +160,12 @@ func createOutput(opt, path string, roots []string) (*os.File, error) {
 	if st.Nlink > 1 {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s %s: has %d hard links, so overwriting it would change another file too (a traced program may have linked it): remove it or give another path", opt, path, st.Nlink)
+	}
+	// `--trace t.jsonl >t.jsonl`: a file by its name is the command's
+	// stdout all the same (red team, round 51).
+	if err := notSharedWithCommand(opt, path, fd); err != nil {
+		unix.Close(fd)
+		return nil, err
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
 		unix.Close(fd)
@@ -186,19 +201,28 @@ func ownStreamFD(p string) int {
 	return -1
 }
 
-// sharedWithCommand names the stdio stream of tracecell's that f is the
+// notSharedWithCommand is the error for an output f that the command gets
+// as one of its stdio streams (sharedWithCommand), nil otherwise.
+func notSharedWithCommand(opt, path string, fd int) error {
+	if std := sharedWithCommand(fd); std != "" {
+		return fmt.Errorf("%s %s: is the same file as the command's %s, so the command's own output would mix with the trace and it could forge or erase trace lines: give a FILE outside the writable roots, or a descriptor of tracecell's own (%s /dev/fd/3 3>trace.jsonl)", opt, path, std, opt)
+	}
+	return nil
+}
+
+// sharedWithCommand names the stdio stream of tracecell's that fd is the
 // same file as ("stdout" for --trace /dev/stdout, or /dev/fd/3 given
 // 3>&1), "" when none: the command gets tracecell's fds 0, 1 and 2, and
 // anything it writes there lands in f too (through a regular file's fd it
 // may even truncate and rewrite it).
-func sharedWithCommand(f *os.File) string {
+func sharedWithCommand(fd int) string {
 	var st unix.Stat_t
-	if unix.Fstat(int(f.Fd()), &st) != nil {
+	if unix.Fstat(fd, &st) != nil {
 		return ""
 	}
-	for fd, name := range []string{"stdin", "stdout", "stderr"} {
+	for std, name := range []string{"stdin", "stdout", "stderr"} {
 		var o unix.Stat_t
-		if unix.Fstat(fd, &o) == nil && o.Dev == st.Dev && o.Ino == st.Ino {
+		if unix.Fstat(std, &o) == nil && o.Dev == st.Dev && o.Ino == st.Ino {
 			return name
 		}
 	}

@@ -310,6 +310,9 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 	notices := &notifier{trace: out.trace, quiet: s.Quiet, json: s.LogFormat == "json", log: log, stderr: stderr}
 	ctx, sigs := watchSignals()
 	defer sigs.stop()
+	ctx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	notices.stopRun = stopRun
 
 	tcfg.TraceAll = s.Trace != ""
 	tcfg.OnEvent = notices.event
@@ -330,6 +333,9 @@ func runAction(c *cli.Context, stdin io.Reader, stdout, stderr io.Writer) error 
 
 	rep := planReport(plan, argv, started)
 	status := recordOutcome(rep, plan, res, runErr, sigs, log)
+	if runErr == nil {
+		status = recordUntraced(rep, res, notices, status)
+	}
 	if runErr == nil {
 		sayOutcome(res, plan, s.Quiet, stderr, log)
 	}
@@ -458,15 +464,35 @@ type notifier struct {
 	json   bool                // --log-format json: notices are log lines
 	log    zerolog.Logger      // for the JSON notices
 	stderr io.Writer           // for the text notices
+	// stopRun ends the run (the tree is killed) when the trace fails.
+	stopRun func()
 
 	mu    sync.Mutex
 	walks report.ExecWalks // guarded by mu
+	// untraced: the denials from the event the trace failed on to the end
+	// of the run, at most maxUntraced (untracedDropped counts the rest);
+	// traceFailed: the trace failed. Guarded by mu.
+	untraced        []report.Event
+	untracedDropped int
+	traceFailed     bool
 }
+
+// maxUntraced bounds notifier.untraced: the tree is killed at the trace's
+// failure, so only the denials of the tasks still running until then come.
+const maxUntraced = 1000
 
 // event records ev: the tracer's OnEvent.
 func (n *notifier) event(ev *report.Event) {
 	if n.trace != nil {
 		n.trace.Write(ev)
+		if n.trace.Err() != nil {
+			// The trace cannot be written any more (its disk is full,
+			// possibly by the tree's doing): the run stops, like an audit
+			// log that must not lose records, and the denials from here on
+			// go to the report whatever its cap (round 51 of the red
+			// team: past the report's 10,000 they were in neither file).
+			n.noteUntraced(ev)
+		}
 	}
 	if ev.Decision == report.Allow || n.quiet {
 		return
@@ -486,6 +512,27 @@ func (n *notifier) event(ev *report.Event) {
 		return
 	}
 	fmt.Fprintln(n.stderr, ev.Notice())
+}
+
+// noteUntraced records ev, which the trace lacks, and stops the run at the
+// first.
+func (n *notifier) noteUntraced(ev *report.Event) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.traceFailed {
+		n.traceFailed = true
+		if n.stopRun != nil {
+			n.stopRun()
+		}
+	}
+	if ev.Decision == report.Allow {
+		return
+	}
+	if len(n.untraced) < maxUntraced {
+		n.untraced = append(n.untraced, *ev)
+	} else {
+		n.untracedDropped++
+	}
 }
 
 // signalWatch cancels the run at SIGINT, SIGTERM, SIGHUP or SIGQUIT and
@@ -602,6 +649,23 @@ func recordOutcome(rep *report.Report, plan *config.Plan, res *tracer.Result, ru
 	return status
 }
 
+// recordUntraced puts what the notifier kept of a failed trace into the
+// report (UntracedDenials) and returns the status: 125 when the trace
+// failed, for it stopped the run.
+func recordUntraced(rep *report.Report, res *tracer.Result, n *notifier, status int) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.traceFailed {
+		return status
+	}
+	rep.UntracedDenials, rep.UntracedDropped = n.untraced, n.untracedDropped
+	if res.Interrupted && rep.Error == "" {
+		rep.Error = "the --trace file could not be written: the tree was killed (see trace_error)"
+	}
+	rep.Exit.Status = statusFailed
+	return statusFailed
+}
+
 // sayOutcome tells the operator what the tracer did at the end of a run: a
 // timeout, processes killed when the main program exited.
 func sayOutcome(res *tracer.Result, plan *config.Plan, quiet bool, stderr io.Writer, log zerolog.Logger) {
@@ -622,7 +686,7 @@ func writeOutputs(rep *report.Report, out *runOutputs, tracePath string, status 
 	if traceErr {
 		// Said in the report too: a tree that fills the disk the trace is
 		// on must not leave a trace that looks whole.
-		rep.TraceError = fmt.Sprintf("--trace %s: %v: the trace stops there; the counts and denials of this report are complete", tracePath, out.trace.Err())
+		rep.TraceError = fmt.Sprintf("--trace %s: %v: the trace stops there and the run was stopped; the counts of this report are exact, and the denials the trace lacks are in untraced_denials", tracePath, out.trace.Err())
 	}
 	if out.report != nil {
 		if err := rep.WriteTarget(out.report); err != nil {
@@ -633,7 +697,7 @@ func writeOutputs(rep *report.Report, out *runOutputs, tracePath string, status 
 		}
 	}
 	if traceErr {
-		fmt.Fprintf(stderr, "tracecell: --trace %s: %v (the trace is incomplete; the report is not)\n", tracePath, out.trace.Err())
+		fmt.Fprintf(stderr, "tracecell: --trace %s: %v: the trace could not be written, so the tree was killed (the report lists the denials the trace lacks)\n", tracePath, out.trace.Err())
 		if status == 0 {
 			status = statusFailed
 		}

@@ -147,6 +147,8 @@ func TestRunOutputsInsideRoot(t *testing.T) {
 		{"trace-fd", []string{"--trace", "/dev/fd/" + strconv.Itoa(int(inSbx.Fd()))}, "is inside the writable root " + sbx},
 		{"trace-stdout", []string{"--trace", "/dev/stdout"}, "is the same file as the command's stdout"},
 		{"trace-stderr", []string{"--trace", "/dev/stderr"}, "is the same file as the command's stderr"},
+		// `--trace t.jsonl >t.jsonl`: the file by its name (round 51).
+		{"trace-stdout-by-name", []string{"--trace", "{stdout}"}, "is the same file as the command's stdout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append(append([]string{"run", "-q", "--write", sbx, "--cwd", sbx}, tc.flags...), "--", py, "-c", "open('ran', 'w')")
@@ -179,7 +181,8 @@ func TestRunOutputsInsideRoot(t *testing.T) {
 
 // runCLIOwnStdio runs the CLI with this process's stdout and stderr
 // replaced by files (as a shell's redirections would make them), which the
-// command then shares; it returns the status and what went to stderr.
+// command then shares; it returns the status and what went to stderr. An
+// argument "{stdout}" stands for the stdout file's path.
 func runCLIOwnStdio(t *testing.T, args ...string) (int, string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -188,6 +191,12 @@ func runCLIOwnStdio(t *testing.T, args ...string) (int, string) {
 		t.Fatal(err)
 	}
 	defer out.Close()
+	args = append([]string{}, args...)
+	for i, a := range args {
+		if a == "{stdout}" {
+			args[i] = out.Name()
+		}
+	}
 	errf, err := os.Create(filepath.Join(dir, "stderr"))
 	if err != nil {
 		t.Fatal(err)
@@ -286,26 +295,57 @@ func TestRunNullStdin(t *testing.T) {
 	}
 }
 
-// TestTraceWriteFails: a trace that cannot be written in full (here
-// /dev/full, as a disk the tree filled: red team round 50) no longer ends
-// a successful run with status 0 and a line on stderr only: the status is
-// 125 and the report says so in trace_error, with its denials complete.
+// TestTraceWriteFails: a trace that cannot be written in full (here a
+// pipe whose reader is gone, as a disk the tree filled) stops the run: the
+// status is 125, the report says why in trace_error and error, and the
+// denial the trace failed on is listed in untraced_denials. Before round 51
+// of the red team the run went on with status 0, and a denial past the
+// report's 10,000 was then in neither file.
 func TestTraceWriteFails(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
 		t.Skipf("no %s: %v", py, err)
 	}
-	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
-	if err != nil {
-		t.Skipf("no /dev/full: %v", err)
-	}
-	defer full.Close()
 	sbx, other := t.TempDir(), t.TempDir()
+	flag, marker := filepath.Join(other, "closed"), filepath.Join(other, "marker")
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	traced := make(chan string, 1)
+	go func() {
+		// Read the trace up to the program's marker, then go away.
+		var got strings.Builder
+		buf := make([]byte, 1<<16)
+		for !strings.Contains(got.String(), `"given":`+strconv.Quote(marker)) {
+			n, err := pr.Read(buf)
+			got.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		pr.Close()
+		os.WriteFile(flag, nil, 0o644)
+		traced <- got.String()
+	}()
+	// A read of the marker, then a wait (bounded) until the reader is
+	// gone, then the denied write.
+	script := "import os, time\n" +
+		"open(" + strconv.Quote(marker) + ").close()\n" +
+		"deadline = time.time() + 20\n" +
+		"while not os.path.exists(" + strconv.Quote(flag) + ") and time.time() < deadline:\n    time.sleep(0.01)\n" +
+		"try:\n    open('/etc/tracecell-untraced', 'w')\nexcept OSError:\n    pass\n"
 	rp := filepath.Join(other, "r.json")
-	code, _, stderr := runCLI(t, "run", "-q", "--write", sbx, "--report", rp, "--trace", "/dev/fd/"+strconv.Itoa(int(full.Fd())),
-		"--", py, "-c", "try:\n    open('/etc/tracecell-trace-full', 'w')\nexcept OSError:\n    pass\n")
-	if code != 125 || !strings.Contains(stderr, "no space left on device") {
+	code, _, stderr := runCLI(t, "run", "-q", "--write", sbx, "--report", rp, "--trace", "/dev/fd/"+strconv.Itoa(int(pw.Fd())), "--", py, "-c", script)
+	if code != 125 || !strings.Contains(stderr, "the tree was killed") {
 		t.Errorf("status %d, stderr %q; want 125 and the trace's error", code, stderr)
+	}
+	if tr := <-traced; strings.Contains(tr, `"given":"/etc/tracecell-untraced"`) {
+		t.Fatalf("the denial reached the trace: the pipe closed too late\n%s", tr)
 	}
 	b, err := os.ReadFile(rp)
 	if err != nil {
@@ -315,7 +355,16 @@ func TestTraceWriteFails(t *testing.T) {
 	if err := json.Unmarshal(b, &r); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(r.TraceError, "no space left on device") || r.Counts.Denied != 1 || len(r.Denials) != 1 {
-		t.Errorf("report: trace_error %q, denied %d, %d denials listed; want the error and the one denial", r.TraceError, r.Counts.Denied, len(r.Denials))
+	if !strings.Contains(r.TraceError, "broken pipe") || !strings.Contains(r.Error, "--trace") || r.Exit.Status != 125 {
+		t.Errorf("report: trace_error %q, error %q, status %d", r.TraceError, r.Error, r.Exit.Status)
+	}
+	found := false
+	for _, d := range r.UntracedDenials {
+		for _, p := range d.Paths {
+			found = found || p.Given == "/etc/tracecell-untraced"
+		}
+	}
+	if !found {
+		t.Errorf("untraced_denials %+v lack the denial the trace failed on", r.UntracedDenials)
 	}
 }

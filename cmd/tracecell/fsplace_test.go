@@ -1,0 +1,67 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tracecell/tracecell/pathres"
+)
+
+// TestParseMountinfo: the fields fsPlace needs, escapes undone.
+func TestParseMountinfo(t *testing.T) {
+	b := []byte("22 1 0:21 / /proc rw,nosuid - proc proc rw\n" +
+		"31 1 8:1 /srv/data /mnt/my\\040data rw - ext4 /dev/sda1 rw\n" +
+		"bad line\n")
+	m := parseMountinfo(b)
+	if len(m) != 2 {
+		t.Fatalf("%d mounts, want 2: %+v", len(m), m)
+	}
+	if e := m[31]; e.dev != "8:1" || e.root != "/srv/data" || e.point != "/mnt/my data" {
+		t.Errorf("mount 31 = %+v", e)
+	}
+	for in, want := range map[string]string{`a\040b`: "a b", `a\134b`: `a\b`, `a\04`: `a\04`, `plain`: "plain"} {
+		if got := unescapeOctal(in); got != want {
+			t.Errorf("unescapeOctal(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestFsPlace: a directory's place is the mount's root joined with the
+// path below the mount point, so that two mounts of the same files (a bind
+// mount of a sandbox at another path) name it alike (red team, round 51).
+// The mount table here is made up around this directory's real mount id.
+func TestFsPlace(t *testing.T) {
+	dir := t.TempDir()
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	sub := filepath.Join(dir, "out")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	id, err := pathres.StatID(sub, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		m    mountEntry
+		want string
+		ok   bool
+	}{
+		{"root-mount", mountEntry{"8:1", "/", "/"}, sub, true},
+		{"bind-of-a-subtree", mountEntry{"8:1", "/srv/sbx", dir}, "/srv/sbx/out", true},
+		{"point-elsewhere", mountEntry{"8:1", "/", "/elsewhere"}, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ok := fsPlace(sub, map[uint64]mountEntry{id.Mnt: tc.m})
+			if ok != tc.ok || ok && (p.path != tc.want || p.dev != "8:1") {
+				t.Errorf("fsPlace = %+v, %v; want %q, %v", p, ok, tc.want, tc.ok)
+			}
+		})
+	}
+	if _, ok := fsPlace(sub, map[uint64]mountEntry{}); ok {
+		t.Errorf("a mount missing from the table gave a place")
+	}
+}
