@@ -280,3 +280,40 @@ func TestOutputThroughBindMount(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputThroughOverlay: the files of an overlay mount's merged view are
+// also in its upper directory; with the merged view as the writable root,
+// a trace or report in the upper directory is the tree's to rewrite
+// through the merged view, and the other way round (red team, round 52).
+// Root only, in a mount namespace of its own.
+func TestOutputThroughOverlay(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("overlay mounts need root")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1)")
+	}
+	base := realDir(t)
+	lower, upper, work, merged := filepath.Join(base, "lower"), filepath.Join(base, "upper"), filepath.Join(base, "work"), filepath.Join(base, "merged")
+	for _, d := range []string{lower, upper, work, merged} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ name, root, flag, path string }{
+		{"trace-in-upper", merged, "--trace", filepath.Join(upper, "t.jsonl")},
+		{"report-in-upper", merged, "--report", filepath.Join(upper, "r.json")},
+		{"trace-in-merged", upper, "--trace", filepath.Join(merged, "t.jsonl")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := `mount -t overlay overlay -o "lowerdir=$1,upperdir=$2,workdir=$3" "$4" || exit 99; exec "$5" run -q --write "$6" "$7" "$8" -- /bin/true`
+			r := execute(t, "", os.Environ(), []string{"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", lower, upper, work, merged, tcBin, tc.root, tc.flag, tc.path})
+			if r.status == 99 {
+				t.Skipf("no overlayfs here: %s", r.stderr)
+			}
+			if r.status != 125 || !strings.Contains(r.stderr, "is inside the writable root "+tc.root) {
+				t.Errorf("status %d, stderr %q; want 125 and the root named", r.status, r.stderr)
+			}
+		})
+	}
+}

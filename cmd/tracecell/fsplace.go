@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -93,21 +94,145 @@ func fsPlace(dir string, mounts map[uint64]mountEntry) (place, bool) {
 	return place{dev: m.dev, path: path.Join(m.root, "/", rel)}, true
 }
 
-// rootByPlace is the root of roots whose file system place holds dir's, or
-// "": what rootOf cannot see when dir is reached through another mount of
-// the same files.
-func rootByPlace(dir string, roots []string) string {
+// overlay is an overlayfs mount: where it is mounted and its layers (the
+// upper directory, the lower ones), as its super options name them.
+type overlay struct {
+	point  string
+	layers []string
+}
+
+// parseOverlays lists the overlay mounts of a mountinfo text: fields after
+// the "-" separator are FSTYPE SOURCE SUPEROPTIONS, and an overlay's super
+// options hold upperdir=, lowerdir= (layers split at ':', "\:" a colon in a
+// name) and, mounted with the new mount API (6.8), lowerdir+= and
+// datadir+= one layer each.
+func parseOverlays(b []byte) []overlay {
+	var out []overlay
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		f := strings.Fields(string(line))
+		sep := -1
+		for i, x := range f {
+			if x == "-" && i >= 5 {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+3 >= len(f) || f[sep+1] != "overlay" {
+			continue
+		}
+		o := overlay{point: unescapeOctal(f[4])}
+		for _, opt := range strings.Split(f[sep+3], ",") {
+			k, v, _ := strings.Cut(opt, "=")
+			switch k {
+			case "upperdir", "lowerdir+", "datadir+":
+				o.layers = append(o.layers, unescapeOctal(v))
+			case "lowerdir":
+				o.layers = append(o.layers, splitUnescaped(unescapeOctal(v), ':')...)
+			}
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// splitUnescaped splits s at sep, not at a sep written "\sep".
+func splitUnescaped(s string, sep byte) []string {
+	var out []string
+	var cur strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && i+1 < len(s) && s[i+1] == sep:
+			cur.WriteByte(sep)
+			i++
+		case s[i] == sep:
+			out = append(out, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(s[i])
+		}
+	}
+	return append(out, cur.String())
+}
+
+// below is p's path below dir ("" for dir itself), ok false when p is not
+// dir or below it.
+func below(p, dir string) (string, bool) {
+	if p == dir {
+		return "", true
+	}
+	if r, ok := strings.CutPrefix(p, strings.TrimSuffix(dir, "/")+"/"); ok {
+		return r, true
+	}
+	return "", false
+}
+
+// overlayAliases maps the other paths that show a root's files through an
+// overlay mount to that root: a root in the merged view is also its place
+// in each layer (a file created there lands in the upper directory), and a
+// root in a layer is also its place in the merged view (round 52 of the red
+// team: a trace in the upper directory of an overlay whose merged view was
+// the writable root was the tree's to rewrite). Refusing an output in a
+// lower layer the tree cannot write is more than needed, and harmless.
+func overlayAliases(overlays []overlay, roots []string) map[string]string {
+	out := map[string]string{}
+	for _, r := range roots {
+		for _, o := range overlays {
+			if rel, ok := below(r, o.point); ok {
+				for _, l := range o.layers {
+					out[filepath.Join(l, rel)] = r
+				}
+			}
+			for _, l := range o.layers {
+				if rel, ok := below(r, l); ok {
+					out[filepath.Join(o.point, rel)] = r
+				}
+			}
+		}
+	}
+	return out
+}
+
+// insideRoot is the root of roots (resolved) that the file at where
+// (absolute, its directory resolved) lies in, "" for none: by path; by
+// path through an overlay's other view of a root (overlayAliases); or by
+// place in its file system (a bind mount of a root or of a directory
+// inside one: fsPlace). A file system that shows another's files in other
+// ways (FUSE bindfs, an NFS export mounted back) is not seen (README,
+// Known gaps).
+func insideRoot(where string, roots []string) string {
+	if r := rootOf(where, roots); r != "" {
+		return r
+	}
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return ""
 	}
+	aliases := overlayAliases(parseOverlays(b), roots)
+	for a, r := range aliases {
+		if _, ok := below(where, a); ok {
+			return r
+		}
+	}
 	mounts := parseMountinfo(b)
-	d, ok := fsPlace(dir, mounts)
+	d, ok := fsPlace(filepath.Dir(where), mounts)
 	if !ok {
 		return ""
 	}
+	check := func(dir string) bool {
+		rp, ok := fsPlace(dir, mounts)
+		if !ok || rp.dev != d.dev {
+			return false
+		}
+		_, in := below(d.path, rp.path)
+		return in
+	}
 	for _, r := range roots {
-		if rp, ok := fsPlace(r, mounts); ok && rp.dev == d.dev && (d.path == rp.path || strings.HasPrefix(d.path, strings.TrimSuffix(rp.path, "/")+"/")) {
+		if check(r) {
+			return r
+		}
+	}
+	for a, r := range aliases {
+		if check(a) {
 			return r
 		}
 	}

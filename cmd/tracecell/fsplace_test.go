@@ -65,3 +65,45 @@ func TestFsPlace(t *testing.T) {
 		t.Errorf("a mount missing from the table gave a place")
 	}
 }
+
+// TestOverlayAliases: a root seen through an overlay mount is also its
+// place in each layer, and a root in a layer is also its place in the
+// merged view (red team, round 52); escapes in the super options undone.
+func TestOverlayAliases(t *testing.T) {
+	mi := []byte("40 1 0:50 / /srv/merged rw,relatime shared:9 - overlay overlay rw,lowerdir=/srv/low\\:er:/srv/low2,upperdir=/srv/up,workdir=/srv/work\n" +
+		"41 1 0:51 / /srv/m2 rw - overlay overlay rw,lowerdir+=/srv/a,datadir+=/srv/d,upperdir=/srv/u2,workdir=/srv/w2\n" +
+		"42 1 8:1 / / rw - ext4 /dev/sda1 rw\n")
+	ovs := parseOverlays(mi)
+	if len(ovs) != 2 || ovs[0].point != "/srv/merged" || len(ovs[0].layers) != 3 || ovs[0].layers[0] != "/srv/low:er" || len(ovs[1].layers) != 3 {
+		t.Fatalf("overlays %+v", ovs)
+	}
+	for _, tc := range []struct {
+		name  string
+		roots []string
+		in    string // a path that must map to the root
+		out   string // one that must not
+	}{
+		{"root-is-merged", []string{"/srv/merged"}, "/srv/up/t.jsonl", "/srv/work/t.jsonl"},
+		{"root-below-merged", []string{"/srv/merged/sbx"}, "/srv/up/sbx/out/r.json", "/srv/up/other/r.json"},
+		{"root-is-upper", []string{"/srv/up/sbx"}, "/srv/merged/sbx/t.jsonl", "/srv/merged/t.jsonl"},
+		{"root-in-a-lower", []string{"/srv/low2"}, "/srv/merged/x", "/srv/m2/x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			al := overlayAliases(ovs, tc.roots)
+			hit := func(p string) bool {
+				for a := range al {
+					if _, ok := below(p, a); ok {
+						return true
+					}
+				}
+				return false
+			}
+			if !hit(tc.in) {
+				t.Errorf("%s not seen as inside %v (aliases %v)", tc.in, tc.roots, al)
+			}
+			if hit(tc.out) {
+				t.Errorf("%s seen as inside %v (aliases %v)", tc.out, tc.roots, al)
+			}
+		})
+	}
+}

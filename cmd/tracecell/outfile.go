@@ -86,12 +86,7 @@ func outputPath(opt, path string, roots []string) (string, error) {
 		}
 		r := ""
 		if filepath.IsAbs(where) {
-			r = rootOf(where, roots)
-			if r == "" {
-				// The same files under another mount (a bind mount of a
-				// root or of a directory inside one).
-				r = rootByPlace(filepath.Dir(where), roots)
-			}
+			r = insideRoot(where, roots)
 		}
 		if r != "" {
 			return "", fmt.Errorf("%s %s: is inside the writable root %s, where the traced program could move, replace or forge it while it runs: give a path outside the writable and scratch roots", opt, path, r)
