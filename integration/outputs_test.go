@@ -250,19 +250,8 @@ func TestClosedStderrKeepsReport(t *testing.T) {
 // left a forged report there). Root only: the mounts are made in a mount
 // namespace of their own (unshare -m), which ends with the test.
 func TestOutputThroughBindMount(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("bind mounts need root")
-	}
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("no unshare(1)")
-	}
-	base := realDir(t)
+	base := mountNSDirs(t, "sbx/out", "alias", "alias-out")
 	sbx, alias, aliasOut := filepath.Join(base, "sbx"), filepath.Join(base, "alias"), filepath.Join(base, "alias-out")
-	for _, d := range []string{filepath.Join(sbx, "out"), alias, aliasOut} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, tc := range []struct{ name, flag, path string }{
 		{"report-via-bind-of-root", "--report", filepath.Join(alias, "out", "r.json")},
 		{"trace-via-bind-of-root", "--trace", filepath.Join(alias, "t.jsonl")},
@@ -287,19 +276,8 @@ func TestOutputThroughBindMount(t *testing.T) {
 // through the merged view, and the other way round (red team, round 52).
 // Root only, in a mount namespace of its own.
 func TestOutputThroughOverlay(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("overlay mounts need root")
-	}
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("no unshare(1)")
-	}
-	base := realDir(t)
+	base := mountNSDirs(t, "lower", "upper", "work", "merged")
 	lower, upper, work, merged := filepath.Join(base, "lower"), filepath.Join(base, "upper"), filepath.Join(base, "work"), filepath.Join(base, "merged")
-	for _, d := range []string{lower, upper, work, merged} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	for _, tc := range []struct{ name, root, flag, path string }{
 		{"trace-in-upper", merged, "--trace", filepath.Join(upper, "t.jsonl")},
 		{"report-in-upper", merged, "--report", filepath.Join(upper, "r.json")},
@@ -316,4 +294,24 @@ func TestOutputThroughOverlay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mountNSDirs skips the test unless it can make mounts in a mount namespace
+// of its own (root, unshare(1)), and makes the directories dirs (relative)
+// in a new directory, which it returns.
+func mountNSDirs(t *testing.T, dirs ...string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("mounts need root")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1)")
+	}
+	base := realDir(t)
+	for _, d := range dirs {
+		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return base
 }
