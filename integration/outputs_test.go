@@ -315,3 +315,50 @@ func mountNSDirs(t *testing.T, dirs ...string) string {
 	}
 	return base
 }
+
+// TestOutputOnSubmountOfRoot: a file system mounted inside a writable root
+// (a volume at sbx/data) and also shown elsewhere (outputs/): an output
+// there is the tree's to rewrite through sbx/data, and is refused (red
+// team, round 53). So is one in an overlay's upper directory named through
+// a symlink in the mount options.
+func TestOutputOnSubmountOfRoot(t *testing.T) {
+	base := mountNSDirs(t, "sbx/data", "outputs", "ov/lower", "ov/real/upper", "ov/work", "ov/merged")
+	if err := os.Symlink(filepath.Join(base, "ov", "real"), filepath.Join(base, "ov", "link")); err != nil {
+		t.Fatal(err)
+	}
+	sbx, merged := filepath.Join(base, "sbx"), filepath.Join(base, "ov", "merged")
+	for _, tc := range []struct{ name, setup, root, flag, path string }{
+		{"trace-on-volume-also-in-root", `mount -t tmpfs tmpfs "$1/sbx/data" && mount --bind "$1/sbx/data" "$1/outputs"`, sbx, "--trace", filepath.Join(base, "outputs", "t.jsonl")},
+		{"report-on-volume-also-in-root", `mount -t tmpfs tmpfs "$1/sbx/data" && mkdir "$1/sbx/data/logs" && mount --bind "$1/sbx/data" "$1/outputs"`, sbx, "--report", filepath.Join(base, "outputs", "logs", "r.json")},
+		{"trace-in-upper-named-through-a-symlink", `mount -t overlay overlay -o "lowerdir=$1/ov/lower,upperdir=$1/ov/link/upper,workdir=$1/ov/work" "$1/ov/merged"`, merged, "--trace", filepath.Join(base, "ov", "real", "upper", "t.jsonl")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := tc.setup + ` || exit 99; exec "$2" run -q --write "$3" "$4" "$5" -- /bin/true`
+			r := execute(t, "", os.Environ(), []string{"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", base, tcBin, tc.root, tc.flag, tc.path})
+			if r.status == 99 {
+				t.Skipf("mount failed: %s", r.stderr)
+			}
+			if r.status != 125 || !strings.Contains(r.stderr, "is inside the writable root "+tc.root) {
+				t.Errorf("status %d, stderr %q; want 125 and the root named", r.status, r.stderr)
+			}
+		})
+	}
+}
+
+// TestServeStateDirViewInRoot: tracecell serve refuses a shared --write root
+// that shows the state directory through a mount (one volume mounted as
+// both): every session could write the others' sandboxes and reach the
+// server's socket (red team, round 53).
+func TestServeStateDirViewInRoot(t *testing.T) {
+	base := mountNSDirs(t, "state", "shared/view")
+	state, shared := filepath.Join(base, "state"), filepath.Join(base, "shared")
+	os.Chmod(state, 0o700)
+	script := `mount --bind "$1" "$2/view" || exit 99; exec timeout 20 "$3" serve --state-dir "$1" --write "$2"`
+	r := execute(t, "", os.Environ(), []string{"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", state, shared, tcBin})
+	if r.status == 99 {
+		t.Skipf("mount failed: %s", r.stderr)
+	}
+	if r.status == 0 || r.status == 124 || !strings.Contains(r.stderr, "overlaps the state directory") {
+		t.Errorf("status %d, stderr %q; want a refusal naming the state directory", r.status, r.stderr)
+	}
+}

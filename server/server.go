@@ -33,6 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/fsview"
 	optdef "github.com/tracecell/tracecell/internal/opts"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/worker"
@@ -311,7 +312,12 @@ func checkWriteRoots(opts Options) error {
 		if r, err := filepath.EvalSymlinks(a); err == nil {
 			a = r
 		}
-		if policy.Under(opts.StateDir, a) || policy.Under(a, opts.StateDir) {
+		// Also through a mount: a bind mount of the state directory
+		// inside a root (one volume mounted as both) let every session
+		// write the others' sandboxes and reach the socket, unreported
+		// (red team, round 53).
+		if policy.Under(opts.StateDir, a) || policy.Under(a, opts.StateDir) ||
+			fsview.Inside(opts.StateDir, []string{a}) != "" || fsview.Inside(a, []string{opts.StateDir}) != "" {
 			return fmt.Errorf("--write %s: overlaps the state directory %s, which holds every session's sandbox and the socket; "+
 				"write elsewhere, or choose another --state-dir", w, opts.StateDir)
 		}

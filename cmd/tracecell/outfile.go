@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/fsview"
 )
 
 // The files tracecell itself writes on a run (--trace, --report, the
@@ -86,7 +87,9 @@ func outputPath(opt, path string, roots []string) (string, error) {
 		}
 		r := ""
 		if filepath.IsAbs(where) {
-			r = insideRoot(where, roots)
+			if r = rootOf(where, roots); r == "" {
+				r = fsview.Inside(filepath.Dir(where), roots)
+			}
 		}
 		if r != "" {
 			return "", fmt.Errorf("%s %s: is inside the writable root %s, where the traced program could move, replace or forge it while it runs: give a path outside the writable and scratch roots", opt, path, r)

@@ -1,4 +1,4 @@
-package main
+package fsview
 
 import (
 	"bytes"
@@ -175,6 +175,15 @@ func below(p, dir string) (string, bool) {
 // lower layer the tree cannot write is more than needed, and harmless.
 func overlayAliases(overlays []overlay, roots []string) map[string]string {
 	out := map[string]string{}
+	for i := range overlays {
+		// mountinfo names a layer as mount(2) was given it: through a
+		// symlink, it is compared as it resolves now (round 53).
+		for j, l := range overlays[i].layers {
+			if r, err := filepath.EvalSymlinks(l); err == nil && filepath.IsAbs(l) {
+				overlays[i].layers[j] = r
+			}
+		}
+	}
 	for _, r := range roots {
 		for _, o := range overlays {
 			if rel, ok := below(r, o.point); ok {
@@ -192,16 +201,22 @@ func overlayAliases(overlays []overlay, roots []string) map[string]string {
 	return out
 }
 
-// insideRoot is the root of roots (resolved) that the file at where
-// (absolute, its directory resolved) lies in, "" for none: by path; by
-// path through an overlay's other view of a root (overlayAliases); or by
-// place in its file system (a bind mount of a root or of a directory
-// inside one: fsPlace). A file system that shows another's files in other
-// ways (FUSE bindfs, an NFS export mounted back) is not seen (README,
-// Known gaps).
-func insideRoot(where string, roots []string) string {
-	if r := rootOf(where, roots); r != "" {
-		return r
+// Inside is the root of roots (absolute, symlinks resolved) whose files the
+// directory dir (absolute, symlinks resolved) is among, "" for none: dir is
+// a root or below one; or below an overlay's other view of a root
+// (overlayAliases); or its place in its file system (fsPlace) lies in a
+// place whose files the root's tree can write: the root's own (a bind
+// mount of a root or of a directory inside one shares it), or that of any
+// mount below the root (a volume mounted inside the sandbox and also
+// elsewhere: round 53 of the red team). Not seen (README, Known gaps): a
+// file system that shows another's files in other ways (FUSE bindfs, an
+// NFS export mounted back) and overlay layers that mountinfo does not name
+// as they are now (given relative, renamed since).
+func Inside(dir string, roots []string) string {
+	for _, r := range roots {
+		if _, ok := below(dir, r); ok {
+			return r
+		}
 	}
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
@@ -209,32 +224,47 @@ func insideRoot(where string, roots []string) string {
 	}
 	aliases := overlayAliases(parseOverlays(b), roots)
 	for a, r := range aliases {
-		if _, ok := below(where, a); ok {
+		if _, ok := below(dir, a); ok {
 			return r
 		}
 	}
 	mounts := parseMountinfo(b)
-	d, ok := fsPlace(filepath.Dir(where), mounts)
+	d, ok := fsPlace(dir, mounts)
 	if !ok {
 		return ""
 	}
-	check := func(dir string) bool {
-		rp, ok := fsPlace(dir, mounts)
-		if !ok || rp.dev != d.dev {
-			return false
+	in := func(r string) bool {
+		for _, p := range writablePlaces(r, mounts) {
+			if _, ok := below(d.path, p.path); ok && p.dev == d.dev {
+				return true
+			}
 		}
-		_, in := below(d.path, rp.path)
-		return in
+		return false
 	}
 	for _, r := range roots {
-		if check(r) {
+		if in(r) {
 			return r
 		}
 	}
 	for a, r := range aliases {
-		if check(a) {
+		if in(a) {
 			return r
 		}
 	}
 	return ""
+}
+
+// writablePlaces are the places whose files a tree that may write r can
+// change: r's own, and the whole subtree each mount below r shows.
+func writablePlaces(r string, mounts map[uint64]mountEntry) []place {
+	var out []place
+	if p, ok := fsPlace(r, mounts); ok {
+		out = append(out, p)
+	}
+	for _, m := range mounts {
+		if rel, ok := below(m.point, r); ok && rel != "" {
+			out = append(out, place{dev: m.dev, path: m.root})
+		}
+	}
+	return out
 }
