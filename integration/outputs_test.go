@@ -322,15 +322,28 @@ func mountNSDirs(t *testing.T, dirs ...string) string {
 // team, round 53). So is one in an overlay's upper directory named through
 // a symlink in the mount options.
 func TestOutputOnSubmountOfRoot(t *testing.T) {
-	base := mountNSDirs(t, "sbx/data", "outputs", "ov/lower", "ov/real/upper", "ov/work", "ov/merged")
+	base := mountNSDirs(t, "sbx/data", "sbx/merged", "sbx/host", "sbx/up/upper", "sbx/up/work", "outputs", "out2", "ext",
+		"ov/lower", "ov/real/upper", "ov/work", "ov/merged", "ov2/upper", "ov2/work", "ov2/merged")
 	if err := os.Symlink(filepath.Join(base, "ov", "real"), filepath.Join(base, "ov", "link")); err != nil {
 		t.Fatal(err)
 	}
 	sbx, merged := filepath.Join(base, "sbx"), filepath.Join(base, "ov", "merged")
-	for _, tc := range []struct{ name, setup, root, flag, path string }{
-		{"trace-on-volume-also-in-root", `mount -t tmpfs tmpfs "$1/sbx/data" && mount --bind "$1/sbx/data" "$1/outputs"`, sbx, "--trace", filepath.Join(base, "outputs", "t.jsonl")},
-		{"report-on-volume-also-in-root", `mount -t tmpfs tmpfs "$1/sbx/data" && mkdir "$1/sbx/data/logs" && mount --bind "$1/sbx/data" "$1/outputs"`, sbx, "--report", filepath.Join(base, "outputs", "logs", "r.json")},
-		{"trace-in-upper-named-through-a-symlink", `mount -t overlay overlay -o "lowerdir=$1/ov/lower,upperdir=$1/ov/link/upper,workdir=$1/ov/work" "$1/ov/merged"`, merged, "--trace", filepath.Join(base, "ov", "real", "upper", "t.jsonl")},
+	for _, tc := range []struct {
+		name, setup, root, flag, path string
+		want                          int // status
+	}{
+		{"trace-on-volume-also-in-root", `mount -t tmpfs tmpfs "$1/sbx/data" && mount --bind "$1/sbx/data" "$1/outputs"`, sbx, "--trace", filepath.Join(base, "outputs", "t.jsonl"), 125},
+		{"report-on-volume-also-in-root", `mount -t tmpfs tmpfs "$1/sbx/data" && mkdir "$1/sbx/data/logs" && mount --bind "$1/sbx/data" "$1/outputs"`, sbx, "--report", filepath.Join(base, "outputs", "logs", "r.json"), 125},
+		{"trace-in-upper-named-through-a-symlink", `mount -t overlay overlay -o "lowerdir=$1/ov/lower,upperdir=$1/ov/link/upper,workdir=$1/ov/work" "$1/ov/merged"`, merged, "--trace", filepath.Join(base, "ov", "real", "upper", "t.jsonl"), 125},
+		// Round 54: an overlay mounted below the root, its upper layer
+		// outside; an overlay whose upper layer is inside the root, its
+		// merged view outside; a bind mount of one file of the root.
+		{"trace-in-upper-of-overlay-below-root", `mount -t overlay overlay -o "lowerdir=$1/ov/lower,upperdir=$1/ov2/upper,workdir=$1/ov2/work" "$1/sbx/merged"`, sbx, "--trace", filepath.Join(base, "ov2", "upper", "t.jsonl"), 125},
+		{"trace-in-merged-of-upper-in-root", `mount -t overlay overlay -o "lowerdir=$1/ov/lower,upperdir=$1/sbx/up/upper,workdir=$1/sbx/up/work" "$1/ov2/merged"`, sbx, "--trace", filepath.Join(base, "ov2", "merged", "t.jsonl"), 125},
+		{"trace-is-a-bind-of-a-file-in-root", `: >"$1/sbx/t.jsonl" && : >"$1/out2/t.jsonl" && mount --bind "$1/sbx/t.jsonl" "$1/out2/t.jsonl"`, sbx, "--trace", filepath.Join(base, "out2", "t.jsonl"), 125},
+		// A read-only view below the root lets the tree change nothing:
+		// an output elsewhere on that file system is fine.
+		{"read-only-bind-below-root", `mount --bind "$1/ext" "$1/sbx/host" && mount -o remount,bind,ro "$1/sbx/host"`, sbx, "--trace", filepath.Join(base, "ext", "t.jsonl"), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := tc.setup + ` || exit 99; exec "$2" run -q --write "$3" "$4" "$5" -- /bin/true`
@@ -338,8 +351,11 @@ func TestOutputOnSubmountOfRoot(t *testing.T) {
 			if r.status == 99 {
 				t.Skipf("mount failed: %s", r.stderr)
 			}
-			if r.status != 125 || !strings.Contains(r.stderr, "is inside the writable root "+tc.root) {
-				t.Errorf("status %d, stderr %q; want 125 and the root named", r.status, r.stderr)
+			if tc.want == 0 && r.status != 0 {
+				t.Errorf("status %d, stderr %q; want 0", r.status, r.stderr)
+			}
+			if tc.want != 0 && (r.status != tc.want || !strings.Contains(r.stderr, "is inside the writable root "+tc.root)) {
+				t.Errorf("status %d, stderr %q; want %d and the root named", r.status, r.stderr, tc.want)
 			}
 		})
 	}
@@ -358,7 +374,48 @@ func TestServeStateDirViewInRoot(t *testing.T) {
 	if r.status == 99 {
 		t.Skipf("mount failed: %s", r.stderr)
 	}
-	if r.status == 0 || r.status == 124 || !strings.Contains(r.stderr, "overlaps the state directory") {
-		t.Errorf("status %d, stderr %q; want a refusal naming the state directory", r.status, r.stderr)
+	// Refused for the state directory, or first for its socket, which
+	// lies in it.
+	if r.status == 0 || r.status == 124 || !strings.Contains(r.stderr, "overlaps the state directory") && !strings.Contains(r.stderr, "tracecell.sock: inside the writable root "+shared) {
+		t.Errorf("status %d, stderr %q; want a refusal naming the state directory or its socket", r.status, r.stderr)
+	}
+}
+
+// TestServeStateDirOverlayInRoot: an overlay mounted inside a shared --write
+// root whose upper layer holds the state directory shows every session's
+// sandbox to every session (red team, round 54); refused at start.
+func TestServeStateDirOverlayInRoot(t *testing.T) {
+	base := mountNSDirs(t, "up/state", "lower", "work", "shared/m")
+	state, shared := filepath.Join(base, "up", "state"), filepath.Join(base, "shared")
+	os.Chmod(state, 0o700)
+	script := `mount -t overlay overlay -o "lowerdir=$1/lower,upperdir=$1/up,workdir=$1/work" "$1/shared/m" || exit 99; exec timeout 20 "$2" serve --state-dir "$3" --write "$4"`
+	r := execute(t, "", os.Environ(), []string{"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", base, tcBin, state, shared})
+	if r.status == 99 {
+		t.Skipf("mount failed: %s", r.stderr)
+	}
+	// Refused for the state directory, or first for its socket, which
+	// lies in it.
+	if r.status == 0 || r.status == 124 || !strings.Contains(r.stderr, "overlaps the state directory") && !strings.Contains(r.stderr, "tracecell.sock: inside the writable root "+shared) {
+		t.Errorf("status %d, stderr %q; want a refusal naming the state directory or its socket", r.status, r.stderr)
+	}
+}
+
+// TestServeSocketInRoot: the server's Unix socket inside a shared --write
+// root is refused at start: a session could hard link it to a name of its
+// own and drive every other session through the API (red team, round 54).
+func TestServeSocketInRoot(t *testing.T) {
+	base := realDir(t)
+	state, shared := filepath.Join(base, "state"), filepath.Join(base, "shared")
+	for _, d := range []string{state, shared} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := execute(t, "", os.Environ(), []string{"timeout", "20", tcBin, "serve", "--state-dir", state, "--write", shared, "--listen", "unix:" + filepath.Join(shared, "tc.sock")})
+	if r.status == 0 || r.status == 124 || !strings.Contains(r.stderr, "inside the writable root") {
+		t.Errorf("status %d, stderr %q; want a refusal naming the writable root", r.status, r.stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(shared, "tc.sock")); err == nil {
+		t.Errorf("the socket was created in the writable root")
 	}
 }

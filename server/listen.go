@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tracecell/tracecell/config"
+	"github.com/tracecell/tracecell/internal/fsview"
 	"github.com/tracecell/tracecell/policy"
 )
 
@@ -40,7 +42,7 @@ func checkListen(o Options) error {
 		if len(address) > 107 {
 			return fmt.Errorf("--listen unix:%s: path longer than 107 bytes (a Unix socket limit); choose a shorter one", address)
 		}
-		return nil
+		return socketOutsideRoots(o, address)
 	}
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
@@ -52,6 +54,35 @@ func checkListen(o Options) error {
 		}
 		if o.Token == "" {
 			return fmt.Errorf("--listen %s: a non-loopback address needs a bearer token (--token-file)", o.Listen)
+		}
+	}
+	return nil
+}
+
+// socketOutsideRoots refuses a Unix socket inside a writable root shared by
+// the sessions (--write), by path or through a mount: a session could hard
+// link or rename it to a name of its own, which the never-reachable check
+// (by the socket's path) does not know, and drive every other session
+// through the API (red team, round 54).
+func socketOutsideRoots(o Options, address string) error {
+	abs, err := config.Abs(address)
+	if err != nil {
+		return nil // listening reports it
+	}
+	dir := filepath.Dir(abs)
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = r
+	}
+	for _, w := range o.Settings.Write {
+		a, err := config.Abs(w)
+		if err != nil {
+			continue
+		}
+		if r, err := filepath.EvalSymlinks(a); err == nil {
+			a = r
+		}
+		if policy.Under(dir, a) || fsview.Inside(dir, []string{a}) != "" {
+			return fmt.Errorf("--listen unix:%s: inside the writable root %s, which every session may write: a session could link the socket to a name of its own and drive the others; put the socket elsewhere (the default is in the state directory)", address, w)
 		}
 	}
 	return nil

@@ -88,7 +88,12 @@ func outputPath(opt, path string, roots []string) (string, error) {
 		r := ""
 		if filepath.IsAbs(where) {
 			if r = rootOf(where, roots); r == "" {
-				r = fsview.Inside(filepath.Dir(where), roots)
+				r = fsview.InsideWritable(filepath.Dir(where), roots)
+			}
+			if _, err := os.Lstat(where); r == "" && err == nil {
+				// The file itself may be a mount (a bind mount of a file
+				// in a root: docker -v file:file, a Kubernetes subPath).
+				r = fsview.InsideWritable(where, roots)
 			}
 		}
 		if r != "" {

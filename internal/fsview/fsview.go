@@ -30,6 +30,7 @@ type place struct {
 // inside the file system that the mount shows (root), and where (point).
 type mountEntry struct {
 	dev, root, point string
+	ro               bool // mounted read-only ("ro" in its mount options)
 }
 
 // parseMountinfo reads the lines "ID PARENT MAJ:MIN ROOT POINT ..." of
@@ -47,7 +48,13 @@ func parseMountinfo(b []byte) map[uint64]mountEntry {
 		if err != nil {
 			continue
 		}
-		out[id] = mountEntry{dev: f[2], root: unescapeOctal(f[3]), point: unescapeOctal(f[4])}
+		ro := false
+		if len(f) > 5 {
+			for _, o := range strings.Split(f[5], ",") {
+				ro = ro || o == "ro"
+			}
+		}
+		out[id] = mountEntry{dev: f[2], root: unescapeOctal(f[3]), point: unescapeOctal(f[4]), ro: ro}
 	}
 	return out
 }
@@ -195,6 +202,11 @@ func overlayAliases(overlays []overlay, roots []string) map[string]string {
 				if rel, ok := below(r, l); ok {
 					out[filepath.Join(o.point, rel)] = r
 				}
+				// A layer inside the root: the tree changes what the
+				// whole merged view shows (round 54).
+				if _, ok := below(l, r); ok {
+					out[o.point] = r
+				}
 			}
 		}
 	}
@@ -212,7 +224,16 @@ func overlayAliases(overlays []overlay, roots []string) map[string]string {
 // file system that shows another's files in other ways (FUSE bindfs, an
 // NFS export mounted back) and overlay layers that mountinfo does not name
 // as they are now (given relative, renamed since).
-func Inside(dir string, roots []string) string {
+func Inside(dir string, roots []string) string { return inside(dir, roots, false) }
+
+// InsideWritable is Inside for what the tree could change rather than see:
+// a mount below a root that is read-only does not count (the kernel
+// answers EROFS through it). For tracecell's own outputs; the session
+// server, whose sessions must not even read each other's files, uses
+// Inside.
+func InsideWritable(dir string, roots []string) string { return inside(dir, roots, true) }
+
+func inside(dir string, roots []string, writable bool) string {
 	for _, r := range roots {
 		if _, ok := below(dir, r); ok {
 			return r
@@ -233,8 +254,9 @@ func Inside(dir string, roots []string) string {
 	if !ok {
 		return ""
 	}
+	overlays := parseOverlays(b)
 	in := func(r string) bool {
-		for _, p := range writablePlaces(r, mounts) {
+		for _, p := range reachablePlaces(r, mounts, overlays, writable) {
 			if _, ok := below(d.path, p.path); ok && p.dev == d.dev {
 				return true
 			}
@@ -254,16 +276,29 @@ func Inside(dir string, roots []string) string {
 	return ""
 }
 
-// writablePlaces are the places whose files a tree that may write r can
-// change: r's own, and the whole subtree each mount below r shows.
-func writablePlaces(r string, mounts map[uint64]mountEntry) []place {
+// reachablePlaces are the places whose files a tree that may write r can
+// reach: r's own, the whole subtree each mount below r shows (not a
+// read-only one when writable is set), and for an overlay mounted below r
+// each of its layers, where its files really are (round 54 of the red team:
+// its own device hid them).
+func reachablePlaces(r string, mounts map[uint64]mountEntry, overlays []overlay, writable bool) []place {
 	var out []place
 	if p, ok := fsPlace(r, mounts); ok {
 		out = append(out, p)
 	}
 	for _, m := range mounts {
-		if rel, ok := below(m.point, r); ok && rel != "" {
+		if rel, ok := below(m.point, r); ok && rel != "" && !(writable && m.ro) {
 			out = append(out, place{dev: m.dev, path: m.root})
+		}
+	}
+	for _, o := range overlays {
+		if _, ok := below(o.point, r); !ok {
+			continue
+		}
+		for _, l := range o.layers {
+			if p, ok := fsPlace(l, mounts); ok {
+				out = append(out, p)
+			}
 		}
 	}
 	return out

@@ -50,9 +50,9 @@ func TestFsPlace(t *testing.T) {
 		want string
 		ok   bool
 	}{
-		{"root-mount", mountEntry{"8:1", "/", "/"}, sub, true},
-		{"bind-of-a-subtree", mountEntry{"8:1", "/srv/sbx", dir}, "/srv/sbx/out", true},
-		{"point-elsewhere", mountEntry{"8:1", "/", "/elsewhere"}, "", false},
+		{"root-mount", mountEntry{"8:1", "/", "/", false}, sub, true},
+		{"bind-of-a-subtree", mountEntry{"8:1", "/srv/sbx", dir, false}, "/srv/sbx/out", true},
+		{"point-elsewhere", mountEntry{"8:1", "/", "/elsewhere", false}, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, ok := fsPlace(sub, map[uint64]mountEntry{id.Mnt: tc.m})
