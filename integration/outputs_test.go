@@ -323,7 +323,8 @@ func mountNSDirs(t *testing.T, dirs ...string) string {
 // a symlink in the mount options.
 func TestOutputOnSubmountOfRoot(t *testing.T) {
 	base := mountNSDirs(t, "sbx/data", "sbx/merged", "sbx/host", "sbx/up/upper", "sbx/up/work", "outputs", "out2", "ext",
-		"ov/lower", "ov/real/upper", "ov/work", "ov/merged", "ov2/upper", "ov2/work", "ov2/merged")
+		"ov/lower", "ov/real/upper", "ov/work", "ov/merged", "ov2/upper", "ov2/work", "ov2/merged",
+		"b/real/sb/up", "b/real/sb/work", "b/alias", "b/merged")
 	if err := os.Symlink(filepath.Join(base, "ov", "real"), filepath.Join(base, "ov", "link")); err != nil {
 		t.Fatal(err)
 	}
@@ -341,6 +342,9 @@ func TestOutputOnSubmountOfRoot(t *testing.T) {
 		{"trace-in-upper-of-overlay-below-root", `mount -t overlay overlay -o "lowerdir=$1/ov/lower,upperdir=$1/ov2/upper,workdir=$1/ov2/work" "$1/sbx/merged"`, sbx, "--trace", filepath.Join(base, "ov2", "upper", "t.jsonl"), 125},
 		{"trace-in-merged-of-upper-in-root", `mount -t overlay overlay -o "lowerdir=$1/ov/lower,upperdir=$1/sbx/up/upper,workdir=$1/sbx/up/work" "$1/ov2/merged"`, sbx, "--trace", filepath.Join(base, "ov2", "merged", "t.jsonl"), 125},
 		{"trace-is-a-bind-of-a-file-in-root", `: >"$1/sbx/t.jsonl" && : >"$1/out2/t.jsonl" && mount --bind "$1/sbx/t.jsonl" "$1/out2/t.jsonl"`, sbx, "--trace", filepath.Join(base, "out2", "t.jsonl"), 125},
+		// Round 55: the overlay names its upper layer (inside the root)
+		// through a bind mount of the root's parent.
+		{"trace-in-merged-of-upper-named-through-a-bind", `mount --bind "$1/b/real" "$1/b/alias" && mount -t overlay overlay -o "lowerdir=$1/ov/lower,upperdir=$1/b/alias/sb/up,workdir=$1/b/alias/sb/work" "$1/b/merged"`, filepath.Join(base, "b", "real", "sb"), "--trace", filepath.Join(base, "b", "merged", "t.jsonl"), 125},
 		// A read-only view below the root lets the tree change nothing:
 		// an output elsewhere on that file system is fine.
 		{"read-only-bind-below-root", `mount --bind "$1/ext" "$1/sbx/host" && mount -o remount,bind,ro "$1/sbx/host"`, sbx, "--trace", filepath.Join(base, "ext", "t.jsonl"), 0},

@@ -180,7 +180,7 @@ func below(p, dir string) (string, bool) {
 // team: a trace in the upper directory of an overlay whose merged view was
 // the writable root was the tree's to rewrite). Refusing an output in a
 // lower layer the tree cannot write is more than needed, and harmless.
-func overlayAliases(overlays []overlay, roots []string) map[string]string {
+func overlayAliases(overlays []overlay, roots []string, mounts map[uint64]mountEntry) map[string]string {
 	out := map[string]string{}
 	for i := range overlays {
 		// mountinfo names a layer as mount(2) was given it: through a
@@ -192,7 +192,22 @@ func overlayAliases(overlays []overlay, roots []string) map[string]string {
 		}
 	}
 	for _, r := range roots {
+		rp, rok := fsPlace(r, mounts)
 		for _, o := range overlays {
+			// A layer named through another mount of the root (a bind
+			// mount): compared by place too (round 55 of the red team).
+			for _, l := range o.layers {
+				lp, lok := fsPlace(l, mounts)
+				if !rok || !lok || rp.dev != lp.dev {
+					continue
+				}
+				if rel, ok := below(rp.path, lp.path); ok {
+					out[filepath.Join(o.point, rel)] = r
+				}
+				if _, ok := below(lp.path, rp.path); ok {
+					out[o.point] = r
+				}
+			}
 			if rel, ok := below(r, o.point); ok {
 				for _, l := range o.layers {
 					out[filepath.Join(l, rel)] = r
@@ -243,13 +258,13 @@ func inside(dir string, roots []string, writable bool) string {
 	if err != nil {
 		return ""
 	}
-	aliases := overlayAliases(parseOverlays(b), roots)
+	mounts := parseMountinfo(b)
+	aliases := overlayAliases(parseOverlays(b), roots, mounts)
 	for a, r := range aliases {
 		if _, ok := below(dir, a); ok {
 			return r
 		}
 	}
-	mounts := parseMountinfo(b)
 	d, ok := fsPlace(dir, mounts)
 	if !ok {
 		return ""

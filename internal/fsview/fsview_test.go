@@ -89,7 +89,7 @@ func TestOverlayAliases(t *testing.T) {
 		{"root-in-a-lower", []string{"/srv/low2"}, "/srv/merged/x", "/srv/m2/x"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			al := overlayAliases(ovs, tc.roots)
+			al := overlayAliases(ovs, tc.roots, nil)
 			hit := func(p string) bool {
 				for a := range al {
 					if _, ok := below(p, a); ok {
