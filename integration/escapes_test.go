@@ -1463,11 +1463,7 @@ func TestNestedRootRetargeted(t *testing.T) {
 	base := realDir(t)
 	outer, victim := filepath.Join(base, "outer"), filepath.Join(base, "victim")
 	inner := filepath.Join(outer, "ws")
-	for _, d := range []string{inner, victim} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, inner, victim)
 	tc := func(script string) result {
 		return execute(t, base, os.Environ(), []string{tcBin, "run", "-q", "--write", inner, "--write", outer,
 			"--allow-exec", "rm", "--allow-exec", "ln", "--", "/bin/sh", "-c", script})
@@ -1493,11 +1489,7 @@ func TestNestedRootRetargeted(t *testing.T) {
 func TestNestedRootAlias(t *testing.T) {
 	base := realDir(t)
 	real, victim, alias := filepath.Join(base, "real"), filepath.Join(base, "victim"), filepath.Join(base, "alias")
-	for _, d := range []string{real, victim} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, real, victim)
 	if err := os.Symlink("real", alias); err != nil {
 		t.Fatal(err)
 	}
@@ -1523,11 +1515,7 @@ func TestNestedRootSwapRace(t *testing.T) {
 	base := realDir(t)
 	outer, victim := filepath.Join(base, "outer"), filepath.Join(base, "victim")
 	ws, lnk := filepath.Join(outer, "ws"), filepath.Join(outer, "lnk")
-	for _, d := range []string{ws, victim} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, ws, victim)
 	if err := os.Symlink(victim, lnk); err != nil {
 		t.Fatal(err)
 	}
@@ -1563,11 +1551,7 @@ func TestNestedRootSwapRace(t *testing.T) {
 func TestScratchLinkInRoot(t *testing.T) {
 	base := realDir(t)
 	root, out := filepath.Join(base, "R"), filepath.Join(base, "out")
-	for _, d := range []string{root, out} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, root, out)
 	if err := os.Symlink(out, filepath.Join(root, "s")); err != nil {
 		t.Fatal(err)
 	}

@@ -677,3 +677,13 @@ func startPiped(t *testing.T, argv []string) (*exec.Cmd, io.WriteCloser, io.Read
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	return cmd, stdin, stdout
 }
+
+// mkdirs makes each directory of dirs, with its parents (mode 0755).
+func mkdirs(t *testing.T, dirs ...string) {
+	t.Helper()
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -309,9 +309,7 @@ func mountNSDirs(t *testing.T, dirs ...string) string {
 	}
 	base := realDir(t)
 	for _, d := range dirs {
-		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
+		mkdirs(t, filepath.Join(base, d))
 	}
 	return base
 }
@@ -410,11 +408,7 @@ func TestServeStateDirOverlayInRoot(t *testing.T) {
 func TestServeSocketInRoot(t *testing.T) {
 	base := realDir(t)
 	state, shared := filepath.Join(base, "state"), filepath.Join(base, "shared")
-	for _, d := range []string{state, shared} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mkdirs(t, state, shared)
 	r := execute(t, "", os.Environ(), []string{"timeout", "20", tcBin, "serve", "--state-dir", state, "--write", shared, "--listen", "unix:" + filepath.Join(shared, "tc.sock")})
 	if r.status == 0 || r.status == 124 || !strings.Contains(r.stderr, "inside the writable root") {
 		t.Errorf("status %d, stderr %q; want a refusal naming the writable root", r.status, r.stderr)

@@ -74,13 +74,7 @@ func TestRunReport(t *testing.T) {
 			Paths             []struct{ Resolved string }
 		}
 	}
-	b, err := os.ReadFile(rep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	b := readJSON(t, rep, &r)
 	if r.Exit.Code != 4 || r.Exit.Status != 4 || len(r.Denials) != 1 || r.Denials[0].Paths[0].Resolved != "/proc/1/comm" {
 		t.Fatalf("report %s", b)
 	}
@@ -347,14 +341,8 @@ func TestTraceWriteFails(t *testing.T) {
 	if tr := <-traced; strings.Contains(tr, `"given":"/etc/tracecell-untraced"`) {
 		t.Fatalf("the denial reached the trace: the pipe closed too late\n%s", tr)
 	}
-	b, err := os.ReadFile(rp)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var r report.Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, rp, &r)
 	if !strings.Contains(r.TraceError, "broken pipe") || !strings.Contains(r.Error, "--trace") || r.Exit.Status != 125 {
 		t.Errorf("report: trace_error %q, error %q, status %d", r.TraceError, r.Error, r.Exit.Status)
 	}
@@ -367,4 +355,17 @@ func TestTraceWriteFails(t *testing.T) {
 	if !found {
 		t.Errorf("untraced_denials %+v lack the denial the trace failed on", r.UntracedDenials)
 	}
+}
+
+// readJSON decodes the JSON file at path into v and returns its bytes.
+func readJSON(t *testing.T, path string, v any) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return b
 }
