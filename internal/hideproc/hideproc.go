@@ -38,20 +38,68 @@ func init() {
 // is open to the user's other programs for that moment, and now shows
 // only zeros. (Its mem, where Yama allows, still holds Go's copies.)
 //
-// The write goes through /proc/self/mem, before the prctl: a process that
-// is not dumpable may not open its own mem as an ordinary user. Any failure
-// leaves the strings as they were.
+// Two ways, the first preferred, each leaving the strings as they were
+// when it fails: scrubNearExecfn (two system calls, no file), then
+// scrubByProc. Scrubbed says which one did it.
 func scrubEnviron() {
+	switch {
+	case scrubNearExecfn(syscall.Environ()):
+		Scrubbed = "execfn"
+	case scrubByProc():
+		Scrubbed = "proc"
+	}
+}
+
+// Scrubbed is how scrubEnviron zeroed the environment strings: "execfn",
+// "proc", or "" when it could not.
+var Scrubbed string
+
+// scrubNearExecfn finds the environment strings where execve(2) put them
+// (fs/exec.c, do_execveat_common, unchanged since Linux 2.6): it copies the
+// file name first, at the top of the new stack, then the environment
+// strings below it, the last just under the file name, then the arguments
+// below those. So the strings, each with its NUL, end where AT_EXECFN
+// points. They are zeroed only if the bytes there are exactly env, NULs
+// included (read and written with process_vm_readv/writev, which fail
+// rather than fault on memory that is not there), so a layout other than
+// expected (an emulator, an unset variable) leaves them to scrubByProc.
+// About 0.1 ms less at every start than scrubByProc's two /proc files.
+func scrubNearExecfn(env []string) bool {
+	end := execfn()
+	n := 0
+	for _, e := range env {
+		n += len(e) + 1
+	}
+	if end == 0 || n == 0 || n > 4<<20 || uintptr(n) > end {
+		return false
+	}
+	want := make([]byte, 0, n)
+	for _, e := range env {
+		want = append(append(want, e...), 0)
+	}
+	got := make([]byte, n)
+	if !selfVM(end-uintptr(n), got, false) || string(got) != string(want) {
+		return false
+	}
+	clear(got)
+	return selfVM(end-uintptr(n), got, true)
+}
+
+// scrubByProc finds the strings by /proc/self/stat's env_start and env_end
+// and zeroes them through /proc/self/mem, before the prctl: a process that
+// is not dumpable may not open its own mem as an ordinary user.
+func scrubByProc() bool {
 	start, end, ok := envArea()
 	if !ok || end <= start || end-start > 4<<20 {
-		return
+		return false
 	}
 	fd, err := syscall.Open("/proc/self/mem", syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return
+		return false
 	}
-	syscall.Pwrite(fd, make([]byte, end-start), int64(start))
+	n, err := syscall.Pwrite(fd, make([]byte, end-start), int64(start))
 	syscall.Close(fd)
+	return err == nil && uint64(n) == end-start
 }
 
 // envArea reads env_start and env_end, fields 50 and 51 of /proc/self/stat

@@ -63,3 +63,43 @@ func TestEnvironScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// The initializer took the quick way, and the place it inferred from
+// AT_EXECFN is the kernel's own env_start..env_end (/proc/self/stat).
+func TestScrubbedNearExecfn(t *testing.T) {
+	if len(os.Environ()) == 0 {
+		t.Skip("no environment to scrub")
+	}
+	if Scrubbed != "execfn" {
+		t.Fatalf("Scrubbed = %q, want %q (the /proc fallback, or nothing, ran instead)", Scrubbed, "execfn")
+	}
+	start, end, ok := envArea()
+	if !ok {
+		t.Fatal("envArea: /proc/self/stat unreadable")
+	}
+	if uint64(execfn()) != end {
+		t.Errorf("AT_EXECFN = %#x, env_end = %#x", execfn(), end)
+	}
+	n := 0
+	for _, e := range os.Environ() {
+		n += len(e) + 1
+	}
+	if uint64(n) != end-start {
+		t.Errorf("the environment takes %d bytes, env_start..env_end %d", n, end-start)
+	}
+}
+
+// Where the bytes below AT_EXECFN are not the environment given (here: they
+// are zeros by now), nothing is written and the caller falls back; memory
+// that is not mapped fails instead of faulting.
+func TestScrubNearExecfnRefuses(t *testing.T) {
+	if scrubNearExecfn([]string{"TRACECELL_NOT_THERE=1"}) {
+		t.Fatal("scrubNearExecfn accepted bytes that are not the environment")
+	}
+	if scrubNearExecfn(nil) {
+		t.Fatal("scrubNearExecfn of no environment reported a scrub")
+	}
+	if selfVM(0, make([]byte, 8), false) || selfVM(0, make([]byte, 8), true) {
+		t.Fatal("selfVM at address 0 succeeded")
+	}
+}
