@@ -2,6 +2,7 @@ package decode
 
 import (
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,6 +32,7 @@ type fakeFile struct {
 	special string // a /proc magic link to a pipe or socket
 	procPid int
 	deleted bool
+	mode    fs.FileMode // the type bits a stat shows (devices)
 }
 
 // fakeEnv is a stopped task without a process: memory by address, a file
@@ -86,6 +88,8 @@ func newFakeEnv() *fakeEnv {
 			"/home/u/d": {dir: true}, "/home/u/ln": {link: "/etc/passwd"}, "/etc": {dir: true},
 			"/etc/passwd": {}, "/secret": {dir: true}, "/usr/bin/python3": {},
 			"/dev/pts/3": {}, "/dev/pts/4": {},
+			"/dev": {dir: true}, "/dev/vda": {mode: fs.ModeDevice}, "/dev/null": {mode: fs.ModeDevice | fs.ModeCharDevice},
+			"/dev/disk": {dir: true}, "/dev/disk/root": {link: "/dev/vda"},
 			"/proc/77/fd/3": {special: "pipe:[9]", procPid: 77}, "/memfd:x (deleted)": {deleted: true, procPid: 5},
 		},
 		fds:    map[int32]string{3: "/home/u/d", 4: "/home/u/f", 5: "/etc", 6: "/proc/77/fd/3", 7: "/memfd:x (deleted)"},
@@ -151,7 +155,7 @@ func (e *fakeEnv) lookup(p string, follow bool) pathres.Result {
 		}
 		return pathres.Result{Path: p}
 	}
-	return pathres.Result{Path: p, Exists: true, IsDir: f.dir, Special: f.special, ProcPid: f.procPid, Deleted: f.deleted}
+	return pathres.Result{Path: p, Exists: true, IsDir: f.dir, Special: f.special, ProcPid: f.procPid, Deleted: f.deleted, Mode: f.mode}
 }
 
 func (e *fakeEnv) ResolveFd(fd int32) (pathres.Result, error) {

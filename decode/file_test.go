@@ -164,6 +164,20 @@ func TestDecodeOpen(t *testing.T) {
 					t.Error("a pty the tree did not make is its own")
 				}
 			}},
+		{name: "a block device through a symlink", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_RDONLY},
+			mem: map[uintptr]string{addr1: "/dev/disk/root"}, kind: syscalls.KindRead,
+			check: func(t *testing.T, op *policy.Op, _ *Result, _ *fakeEnv) {
+				if p := op.Paths[0]; !p.BlockDevice || p.Resolved != "/dev/vda" {
+					t.Errorf("%s: BlockDevice %v, want true", p.Resolved, p.BlockDevice)
+				}
+			}},
+		{name: "a character device is no block device", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_RDONLY},
+			mem: map[uintptr]string{addr1: "/dev/null"}, kind: syscalls.KindRead,
+			check: func(t *testing.T, op *policy.Op, _ *Result, _ *fakeEnv) {
+				if op.Paths[0].BlockDevice {
+					t.Error("/dev/null taken for a block device")
+				}
+			}},
 		{name: "the path argument is read for its copy", call: "openat", args: [6]uint64{atFdcwd, addr1, unix.O_RDONLY},
 			mem: map[uintptr]string{addr1: "f"}, kind: syscalls.KindRead,
 			check: func(t *testing.T, _ *policy.Op, _ *Result, e *fakeEnv) {

@@ -1663,3 +1663,39 @@ func TestCtty(t *testing.T) {
 		t.Errorf("chmod allowed: %+v", d)
 	}
 }
+
+// A block device holds the raw blocks of every file on it: where reads are
+// restricted it is refused with the rule that protects those files, unless
+// --allow-device names it (round 56 of the red team).
+func TestDecideReadBlockDevice(t *testing.T) {
+	blk := func(p string) Path { x := ex(p); x.BlockDevice = true; return x }
+	denyOnly := baseConfig() // has deny-read entries
+	rootsOnly := baseConfig()
+	rootsOnly.DenyRead = nil
+	rootsOnly.ReadRoots = []string{"/data", "/dev"}
+	openReads := baseConfig()
+	openReads.DenyRead = nil
+	allowed := baseConfig()
+	allowed.Devices = append(allowed.Devices, "/dev/loop*")
+	for _, c := range []struct {
+		name string
+		c    Config
+		path Path
+		rule Rule
+	}{
+		{"deny-read", denyOnly, blk("/dev/loop3"), RuleDenyRead},
+		{"deny-read, a char device", denyOnly, ex("/dev/loop3"), RuleRead},
+		{"read roots that hold /dev", rootsOnly, blk("/dev/vda"), RuleReadNotAllowed},
+		{"open reads", openReads, blk("/dev/vda"), RuleRead},
+		{"--allow-device", allowed, blk("/dev/loop3"), RuleRead},
+		{"--allow-device, another device", allowed, blk("/dev/vda"), RuleDenyRead},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := mustNew(t, c.c).Decide(&Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{c.path}}, nil)
+			check(t, d, c.rule, syscall.EACCES, nil)
+			if !d.Allow && !strings.Contains(d.Reason, "block device") {
+				t.Errorf("reason %q does not say why", d.Reason)
+			}
+		})
+	}
+}

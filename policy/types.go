@@ -174,6 +174,12 @@ type Path struct {
 	// scratch file (another session's), with no name the policy could
 	// decide by.
 	HeldOutside bool `json:"-"`
+	// BlockDevice is set by the tracer when Resolved is a block device
+	// node (the object the call opens, after symlinks): its raw blocks
+	// hold every file stored on the device, the ones --deny-read and
+	// --read keep from the tree included (round 56 of the red team: a root
+	// tree read a deny-read file's bytes from /dev/loopN).
+	BlockDevice bool `json:"-"`
 	// Deleted is set by the tracer when Resolved is the text
 	// "<old name> (deleted)" of a /proc magic link (fd/N, map_files/*) to a
 	// file with no name any more (unlinked, O_TMPFILE, memfd), checked
