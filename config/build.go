@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/tracecell/tracecell/internal/fsview"
 	"os"
 	"path"
 	"path/filepath"
@@ -250,6 +251,13 @@ func (b *planBuilder) reads() error {
 			return usagef("--deny-read %s: %v", r, err)
 		}
 		b.pc.DenyRead = appendUnique(b.pc.DenyRead, a)
+	}
+	// The same files under other paths (a bind mount of a denied
+	// directory, an overlay's layer): denied by those paths too.
+	for _, d := range b.pc.DenyRead {
+		for _, v := range fsview.Views(d) {
+			b.pc.DenyReadViews = append(b.pc.DenyReadViews, policy.View{Path: v, Of: d})
+		}
 	}
 	return nil
 }

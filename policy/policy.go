@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -62,7 +63,9 @@ func DefaultScratch() []string { return []string{"/dev/shm"} }
 
 // Policy decides. It is immutable after New and safe for concurrent use.
 type Policy struct {
-	cfg       Config
+	cfg Config
+	// deny is every deny-read path: the entries, then their views.
+	deny      []denyEntry
 	writeText string // "/a, /b" or "none", for reasons
 	readText  string
 	execText  string
@@ -88,6 +91,14 @@ func New(cfg Config) (*Policy, error) {
 			if err := checkPath(l.what, p); err != nil {
 				return nil, err
 			}
+		}
+	}
+	for _, v := range cfg.DenyReadViews {
+		if err := checkPath("deny-read view", v.Path); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(cfg.DenyRead, v.Of) {
+			return nil, fmt.Errorf("deny-read view %q: its entry %q is not a deny-read path", v.Path, v.Of)
 		}
 	}
 	for _, p := range cfg.WriteRoots {
@@ -119,7 +130,7 @@ func New(cfg Config) (*Policy, error) {
 	if cfg.Mode > Audit {
 		return nil, fmt.Errorf("mode %v is not enforce or audit", cfg.Mode)
 	}
-	p := &Policy{cfg: copyConfig(cfg)}
+	p := &Policy{cfg: copyConfig(cfg), deny: denyEntries(cfg)}
 	p.writeText = listText(cfg.WriteRoots)
 	var readable []string
 	readable = append(readable, cfg.ReadRoots...)
@@ -158,6 +169,9 @@ func copyConfig(c Config) Config {
 	c.ReadRoots = dup(c.ReadRoots)
 	c.RuntimeRoots = dup(c.RuntimeRoots)
 	c.DenyRead = dup(c.DenyRead)
+	if c.DenyReadViews != nil {
+		c.DenyReadViews = append([]View{}, c.DenyReadViews...)
+	}
 	c.AllowExec = dup(c.AllowExec)
 	c.AllowExecPatterns = dup(c.AllowExecPatterns)
 	c.Devices = dup(c.Devices)
@@ -597,8 +611,8 @@ func (p *Policy) copiesDenyRead(kind syscalls.Kind, r, res string) (Decision, bo
 	if kind != syscalls.KindCreate || r != "source" {
 		return Decision{}, false
 	}
-	for _, d := range p.cfg.DenyRead {
-		if Under(d, res) {
+	for _, d := range p.deny {
+		if Under(d.path, res) {
 			return deny(syscall.EACCES, RuleDenyRead, fmt.Sprintf("copies %s, which holds deny-read %s", res, d)), true
 		}
 	}
@@ -612,8 +626,8 @@ func (p *Policy) movesDenyRead(kind syscalls.Kind, res string) (Decision, bool) 
 	if kind != syscalls.KindRename {
 		return Decision{}, false
 	}
-	for _, d := range p.cfg.DenyRead {
-		if d != res && Under(d, res) {
+	for _, d := range p.deny {
+		if d.path != res && Under(d.path, res) {
 			return deny(syscall.EACCES, RuleDenyRead, fmt.Sprintf("moves %s, which holds deny-read %s", res, d)), true
 		}
 	}
@@ -657,12 +671,36 @@ func (p *Policy) scratchDir(res string) (string, bool) {
 // each session its own sandbox inside it). Deny-read entries inside a
 // writable root still apply to it.
 func (p *Policy) denyRead(res string) (Decision, bool) {
-	for _, d := range p.cfg.DenyRead {
-		if Under(res, d) && !p.carvedOut(res, d) {
-			return deny(syscall.EACCES, RuleDenyRead, "matches deny-read "+d), true
+	for _, d := range p.deny {
+		if Under(res, d.path) && !p.carvedOut(res, d.path) {
+			return deny(syscall.EACCES, RuleDenyRead, "matches deny-read "+d.String()), true
 		}
 	}
 	return Decision{}, false
+}
+
+// denyEntry is one deny-read path: an entry (of == path) or a view of the
+// entry of through another mount.
+type denyEntry struct{ path, of string }
+
+// String is the entry, and the view when it is one.
+func (d denyEntry) String() string {
+	if d.path == d.of {
+		return d.path
+	}
+	return d.of + " (seen here through another mount of its file system, at " + d.path + ")"
+}
+
+// denyEntries lists the deny-read entries of cfg, then their views.
+func denyEntries(cfg Config) []denyEntry {
+	out := make([]denyEntry, 0, len(cfg.DenyRead)+len(cfg.DenyReadViews))
+	for _, d := range cfg.DenyRead {
+		out = append(out, denyEntry{d, d})
+	}
+	for _, v := range cfg.DenyReadViews {
+		out = append(out, denyEntry{v.Path, v.Of})
+	}
+	return out
 }
 
 // carvedOut reports whether res lies in a writable root that is strictly

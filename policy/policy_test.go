@@ -1699,3 +1699,38 @@ func TestDecideReadBlockDevice(t *testing.T) {
 		})
 	}
 }
+
+// A deny-read entry's views (the same files through another mount) are
+// denied like it, and say so; a view must name one of the entries.
+func TestDenyReadViews(t *testing.T) {
+	c := baseConfig()
+	c.DenyRead = []string{"/srv/data"}
+	c.DenyReadViews = []View{{Path: "/mnt/alias", Of: "/srv/data"}, {Path: "/srv/sbx/d/mounted", Of: "/srv/data"}}
+	p := mustNew(t, c)
+	for _, tc := range []struct {
+		name string
+		kind syscalls.Kind
+		path []Path
+		rule Rule
+	}{
+		{"read through the view", syscalls.KindRead, []Path{ex("/mnt/alias/x")}, RuleDenyRead},
+		{"the view itself", syscalls.KindRead, []Path{dir("/mnt/alias")}, RuleDenyRead},
+		{"beside the view", syscalls.KindRead, []Path{ex("/mnt/aliasx")}, RuleRead},
+		{"rename of a directory above a view in the sandbox", syscalls.KindRename, []Path{dir("/srv/sbx/d"), newp("/srv/sbx/e")}, RuleDenyRead},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.Decide(&Op{Kind: tc.kind, Syscall: "openat", Paths: tc.path}, nil)
+			if d.Rule != tc.rule {
+				t.Fatalf("rule %s (%s), want %s", d.Rule, d.Reason, tc.rule)
+			}
+			if !d.Allow && !strings.Contains(d.Reason, "/srv/data") {
+				t.Errorf("reason %q does not name the entry", d.Reason)
+			}
+		})
+	}
+	bad := baseConfig()
+	bad.DenyReadViews = []View{{Path: "/mnt/alias", Of: "/srv/other"}}
+	if _, err := New(bad); err == nil || !strings.Contains(err.Error(), "/srv/other") {
+		t.Errorf("New with a view of no entry: %v", err)
+	}
+}

@@ -85,6 +85,11 @@ type Config struct {
 	// program needs to start (loader, libraries, interpreter prefix).
 	RuntimeRoots []string `json:"runtime_roots,omitempty"`
 	DenyRead     []string `json:"deny_read,omitempty"`  // never readable (files or trees)
+	// DenyReadViews are the other paths that show a DenyRead entry's
+	// files through another mount (a bind mount, an overlay's layer or
+	// merged view: fsview.Views), denied like the entry itself: policies
+	// decide by path, and the mount does not change the file.
+	DenyReadViews []View `json:"deny_read_views,omitempty"`
 	AllowExec    []string `json:"allow_exec,omitempty"` // resolved executables the tree may exec
 	// AllowExecPatterns are path.Match patterns over the resolved program
 	// ("/usr/bin/*": every program directly in /usr/bin; '*' stops at '/').
@@ -111,6 +116,13 @@ type Config struct {
 	// SIOCADDRT, ...) then reach the kernel, which checks the capability
 	// itself; without it they are denied and reported as ioctl-not-allowed.
 	NetAdmin bool `json:"net_admin,omitempty"`
+}
+
+// View is another path (Path) under which the mount table shows the files
+// of the deny-read entry Of.
+type View struct {
+	Path string `json:"path"`
+	Of   string `json:"of"`
 }
 
 // ChecksReads reports whether some read-only opens may be denied (read

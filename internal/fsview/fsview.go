@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -316,5 +317,51 @@ func reachablePlaces(r string, mounts map[uint64]mountEntry, overlays []overlay,
 			}
 		}
 	}
+	return out
+}
+
+// Views are the other paths the mount table shows p's file or directory
+// under (p absolute, symlinks resolved), sorted; none when p does not
+// exist or its mount cannot be told. A mount of p's file system whose
+// subtree holds p's place shows it under that mount (a bind mount of p,
+// of a directory above it, or the same file system mounted twice); one
+// whose subtree lies inside p's shows part of it at the mount point (a
+// bind mount of a directory below p); an overlay shows it through its
+// merged view or its layers (overlayAliases). For --deny-read, decided by
+// path: /srv/alias/secret, a bind mount of /srv/data, is the denied
+// /srv/data/secret. Not seen, as with Inside: FUSE bindfs, NFS exports
+// mounted back, mounts made later.
+func Views(p string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	mounts := parseMountinfo(b)
+	pl, ok := fsPlace(p, mounts)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{p: true}
+	var out []string
+	add := func(v string) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	for _, m := range mounts {
+		if m.dev != pl.dev {
+			continue
+		}
+		if rel, ok := below(pl.path, m.root); ok {
+			add(path.Join(m.point, rel))
+		} else if _, ok := below(m.root, pl.path); ok {
+			add(m.point)
+		}
+	}
+	for a := range overlayAliases(parseOverlays(b), []string{p}, mounts) {
+		add(a)
+	}
+	sort.Strings(out)
 	return out
 }

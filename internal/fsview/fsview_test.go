@@ -107,3 +107,17 @@ func TestOverlayAliases(t *testing.T) {
 		})
 	}
 }
+
+// Views of a path that does not exist are none, and a path is never its
+// own view.
+func TestViewsSelf(t *testing.T) {
+	if v := Views("/nonexistent-tracecell-view"); v != nil {
+		t.Errorf("Views of a missing path: %v", v)
+	}
+	d := t.TempDir()
+	for _, v := range Views(d) {
+		if v == d {
+			t.Errorf("Views(%s) lists itself: %v", d, Views(d))
+		}
+	}
+}

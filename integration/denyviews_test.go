@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// readAll is the tree's side of TestDenyReadThroughMounts: it tries to read
+// each path and prints what it got.
+const readAll = `
+import sys
+for p in sys.argv[1:]:
+    try:
+        print(p, "read", open(p).read().strip())
+    except OSError as e:
+        print(p, "errno", e.errno)
+`
+
+// TestDenyReadThroughMounts: --deny-read is decided by path, and a mount
+// shows the same files under another path: a bind mount of the denied
+// file's directory (or of a directory above it), a bind mount of a
+// directory below a denied tree, an overlay's lower directory seen through
+// its merged view. Each of those paths was readable (the file's content
+// printed) while the entry's own path was denied. Root only; the mounts
+// are made in a mount namespace of their own (unshare -m), with the run.
+// Ground truth: the same reads made bare in that namespace get the secret.
+func TestDenyReadThroughMounts(t *testing.T) {
+	base := mountNSDirs(t, "sbx", "host/keys", "alias", "keys-alias", "lower", "upper", "work", "merged")
+	host, sbx := filepath.Join(base, "host"), filepath.Join(base, "sbx")
+	writeFile(t, filepath.Join(host, "secret"), "SECRET-FILE\n", 0o600)
+	writeFile(t, filepath.Join(host, "keys", "id"), "SECRET-KEY\n", 0o600)
+	writeFile(t, filepath.Join(base, "lower", "conf"), "SECRET-LOWER\n", 0o600)
+	mounts := `mount --bind "$B/host" "$B/alias" && mount --bind "$B/host/keys" "$B/keys-alias" &&
+{ mount -t overlay overlay -o "lowerdir=$B/lower,upperdir=$B/upper,workdir=$B/work" "$B/merged" || echo "no overlay" >&2; }`
+	reads := []string{
+		filepath.Join(base, "alias", "secret"),     // bind mount of the denied file's directory
+		filepath.Join(base, "keys-alias", "id"),    // bind mount of a directory inside a denied tree
+		filepath.Join(base, "lower", "conf"),       // the layer of a denied merged-view file
+		filepath.Join(base, "alias", "keys", "id"), // the denied tree through the first bind mount
+	}
+	deny := []string{"--deny-read", filepath.Join(host, "secret"), "--deny-read", host, "--deny-read", filepath.Join(base, "merged", "conf")}
+	run := func(t *testing.T, traced bool) result {
+		script := mounts + ` && exec "$@"`
+		argv := []string{"unshare", "-m", "--propagation", "private", "env", "B=" + base, "sh", "-c", script, "sh"}
+		if traced {
+			rp := filepath.Join(t.TempDir(), "r.json")
+			argv = append(argv, tcBin, "run", "-q", "--write", sbx, "--report", rp)
+			argv = append(argv, deny...)
+			argv = append(argv, "--", python, "-c", readAll)
+			r := execute(t, "", os.Environ(), append(argv, reads...))
+			r.report, r.reportPath = readReport(t, rp, r), rp
+			return r
+		}
+		argv = append(argv, python, "-c", readAll)
+		return execute(t, "", os.Environ(), append(argv, reads...))
+	}
+	bare := run(t, false)
+	overlay := !strings.Contains(bare.stderr, "no overlay")
+	for _, p := range reads {
+		if !overlay && strings.HasSuffix(p, "conf") {
+			continue
+		}
+		if !strings.Contains(bare.stdout, p+" read SECRET") {
+			t.Fatalf("bare: %s not read, nothing to show:\n%s%s", p, bare.stdout, bare.stderr)
+		}
+	}
+	r := run(t, true)
+	for _, p := range reads {
+		if !overlay && strings.HasSuffix(p, "conf") {
+			continue
+		}
+		if !strings.Contains(r.stdout, p+" errno 13\n") {
+			t.Errorf("%s: not denied:\n%s%s", p, r.stdout, r.stderr)
+		}
+		found := false
+		for _, d := range r.report.Denials {
+			found = found || (d.Rule == "deny-read" && d.hasResolved(p) && strings.Contains(d.Reason, "another mount"))
+		}
+		if !found {
+			t.Errorf("%s: no deny-read denial naming the other mount in the report", p)
+		}
+	}
+	if strings.Contains(r.stdout, "SECRET") {
+		t.Errorf("a secret reached the tree:\n%s", r.stdout)
+	}
+}
