@@ -253,10 +253,15 @@ func (b *planBuilder) reads() error {
 		b.pc.DenyRead = appendUnique(b.pc.DenyRead, a)
 	}
 	// The same files under other paths (a bind mount of a denied
-	// directory, an overlay's layer): denied by those paths too.
+	// directory, an overlay's layer): denied by those paths too; and a
+	// denied file by its identity, which its hard links share.
 	for _, d := range b.pc.DenyRead {
 		for _, v := range fsview.Views(d) {
 			b.pc.DenyReadViews = append(b.pc.DenyReadViews, policy.View{Path: v, Of: d})
+		}
+		var st unix.Stat_t
+		if unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			b.pc.DenyReadFiles = append(b.pc.DenyReadFiles, policy.FileID{Dev: uint64(st.Dev), Ino: st.Ino, Of: d})
 		}
 	}
 	return nil

@@ -166,6 +166,7 @@ func (d *Decoder) fill(p policy.Path, r pathres.Result, err error) (policy.Path,
 	// An unlinked file or memfd of another process (another session's
 	// worker) reached through its /proc/<pid>/fd/N.
 	p.HeldOutside = r.Special == "" && r.ProcPid != 0 && !d.Env.PidInTree(r.ProcPid)
+	p.Dev, p.Ino = r.Dev, r.Ino
 	p.BlockDevice = r.Exists && r.Special == "" && r.Mode&fs.ModeDevice != 0 && r.Mode&fs.ModeCharDevice == 0
 	if r.Exists && r.Special == "" && policy.PtySlave(r.Path) {
 		p.OwnPty = d.Env.OwnsPty(r.Path)

@@ -86,3 +86,34 @@ func TestDenyReadThroughMounts(t *testing.T) {
 		t.Errorf("a secret reached the tree:\n%s", r.stdout)
 	}
 }
+
+// TestDenyReadHardLink: a hard link to a --deny-read file, made outside the
+// tree (the tree may not link it), is the same file under a name no path
+// rule covers. It is denied by the file's identity, and the denial names
+// the entry; another file beside it stays readable. Any user.
+func TestDenyReadHardLink(t *testing.T) {
+	d := realDir(t)
+	host, sbx := filepath.Join(d, "host"), filepath.Join(d, "sbx")
+	mkdirs(t, host, sbx)
+	secret, link, other := filepath.Join(host, "secret"), filepath.Join(d, "backup-secret"), filepath.Join(d, "other")
+	writeFile(t, secret, "SECRET-LINKED\n", 0o644)
+	writeFile(t, other, "PLAIN\n", 0o644)
+	if err := os.Link(secret, link); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	bare := runBare(t, sbx, nil, python, "-c", readAll, link)
+	if !strings.Contains(bare.stdout, link+" read SECRET-LINKED") {
+		t.Fatalf("bare: the link was not read:\n%s%s", bare.stdout, bare.stderr)
+	}
+	r := runTraced(t, sbx, nil, []string{"--quiet", "--deny-read", secret}, python, "-c", readAll, link, other)
+	if !strings.Contains(r.stdout, link+" errno 13\n") || !strings.Contains(r.stdout, other+" read PLAIN") {
+		t.Fatalf("want the link denied and the other file read:\n%s%s", r.stdout, r.stderr)
+	}
+	found := false
+	for _, e := range r.report.Denials {
+		found = found || (e.Rule == "deny-read" && e.hasResolved(link) && strings.Contains(e.Reason, secret))
+	}
+	if !found {
+		t.Errorf("no deny-read denial of %s naming %s:\n%s", link, secret, r.stderr)
+	}
+}

@@ -68,6 +68,9 @@ type Result struct {
 	Exists bool
 	IsDir  bool        // Path is a directory
 	Mode   fs.FileMode // lstat mode of Path (type and permission bits); 0 when unknown
+	// Dev and Ino identify the object at Path (its lstat st_dev, st_ino)
+	// when Exists and the walk looked; 0 otherwise.
+	Dev, Ino uint64
 	// Special is the readlink text of a /proc magic link that names a
 	// non-file object: "pipe:[123]", "socket:[45]", "anon_inode:[eventfd]",
 	// "net:[4026531992]", ...
@@ -321,7 +324,7 @@ func (w *walker) run(cur, rest string) (Result, error) {
 		}
 		last = fi
 	}
-	r := Result{Path: cur, Exists: true, IsDir: last.IsDir(), Mode: last.mode}
+	r := Result{Path: cur, Exists: true, IsDir: last.IsDir(), Mode: last.mode, Dev: last.dev, Ino: last.ino}
 	if w.isDir && !r.IsDir && r.Mode&fs.ModeSymlink == 0 {
 		r.WalkErr = syscall.ENOTDIR
 	}
@@ -527,7 +530,7 @@ func lexical(next string, nextExists bool, rest string, errno syscall.Errno) Res
 		return r
 	}
 	if fi, err := lstat(p, false); err == nil {
-		r.Exists, r.IsDir, r.Mode = true, fi.IsDir(), fi.mode
+		r.Exists, r.IsDir, r.Mode, r.Dev, r.Ino = true, fi.IsDir(), fi.mode, fi.dev, fi.ino
 	}
 	return r
 }

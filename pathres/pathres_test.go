@@ -661,3 +661,29 @@ func TestFdFlags(t *testing.T) {
 		t.Error("ParseFdInfoFlags without a flags: line: no error")
 	}
 }
+
+// A result names its object's identity: the st_dev and st_ino of the file a
+// path (through a symlink) and an fd of it resolve to.
+func TestResultIdentity(t *testing.T) {
+	root := tree(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self := Task{Tgid: os.Getpid(), Tid: gettid()}
+	var want syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(root, "rel", "f"), &want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Resolve(self, root, []byte("rel/f"), true)
+	if err != nil || got.Dev != uint64(want.Dev) || got.Ino != uint64(want.Ino) {
+		t.Errorf("Resolve(rel/f) = dev %d ino %d (%v), want %d %d", got.Dev, got.Ino, err, want.Dev, want.Ino)
+	}
+	f, err := os.Open(filepath.Join(root, "rel", "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err = Resolve(self, "/", []byte(fmt.Sprintf("/proc/self/fd/%d", f.Fd())), true)
+	if err != nil || got.Dev != uint64(want.Dev) || got.Ino != uint64(want.Ino) {
+		t.Errorf("Resolve(/proc/self/fd/N) = dev %d ino %d (%v), want %d %d", got.Dev, got.Ino, err, want.Dev, want.Ino)
+	}
+}

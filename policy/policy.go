@@ -65,7 +65,9 @@ func DefaultScratch() []string { return []string{"/dev/shm"} }
 type Policy struct {
 	cfg Config
 	// deny is every deny-read path: the entries, then their views.
-	deny      []denyEntry
+	deny []denyEntry
+	// denyFiles are the deny-read files by identity (Config.DenyReadFiles).
+	denyFiles map[[2]uint64]string
 	writeText string // "/a, /b" or "none", for reasons
 	readText  string
 	execText  string
@@ -131,6 +133,15 @@ func New(cfg Config) (*Policy, error) {
 		return nil, fmt.Errorf("mode %v is not enforce or audit", cfg.Mode)
 	}
 	p := &Policy{cfg: copyConfig(cfg), deny: denyEntries(cfg)}
+	for _, f := range cfg.DenyReadFiles {
+		if f.Ino == 0 || !slices.Contains(cfg.DenyRead, f.Of) {
+			return nil, fmt.Errorf("deny-read file %+v: no inode, or its entry is not a deny-read path", f)
+		}
+		if p.denyFiles == nil {
+			p.denyFiles = map[[2]uint64]string{}
+		}
+		p.denyFiles[[2]uint64{f.Dev, f.Ino}] = f.Of
+	}
 	p.writeText = listText(cfg.WriteRoots)
 	var readable []string
 	readable = append(readable, cfg.ReadRoots...)
@@ -171,6 +182,9 @@ func copyConfig(c Config) Config {
 	c.DenyRead = dup(c.DenyRead)
 	if c.DenyReadViews != nil {
 		c.DenyReadViews = append([]View{}, c.DenyReadViews...)
+	}
+	if c.DenyReadFiles != nil {
+		c.DenyReadFiles = append([]FileID{}, c.DenyReadFiles...)
 	}
 	c.AllowExec = dup(c.AllowExec)
 	c.AllowExecPatterns = dup(c.AllowExecPatterns)

@@ -1734,3 +1734,35 @@ func TestDenyReadViews(t *testing.T) {
 		t.Errorf("New with a view of no entry: %v", err)
 	}
 }
+
+// A deny-read file is denied by its identity under any name (a hard link);
+// a directory with a matching inode number, or a file of another device,
+// is not it.
+func TestDenyReadFiles(t *testing.T) {
+	c := baseConfig()
+	c.DenyRead = []string{"/home/u/.env"}
+	c.DenyReadFiles = []FileID{{Dev: 8, Ino: 77, Of: "/home/u/.env"}}
+	p := mustNew(t, c)
+	id := func(pa Path, dev, ino uint64) Path { pa.Dev, pa.Ino = dev, ino; return pa }
+	for _, tc := range []struct {
+		name string
+		path Path
+		rule Rule
+	}{
+		{"a hard link", id(ex("/backup/env"), 8, 77), RuleDenyRead},
+		{"another device", id(ex("/backup/env"), 9, 77), RuleRead},
+		{"a directory", id(dir("/backup/envdir"), 8, 77), RuleRead},
+		{"unknown identity", ex("/backup/env"), RuleRead},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := p.Decide(&Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{tc.path}}, nil)
+			if d.Rule != tc.rule {
+				t.Fatalf("rule %s (%s), want %s", d.Rule, d.Reason, tc.rule)
+			}
+		})
+	}
+	c.DenyReadFiles = []FileID{{Dev: 8, Ino: 77, Of: "/elsewhere"}}
+	if _, err := New(c); err == nil {
+		t.Error("New accepted a deny-read file of no entry")
+	}
+}

@@ -51,6 +51,9 @@ func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 		if d, ok := p.denyRead(res); ok {
 			return d
 		}
+		if of, ok := p.denyFiles[[2]uint64{pa.Dev, pa.Ino}]; ok && pa.Exists && pa.Ino != 0 && !pa.IsDir {
+			return deny(syscall.EACCES, RuleDenyRead, "is deny-read "+of+" under another name (the same file: a hard link, or another mount of it)")
+		}
 		if p.cfg.PrivateScratch {
 			if s, ok := p.scratchDir(res); ok && res != s && (l == nil || !l.Owned(res)) {
 				if l != nil && l.Replaced(res) {

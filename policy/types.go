@@ -84,13 +84,18 @@ type Config struct {
 	// RuntimeRoots are readable even when ReadRoots restricts reads: what the
 	// program needs to start (loader, libraries, interpreter prefix).
 	RuntimeRoots []string `json:"runtime_roots,omitempty"`
-	DenyRead     []string `json:"deny_read,omitempty"`  // never readable (files or trees)
+	DenyRead     []string `json:"deny_read,omitempty"` // never readable (files or trees)
 	// DenyReadViews are the other paths that show a DenyRead entry's
 	// files through another mount (a bind mount, an overlay's layer or
 	// merged view: fsview.Views), denied like the entry itself: policies
 	// decide by path, and the mount does not change the file.
 	DenyReadViews []View `json:"deny_read_views,omitempty"`
-	AllowExec    []string `json:"allow_exec,omitempty"` // resolved executables the tree may exec
+	// DenyReadFiles identify the deny-read entries that are files (not
+	// directories) by device and inode, as they were when the run began:
+	// a hard link elsewhere is the same file under a name no path rule
+	// covers.
+	DenyReadFiles []FileID `json:"deny_read_files,omitempty"`
+	AllowExec     []string `json:"allow_exec,omitempty"` // resolved executables the tree may exec
 	// AllowExecPatterns are path.Match patterns over the resolved program
 	// ("/usr/bin/*": every program directly in /usr/bin; '*' stops at '/').
 	// Their fixed leading directories have their symlinks expanded.
@@ -123,6 +128,14 @@ type Config struct {
 type View struct {
 	Path string `json:"path"`
 	Of   string `json:"of"`
+}
+
+// FileID is a deny-read file's identity: its st_dev and st_ino, and the
+// entry (Of).
+type FileID struct {
+	Dev uint64 `json:"dev"`
+	Ino uint64 `json:"ino"`
+	Of  string `json:"of"`
 }
 
 // ChecksReads reports whether some read-only opens may be denied (read
@@ -192,6 +205,9 @@ type Path struct {
 	// --read keep from the tree included (round 56 of the red team: a root
 	// tree read a deny-read file's bytes from /dev/loopN).
 	BlockDevice bool `json:"-"`
+	// Dev and Ino identify the object at Resolved when Exists (its lstat
+	// st_dev and st_ino; 0 when not known).
+	Dev, Ino uint64 `json:"-"`
 	// Deleted is set by the tracer when Resolved is the text
 	// "<old name> (deleted)" of a /proc magic link (fd/N, map_files/*) to a
 	// file with no name any more (unlinked, O_TMPFILE, memfd), checked
