@@ -117,3 +117,28 @@ func TestDenyReadHardLink(t *testing.T) {
 		t.Errorf("no deny-read denial of %s naming %s:\n%s", link, secret, r.stderr)
 	}
 }
+
+// TestDenyReadSandboxIsAView: the sandbox is a bind mount of a directory
+// inside a denied tree (--deny-read /home with --write /work, /work being
+// /home/u/project mounted there, as containers do): it stays readable and
+// writable, as a sandbox nested in a denied tree does; the rest of the tree
+// through another mount does not. Root only.
+func TestDenyReadSandboxIsAView(t *testing.T) {
+	base := mountNSDirs(t, "home/u/project", "home/u/.ssh", "work")
+	home, work := filepath.Join(base, "home"), filepath.Join(base, "work")
+	writeFile(t, filepath.Join(home, "u", "project", "data.txt"), "PROJECT\n", 0o644)
+	writeFile(t, filepath.Join(home, "u", ".ssh", "id"), "SECRET-KEY\n", 0o600)
+	script := `mount --bind "$1/u/project" "$2" && shift 2 && exec "$@"`
+	rp := filepath.Join(t.TempDir(), "r.json")
+	argv := []string{"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", home, work,
+		tcBin, "run", "-q", "--write", work, "--deny-read", home, "--report", rp, "--",
+		python, "-c", readAll + "\nopen('" + work + "/new.txt', 'w').write('x')\nprint('wrote')",
+		filepath.Join(work, "data.txt"), filepath.Join(home, "u", ".ssh", "id")}
+	r := execute(t, "", os.Environ(), argv)
+	if !strings.Contains(r.stdout, filepath.Join(work, "data.txt")+" read PROJECT") || !strings.Contains(r.stdout, "wrote") {
+		t.Errorf("the sandbox was not readable and writable:\n%s%s", r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, filepath.Join(home, "u", ".ssh", "id")+" errno 13") {
+		t.Errorf("the denied tree was read:\n%s%s", r.stdout, r.stderr)
+	}
+}

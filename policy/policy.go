@@ -686,7 +686,7 @@ func (p *Policy) scratchDir(res string) (string, bool) {
 // writable root still apply to it.
 func (p *Policy) denyRead(res string) (Decision, bool) {
 	for _, d := range p.deny {
-		if Under(res, d.path) && !p.carvedOut(res, d.path) {
+		if Under(res, d.path) && !p.carvedOut(res, d) {
 			return deny(syscall.EACCES, RuleDenyRead, "matches deny-read "+d.String()), true
 		}
 	}
@@ -718,10 +718,13 @@ func denyEntries(cfg Config) []denyEntry {
 }
 
 // carvedOut reports whether res lies in a writable root that is strictly
-// inside the deny-read tree d.
-func (p *Policy) carvedOut(res, d string) bool {
+// inside the deny-read tree d, or for a view, inside it or the view itself:
+// a sandbox that is a bind mount of a directory of a denied tree (/work, a
+// mount of /home/u/project, with /home denied) is the operator's more
+// specific grant, as it is in the tree's own path.
+func (p *Policy) carvedOut(res string, d denyEntry) bool {
 	for _, r := range p.cfg.WriteRoots {
-		if r != d && Under(r, d) && Under(res, r) {
+		if (r != d.path || d.path != d.of) && Under(r, d.path) && Under(res, r) {
 			return true
 		}
 	}

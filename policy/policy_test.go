@@ -1728,6 +1728,18 @@ func TestDenyReadViews(t *testing.T) {
 			}
 		})
 	}
+	// A sandbox that is itself a view (a bind mount of a directory of a
+	// denied tree) stays readable: the more specific grant wins.
+	mounted := baseConfig()
+	mounted.WriteRoots = []string{"/work"}
+	mounted.DenyRead = []string{"/home"}
+	mounted.DenyReadViews = []View{{Path: "/work", Of: "/home"}, {Path: "/mnt/home", Of: "/home"}}
+	mp := mustNew(t, mounted)
+	for res, rule := range map[string]Rule{"/work/x": RuleRead, "/work": RuleRead, "/mnt/home/u/x": RuleDenyRead, "/home/u/project/x": RuleDenyRead} {
+		if d := mp.Decide(&Op{Kind: syscalls.KindRead, Syscall: "openat", Paths: []Path{ex(res)}}, nil); d.Rule != rule {
+			t.Errorf("sandbox that is a view: read %s: %s (%s), want %s", res, d.Rule, d.Reason, rule)
+		}
+	}
 	bad := baseConfig()
 	bad.DenyReadViews = []View{{Path: "/mnt/alias", Of: "/srv/other"}}
 	if _, err := New(bad); err == nil || !strings.Contains(err.Error(), "/srv/other") {
