@@ -373,6 +373,15 @@ func checkCase(t *testing.T, c tcase, self Task, mode string, cache *DirCache) {
 	}
 	gotMode := got.Mode
 	got.Mode = 0
+	// The identity is the object's at Path (TestResultIdentity checks
+	// the values); here only that it is there when the object is.
+	if got.Exists && got.Special == "" && !got.Deleted && got.WalkErr == 0 {
+		var st syscall.Stat_t
+		if syscall.Lstat(got.Path, &st) == nil && (got.Dev != uint64(st.Dev) || got.Ino != uint64(st.Ino)) {
+			t.Errorf("identity dev %d ino %d, lstat of %s: %d %d", got.Dev, got.Ino, got.Path, st.Dev, st.Ino)
+		}
+	}
+	got.Dev, got.Ino = 0, 0
 	// Every case that names /proc, or starts there, walks through it;
 	// the tree's own links stay out of it (TestViaProc has the others).
 	via := strings.HasPrefix(c.p, "/proc") || strings.HasPrefix(c.base, "/proc") || strings.HasPrefix(c.p, "/dev/fd/")
