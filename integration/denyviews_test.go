@@ -27,18 +27,30 @@ for p in sys.argv[1:]:
 // are made in a mount namespace of their own (unshare -m), with the run.
 // Ground truth: the same reads made bare in that namespace get the secret.
 func TestDenyReadThroughMounts(t *testing.T) {
-	base := mountNSDirs(t, "sbx", "host/keys", "alias", "keys-alias", "lower", "upper", "work", "merged")
+	base := mountNSDirs(t, "sbx", "host/keys", "host/vol", "alias", "keys-alias", "alias\u3000x", "alias\vy", "vol2",
+		"layers/lower", "layers/upper", "layers/work", "merged", "layers-alias")
 	host, sbx := filepath.Join(base, "host"), filepath.Join(base, "sbx")
 	writeFile(t, filepath.Join(host, "secret"), "SECRET-FILE\n", 0o600)
 	writeFile(t, filepath.Join(host, "keys", "id"), "SECRET-KEY\n", 0o600)
-	writeFile(t, filepath.Join(base, "lower", "conf"), "SECRET-LOWER\n", 0o600)
+	writeFile(t, filepath.Join(base, "layers", "lower", "conf"), "SECRET-LOWER\n", 0o600)
+	// Round 57 of the red team: mount points named with an ideographic
+	// space or a vertical tab (strings.Fields split them), a volume mounted
+	// inside the denied tree and also elsewhere, a second mount of an
+	// overlay's layers.
 	mounts := `mount --bind "$B/host" "$B/alias" && mount --bind "$B/host/keys" "$B/keys-alias" &&
-{ mount -t overlay overlay -o "lowerdir=$B/lower,upperdir=$B/upper,workdir=$B/work" "$B/merged" || echo "no overlay" >&2; }`
+mount --bind "$B/host" "$B/alias` + "\u3000" + `x" && mount --bind "$B/host" "$B/alias` + "\v" + `y" &&
+mount -t tmpfs vol "$B/host/vol" && echo SECRET-VOL > "$B/host/vol/key" && mount --bind "$B/host/vol" "$B/vol2" &&
+{ mount -t overlay overlay -o "lowerdir=$B/layers/lower,upperdir=$B/layers/upper,workdir=$B/layers/work" "$B/merged" &&
+  mount --bind "$B/layers" "$B/layers-alias" || echo "no overlay" >&2; }`
 	reads := []string{
-		filepath.Join(base, "alias", "secret"),     // bind mount of the denied file's directory
-		filepath.Join(base, "keys-alias", "id"),    // bind mount of a directory inside a denied tree
-		filepath.Join(base, "lower", "conf"),       // the layer of a denied merged-view file
-		filepath.Join(base, "alias", "keys", "id"), // the denied tree through the first bind mount
+		filepath.Join(base, "alias", "secret"),               // a bind mount of the denied file's directory
+		filepath.Join(base, "keys-alias", "id"),              // of a directory inside a denied tree
+		filepath.Join(base, "alias", "keys", "id"),           // the denied tree through the first one
+		filepath.Join(base, "alias\u3000x", "secret"),        // a name strings.Fields split
+		filepath.Join(base, "alias\vy", "secret"),            // likewise
+		filepath.Join(base, "vol2", "key"),                   // a volume mounted inside the denied tree
+		filepath.Join(base, "layers", "lower", "conf"),       // the layer of a denied merged-view file
+		filepath.Join(base, "layers-alias", "lower", "conf"), // that layer through another mount
 	}
 	deny := []string{"--deny-read", filepath.Join(host, "secret"), "--deny-read", host, "--deny-read", filepath.Join(base, "merged", "conf")}
 	run := func(t *testing.T, traced bool) result {
@@ -57,6 +69,9 @@ func TestDenyReadThroughMounts(t *testing.T) {
 		return execute(t, "", os.Environ(), append(argv, reads...))
 	}
 	bare := run(t, false)
+	if bare.status != 0 {
+		t.Fatalf("the mounts failed (status %d):\n%s%s", bare.status, bare.stdout, bare.stderr)
+	}
 	overlay := !strings.Contains(bare.stderr, "no overlay")
 	for _, p := range reads {
 		if !overlay && strings.HasSuffix(p, "conf") {

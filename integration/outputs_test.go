@@ -250,15 +250,18 @@ func TestClosedStderrKeepsReport(t *testing.T) {
 // left a forged report there). Root only: the mounts are made in a mount
 // namespace of their own (unshare -m), which ends with the test.
 func TestOutputThroughBindMount(t *testing.T) {
-	base := mountNSDirs(t, "sbx/out", "alias", "alias-out")
+	base := mountNSDirs(t, "sbx/out", "alias", "alias-out", "alias\u3000x")
 	sbx, alias, aliasOut := filepath.Join(base, "sbx"), filepath.Join(base, "alias"), filepath.Join(base, "alias-out")
 	for _, tc := range []struct{ name, flag, path string }{
 		{"report-via-bind-of-root", "--report", filepath.Join(alias, "out", "r.json")},
 		{"trace-via-bind-of-root", "--trace", filepath.Join(alias, "t.jsonl")},
 		{"report-via-bind-of-subdir", "--report", filepath.Join(aliasOut, "r.json")},
+		// Round 57: a mount point whose name holds an ideographic space
+		// was cut by strings.Fields and not seen.
+		{"trace-via-bind-named-with-u3000", "--trace", filepath.Join(base, "alias\u3000x", "t.jsonl")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			script := `mount --bind "$1" "$2" && mount --bind "$1/out" "$3" && exec "$4" run -q --write "$1" "$5" "$6" -- /bin/true`
+			script := `mount --bind "$1" "$2" && mount --bind "$1/out" "$3" && mount --bind "$1" "$2` + "\u3000" + `x" && exec "$4" run -q --write "$1" "$5" "$6" -- /bin/true`
 			r := execute(t, "", os.Environ(), []string{"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", sbx, alias, aliasOut, tcBin, tc.flag, tc.path})
 			if r.status != 125 || !strings.Contains(r.stderr, "is inside the writable root "+sbx) {
 				t.Errorf("status %d, stderr %q; want 125 and the root named", r.status, r.stderr)

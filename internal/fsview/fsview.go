@@ -41,7 +41,7 @@ type mountEntry struct {
 func parseMountinfo(b []byte) map[uint64]mountEntry {
 	out := map[uint64]mountEntry{}
 	for _, line := range bytes.Split(b, []byte("\n")) {
-		f := strings.Fields(string(line))
+		f := mountFields(string(line))
 		if len(f) < 5 {
 			continue
 		}
@@ -56,6 +56,23 @@ func parseMountinfo(b []byte) map[uint64]mountEntry {
 			}
 		}
 		out[id] = mountEntry{dev: f[2], root: unescapeOctal(f[3]), point: unescapeOctal(f[4]), ro: ro}
+	}
+	return out
+}
+
+// mountFields splits a mountinfo line at its spaces, the only separator:
+// the kernel escapes a space, tab, newline or backslash in a name
+// (show_mountinfo, seq_path_root with " \t\n\\") but no other byte, so
+// strings.Fields, which also splits at \v, \f, \r and Unicode spaces
+// (U+3000, the ideographic space of Japanese names), cut such a mount's
+// name and lost it (round 57 of the red team).
+func mountFields(line string) []string {
+	f := strings.Split(line, " ")
+	out := f[:0]
+	for _, x := range f {
+		if x != "" {
+			out = append(out, x)
+		}
 	}
 	return out
 }
@@ -105,6 +122,7 @@ func fsPlace(dir string, mounts map[uint64]mountEntry) (place, bool) {
 // overlay is an overlayfs mount: where it is mounted and its layers (the
 // upper directory, the lower ones), as its super options name them.
 type overlay struct {
+	id     uint64 // its mount id
 	point  string
 	layers []string
 }
@@ -117,7 +135,7 @@ type overlay struct {
 func parseOverlays(b []byte) []overlay {
 	var out []overlay
 	for _, line := range bytes.Split(b, []byte("\n")) {
-		f := strings.Fields(string(line))
+		f := mountFields(string(line))
 		sep := -1
 		for i, x := range f {
 			if x == "-" && i >= 5 {
@@ -128,14 +146,22 @@ func parseOverlays(b []byte) []overlay {
 		if sep < 0 || sep+3 >= len(f) || f[sep+1] != "overlay" {
 			continue
 		}
-		o := overlay{point: unescapeOctal(f[4])}
+		id, _ := strconv.ParseUint(f[0], 10, 64)
+		o := overlay{id: id, point: unescapeOctal(f[4])}
 		for _, opt := range strings.Split(f[sep+3], ",") {
 			k, v, _ := strings.Cut(opt, "=")
 			switch k {
 			case "upperdir", "lowerdir+", "datadir+":
 				o.layers = append(o.layers, unescapeOctal(v))
 			case "lowerdir":
-				o.layers = append(o.layers, splitUnescaped(unescapeOctal(v), ':')...)
+				// "A::B" (6.5): B is a data-only layer; the empty
+				// string between is no layer (round 57: it counted as
+				// one, below which every path lies).
+				for _, l := range splitUnescaped(unescapeOctal(v), ':') {
+					if l != "" {
+						o.layers = append(o.layers, l)
+					}
+				}
 			}
 		}
 		out = append(out, o)
@@ -174,6 +200,37 @@ func below(p, dir string) (string, bool) {
 	return "", false
 }
 
+// localLayers resolves the layers of overlays as they are in this mount
+// namespace, in place; a layer that cannot be one here becomes "" and is
+// never compared:
+//   - mountinfo names a layer as mount(2) was given it: through a symlink,
+//     it is compared as it resolves now (round 53 of the red team);
+//   - a layer that is not there under its name (a host path in a
+//     container, where mountinfo names the layers as the host's mount(2)
+//     was given them) could by its name lie in a root or a deny-read tree
+//     of this namespace, and make the whole merged view, "/" in a
+//     container, one of its views (round 57);
+//   - nor one that is there only inside the overlay itself: after a
+//     pivot_root into the overlay, the host's name of a layer resolves in
+//     the merged view (a directory of the image, say), never to the layer.
+func localLayers(overlays []overlay) []overlay {
+	for i := range overlays {
+		for j, l := range overlays[i].layers {
+			r, err := filepath.EvalSymlinks(l)
+			if err != nil || !filepath.IsAbs(l) {
+				overlays[i].layers[j] = ""
+				continue
+			}
+			if id, err := pathres.StatID(r, true); err != nil || id.Mnt == overlays[i].id {
+				overlays[i].layers[j] = ""
+				continue
+			}
+			overlays[i].layers[j] = r
+		}
+	}
+	return overlays
+}
+
 // overlayAliases maps the other paths that show a root's files through an
 // overlay mount to that root: a root in the merged view is also its place
 // in each layer (a file created there lands in the upper directory), and a
@@ -183,21 +240,15 @@ func below(p, dir string) (string, bool) {
 // lower layer the tree cannot write is more than needed, and harmless.
 func overlayAliases(overlays []overlay, roots []string, mounts map[uint64]mountEntry) map[string]string {
 	out := map[string]string{}
-	for i := range overlays {
-		// mountinfo names a layer as mount(2) was given it: through a
-		// symlink, it is compared as it resolves now (round 53).
-		for j, l := range overlays[i].layers {
-			if r, err := filepath.EvalSymlinks(l); err == nil && filepath.IsAbs(l) {
-				overlays[i].layers[j] = r
-			}
-		}
-	}
 	for _, r := range roots {
 		rp, rok := fsPlace(r, mounts)
 		for _, o := range overlays {
 			// A layer named through another mount of the root (a bind
 			// mount): compared by place too (round 55 of the red team).
 			for _, l := range o.layers {
+				if l == "" {
+					continue
+				}
 				lp, lok := fsPlace(l, mounts)
 				if !rok || !lok || rp.dev != lp.dev {
 					continue
@@ -211,10 +262,15 @@ func overlayAliases(overlays []overlay, roots []string, mounts map[uint64]mountE
 			}
 			if rel, ok := below(r, o.point); ok {
 				for _, l := range o.layers {
-					out[filepath.Join(l, rel)] = r
+					if l != "" {
+						out[filepath.Join(l, rel)] = r
+					}
 				}
 			}
 			for _, l := range o.layers {
+				if l == "" {
+					continue
+				}
 				if rel, ok := below(r, l); ok {
 					out[filepath.Join(o.point, rel)] = r
 				}
@@ -260,7 +316,8 @@ func inside(dir string, roots []string, writable bool) string {
 		return ""
 	}
 	mounts := parseMountinfo(b)
-	aliases := overlayAliases(parseOverlays(b), roots, mounts)
+	overlays := localLayers(parseOverlays(b))
+	aliases := overlayAliases(overlays, roots, mounts)
 	for a, r := range aliases {
 		if _, ok := below(dir, a); ok {
 			return r
@@ -270,7 +327,6 @@ func inside(dir string, roots []string, writable bool) string {
 	if !ok {
 		return ""
 	}
-	overlays := parseOverlays(b)
 	in := func(r string) bool {
 		for _, p := range reachablePlaces(r, mounts, overlays, writable) {
 			if _, ok := below(d.path, p.path); ok && p.dev == d.dev {
@@ -320,48 +376,83 @@ func reachablePlaces(r string, mounts map[uint64]mountEntry, overlays []overlay,
 	return out
 }
 
-// Views are the other paths the mount table shows p's file or directory
-// under (p absolute, symlinks resolved), sorted; none when p does not
-// exist or its mount cannot be told. A mount of p's file system whose
-// subtree holds p's place shows it under that mount (a bind mount of p,
-// of a directory above it, or the same file system mounted twice); one
-// whose subtree lies inside p's shows part of it at the mount point (a
-// bind mount of a directory below p); an overlay shows it through its
-// merged view or its layers (overlayAliases). For --deny-read, decided by
-// path: /srv/alias/secret, a bind mount of /srv/data, is the denied
-// /srv/data/secret. Not seen, as with Inside: FUSE bindfs, NFS exports
-// mounted back, mounts made later.
+// Views are the other paths the mount table shows p's files under (p
+// absolute, symlinks resolved), sorted; none when p does not exist or its
+// mount cannot be told. For --deny-read, decided by path. A path shows
+// some of p's files when its mount is of a file system p's files are on
+// and its subtree holds the place of one of them, or lies inside it:
+//   - p's own place: a bind mount of p, of a directory above it or below
+//     it, the same file system mounted twice;
+//   - the file systems mounted below p (a volume inside a denied
+//     directory, mounted elsewhere too: round 57 of the red team), and the
+//     layers of an overlay mounted below p;
+//   - an overlay's other views (overlayAliases): its layers for p in its
+//     merged view, its merged view for p in a layer.
+// Each view found is looked at in turn, so a second mount of an overlay's
+// layer is seen too (round 57). Not seen, as with Inside: FUSE bindfs, NFS
+// exports mounted back, mounts made later, and the data an overlay keeps
+// at another path of a lower layer (redirect_dir, metacopy).
 func Views(p string) []string {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
-	mounts := parseMountinfo(b)
-	pl, ok := fsPlace(p, mounts)
-	if !ok {
-		return nil
-	}
+	mounts, overlays := parseMountinfo(b), localLayers(parseOverlays(b))
 	seen := map[string]bool{p: true}
 	var out []string
-	add := func(v string) {
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, v)
+	for queue := []string{p}; len(queue) > 0 && len(seen) < maxViews; queue = queue[1:] {
+		q := queue[0]
+		var found []string
+		for _, pl := range heldPlaces(q, mounts) {
+			for _, m := range mounts {
+				if m.dev != pl.dev {
+					continue
+				}
+				if rel, ok := below(pl.path, m.root); ok {
+					found = append(found, path.Join(m.point, rel))
+				} else if _, ok := below(m.root, pl.path); ok {
+					found = append(found, m.point)
+				}
+			}
 		}
-	}
-	for _, m := range mounts {
-		if m.dev != pl.dev {
-			continue
+		for a := range overlayAliases(overlays, []string{q}, mounts) {
+			found = append(found, a)
 		}
-		if rel, ok := below(pl.path, m.root); ok {
-			add(path.Join(m.point, rel))
-		} else if _, ok := below(m.root, pl.path); ok {
-			add(m.point)
+		for _, o := range overlays {
+			if rel, ok := below(o.point, q); ok && rel != "" {
+				for _, l := range o.layers {
+					if l != "" {
+						found = append(found, l)
+					}
+				}
+			}
 		}
-	}
-	for a := range overlayAliases(parseOverlays(b), []string{p}, mounts) {
-		add(a)
+		for _, v := range found {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+				queue = append(queue, v)
+			}
+		}
 	}
 	sort.Strings(out)
+	return out
+}
+
+// maxViews bounds the paths Views follows.
+const maxViews = 4096
+
+// heldPlaces are the places of the files under q: its own, and the whole
+// subtree of each file system mounted below it.
+func heldPlaces(q string, mounts map[uint64]mountEntry) []place {
+	var out []place
+	if pl, ok := fsPlace(q, mounts); ok {
+		out = append(out, pl)
+	}
+	for _, m := range mounts {
+		if rel, ok := below(m.point, q); ok && rel != "" {
+			out = append(out, place{dev: m.dev, path: m.root})
+		}
+	}
 	return out
 }

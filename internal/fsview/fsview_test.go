@@ -3,6 +3,7 @@ package fsview
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tracecell/tracecell/pathres"
@@ -119,5 +120,44 @@ func TestViewsSelf(t *testing.T) {
 		if v == d {
 			t.Errorf("Views(%s) lists itself: %v", d, Views(d))
 		}
+	}
+}
+
+// Mountinfo separates its fields with spaces only: a name with a vertical
+// tab or an ideographic space (U+3000) is one field (round 57 of the red
+// team: strings.Fields cut it and the mount was lost); the data-only
+// layers of "lowerdir=A::B" (6.5) leave no empty layer.
+func TestMountinfoNames(t *testing.T) {
+	mi := []byte("50 1 0:60 /data /srv/alias\u3000x rw - ext4 /dev/sdb rw\n" +
+		"51 1 0:60 /data /srv/alias\vy rw - ext4 /dev/sdb rw\n" +
+		"52 1 0:61 / /srv/m\u3000n ro - overlay overlay ro,lowerdir=/srv/meta::/srv/blobs,redirect_dir=on\n")
+	ms := parseMountinfo(mi)
+	if ms[50].point != "/srv/alias\u3000x" || ms[51].point != "/srv/alias\vy" || ms[50].root != "/data" {
+		t.Errorf("mounts %+v", ms)
+	}
+	ovs := parseOverlays(mi)
+	if len(ovs) != 1 || ovs[0].point != "/srv/m\u3000n" || ovs[0].id != 52 || strings.Join(ovs[0].layers, ",") != "/srv/meta,/srv/blobs" {
+		t.Errorf("overlays %+v", ovs)
+	}
+}
+
+// A layer is compared only where it is one here: not a path missing in this
+// namespace, not a path inside the overlay's own mount (the host's layer
+// names seen from inside a container whose root is the overlay).
+func TestLocalLayers(t *testing.T) {
+	d := t.TempDir()
+	id, err := pathres.StatID(d, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ovs := localLayers([]overlay{
+		{id: id.Mnt + 1000, layers: []string{d, filepath.Join(d, "missing"), "relative"}},
+		{id: id.Mnt, layers: []string{d}},
+	})
+	if got := strings.Join(ovs[0].layers, ","); got != d+",," {
+		t.Errorf("layers of another mount: %q, want %q", got, d+",,")
+	}
+	if ovs[1].layers[0] != "" {
+		t.Errorf("a layer inside the overlay's own mount was kept: %q", ovs[1].layers[0])
 	}
 }
