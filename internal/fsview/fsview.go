@@ -388,6 +388,7 @@ func reachablePlaces(r string, mounts map[uint64]mountEntry, overlays []overlay,
 //     layers of an overlay mounted below p;
 //   - an overlay's other views (overlayAliases): its layers for p in its
 //     merged view, its merged view for p in a layer.
+//
 // Each view found is looked at in turn, so a second mount of an overlay's
 // layer is seen too (round 57). Not seen, as with Inside: FUSE bindfs, NFS
 // exports mounted back, mounts made later, and the data an overlay keeps
