@@ -271,16 +271,9 @@ func TestFsopsFutexOwnMemory(t *testing.T) {
 // and the directory the queues are in.
 func mqueueDir(t *testing.T) (prefix []string, dir string) {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Fields(l)
-		for i, x := range f {
-			if x == "-" && i+1 < len(f) && f[i+1] == "mqueue" {
-				return nil, f[4]
-			}
+	for _, m := range mountTable(t) {
+		if m.fstype == "mqueue" {
+			return nil, m.point
 		}
 	}
 	if !isRoot {

@@ -95,18 +95,35 @@ func TestDenyReadRawDevice(t *testing.T) {
 // mnt (a loop device for btrfsMount's image).
 func mountSource(t *testing.T, mnt string) string {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		for i, x := range f {
-			if x == "-" && len(f) > i+2 && len(f) > 4 && f[4] == mnt {
-				return f[i+2]
-			}
+	for _, m := range mountTable(t) {
+		if m.point == mnt {
+			return m.source
 		}
 	}
 	t.Fatalf("%s is not in /proc/self/mountinfo", mnt)
 	return ""
+}
+
+// mountLine is one mount of /proc/self/mountinfo: where, which file system
+// type and its source.
+type mountLine struct{ point, fstype, source string }
+
+// mountTable reads this process's mounts.
+func mountTable(t *testing.T) []mountLine {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []mountLine
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Split(line, " ")
+		for i, x := range f {
+			if x == "-" && i > 4 && i+2 < len(f) {
+				out = append(out, mountLine{point: f[4], fstype: f[i+1], source: f[i+2]})
+				break
+			}
+		}
+	}
+	return out
 }
