@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tracecell/tracecell/internal/fsview"
+	"github.com/tracecell/tracecell/pathres"
 	"os"
 	"path"
 	"path/filepath"
@@ -251,13 +252,23 @@ func (b *planBuilder) reads() error {
 			return usagef("--deny-read %s: %v", r, err)
 		}
 		b.pc.DenyRead = appendUnique(b.pc.DenyRead, a)
+		// Through a symlink, the entry may lead elsewhere later (a
+		// Kubernetes secret's ..data swapped at a rotation): the tracer
+		// follows it again at every checked read.
+		if g, err := Abs(r); err == nil && throughLink(g) {
+			b.pc.DenyReadLinks = appendUnique(b.pc.DenyReadLinks, g)
+		}
 	}
 	// The same files under other paths (a bind mount of a denied
 	// directory, an overlay's layer): denied by those paths too; and a
 	// denied file by its identity, which its hard links share.
 	for _, d := range b.pc.DenyRead {
-		for _, v := range fsview.Views(d) {
-			b.pc.DenyReadViews = append(b.pc.DenyReadViews, policy.View{Path: v, Of: d})
+		views, err := fsview.Views(d)
+		if err != nil {
+			return usagef("--deny-read %s: %v: tracecell cannot deny all of them; deny a smaller tree", d, err)
+		}
+		for _, v := range views {
+			b.pc.DenyReadViews = append(b.pc.DenyReadViews, policy.View{Path: v.Path, Of: d, Inside: v.Inside})
 		}
 		var st unix.Stat_t
 		if unix.Lstat(d, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
@@ -550,7 +561,33 @@ func resolveMaybe(p string) (string, error) {
 	if r, err := filepath.EvalSymlinks(a); err == nil {
 		return r, nil
 	}
+	// Missing: its directories' symlinks are still followed, as the
+	// kernel will when the tree names it (--deny-read ~/.env, not there
+	// yet, with /home a link to /data/home).
+	if r, err := pathres.Resolve(pathres.Task{Tgid: os.Getpid()}, "/", []byte(a), true); err == nil {
+		return r.Path, nil
+	}
 	return filepath.Clean(a), nil
+}
+
+// throughLink reports whether the absolute path p goes through a symlink:
+// one of its components that exist is one.
+func throughLink(p string) bool {
+	cur := "/"
+	for _, c := range strings.Split(strings.Trim(p, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		cur = filepath.Join(cur, c)
+		fi, err := os.Lstat(cur)
+		if err != nil {
+			return false
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // buildEnv makes the tree's environment: the kept variables, --keep-env,

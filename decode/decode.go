@@ -84,6 +84,10 @@ type Paths interface {
 	// MayKnow reports whether the policy lets the tree know what exists
 	// at resolved (policy.Policy.MayKnow).
 	MayKnow(resolved string) bool
+	// DenyLink is the deny-read entry given through a symlink
+	// (policy.Config.DenyReadLinks) that, followed now, leads to resolved
+	// or a directory above it; "" for none.
+	DenyLink(resolved string) string
 }
 
 // Tree is what decoding asks of the traced tree.

@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // readAll is the tree's side of TestDenyReadThroughMounts: it tries to read
@@ -155,5 +158,117 @@ func TestDenyReadSandboxIsAView(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, filepath.Join(home, "u", ".ssh", "id")+" errno 13") {
 		t.Errorf("the denied tree was read:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+// swapRead waits for the file named by its second argument to exist, then
+// reads the first (the tree's side of TestDenyReadLinkSwapped).
+const swapRead = `
+import os, sys, time
+for _ in range(1000):
+    if os.path.exists(sys.argv[2]):
+        break
+    time.sleep(0.01)
+try:
+    print("read", open(sys.argv[1]).read().strip())
+except OSError as e:
+    print("errno", e.errno)
+`
+
+// TestDenyReadLinkSwapped: a Kubernetes secret volume's layout (kubelet's
+// atomic writer): token -> ..data/token, ..data -> ..<timestamp>. At a
+// rotation kubelet writes a new timestamped directory, swaps ..data and
+// removes the old one. The deny-read entry, given as vol/token, was
+// resolved once at the start, and after the swap the same path read the
+// new token (round 58 of the red team). The entry is followed again at
+// every checked read. Any user.
+func TestDenyReadLinkSwapped(t *testing.T) {
+	d := realDir(t)
+	vol, sbx := filepath.Join(d, "vol"), filepath.Join(d, "sbx")
+	mkdirs(t, filepath.Join(vol, "..2024_01_01_v1"), sbx)
+	writeFile(t, filepath.Join(vol, "..2024_01_01_v1", "token"), "OLD-TOKEN\n", 0o644)
+	for _, l := range [][2]string{{"..2024_01_01_v1", "..data"}, {"..data/token", "token"}} {
+		if err := os.Symlink(l[0], filepath.Join(vol, l[1])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	token, marker := filepath.Join(vol, "token"), filepath.Join(d, "swapped")
+	rotate := func() {
+		time.Sleep(300 * time.Millisecond)
+		mkdirs(t, filepath.Join(vol, "..2024_01_01_v2"))
+		writeFile(t, filepath.Join(vol, "..2024_01_01_v2", "token"), "NEW-TOKEN\n", 0o644)
+		tmp := filepath.Join(vol, "..data_tmp")
+		if err := os.Symlink("..2024_01_01_v2", tmp); err != nil {
+			t.Error(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(vol, "..data")); err != nil {
+			t.Error(err)
+		}
+		os.RemoveAll(filepath.Join(vol, "..2024_01_01_v1"))
+		writeFile(t, marker, "", 0o644)
+	}
+	go rotate()
+	r := runTraced(t, sbx, nil, []string{"--quiet", "--deny-read", token}, python, "-c", swapRead, token, marker)
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the rotation did not happen: %v", err)
+	}
+	if !strings.Contains(r.stdout, "errno 13") {
+		t.Fatalf("after the rotation the denied path was read:\n%s%s", r.stdout, r.stderr)
+	}
+	found := false
+	for _, e := range r.report.Denials {
+		found = found || (e.Rule == "deny-read" && strings.Contains(e.Reason, token))
+	}
+	if !found {
+		t.Errorf("no deny-read denial naming %s:\n%s", token, r.report.denialList())
+	}
+	// Ground truth: bare, after a rotation, the path reads the new token.
+	os.Remove(marker)
+	go rotateAgain(t, vol, marker)
+	bare := runBare(t, sbx, nil, python, "-c", swapRead, token, marker)
+	if !strings.Contains(bare.stdout, "read NEW-TOKEN-2") {
+		t.Errorf("bare, after the rotation: %s%s", bare.stdout, bare.stderr)
+	}
+}
+
+// rotateAgain is a second kubelet rotation (v3) for the bare run.
+func rotateAgain(t *testing.T, vol, marker string) {
+	time.Sleep(300 * time.Millisecond)
+	mkdirs(t, filepath.Join(vol, "..2024_01_01_v3"))
+	writeFile(t, filepath.Join(vol, "..2024_01_01_v3", "token"), "NEW-TOKEN-2\n", 0o644)
+	tmp := filepath.Join(vol, "..data_tmp")
+	os.Symlink("..2024_01_01_v3", tmp)
+	os.Rename(tmp, filepath.Join(vol, "..data"))
+	writeFile(t, marker, "", 0o644)
+}
+
+// TestUnresolvableReadKind: a read-only open that tracecell cannot resolve
+// (through /proc/<pid>/root of a process in another mount namespace) is
+// denied as unresolvable and reported as a read, not a write (round 58 of
+// the red team). Root only.
+func TestUnresolvableReadKind(t *testing.T) {
+	base := mountNSDirs(t, "home/.ssh", "keys", "sbx")
+	writeFile(t, filepath.Join(base, "home", ".ssh", "id"), "KEY\n", 0o600)
+	other := exec.Command("unshare", "-m", "--propagation", "private", "sh", "-c",
+		`mount --bind "$0/home/.ssh" "$0/keys" && exec sleep 30`, base)
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	p := fmt.Sprintf("/proc/%d/root%s/keys/id", other.Process.Pid, base)
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(p); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := runTraced(t, filepath.Join(base, "sbx"), nil, []string{"--quiet", "--deny-read", filepath.Join(base, "home", ".ssh")}, "/bin/cat", p)
+	if r.status == 0 || strings.Contains(r.stdout, "KEY") {
+		t.Fatalf("the key was read (status %d): %s", r.status, r.stdout)
+	}
+	for _, e := range r.report.Denials {
+		if e.Rule == "unresolvable-path" && e.Kind != "read" {
+			t.Errorf("an unresolvable read-only open reported as %q: %v", e.Kind, e)
+		}
 	}
 }

@@ -85,6 +85,7 @@ func New(cfg Config) (*Policy, error) {
 		{"read root", cfg.ReadRoots},
 		{"runtime root", cfg.RuntimeRoots},
 		{"deny-read path", cfg.DenyRead},
+		{"deny-read link", cfg.DenyReadLinks},
 		{"allowed executable", cfg.AllowExec},
 		{"scratch dir", cfg.Scratch},
 	}
@@ -183,6 +184,7 @@ func copyConfig(c Config) Config {
 	if c.DenyReadViews != nil {
 		c.DenyReadViews = append([]View{}, c.DenyReadViews...)
 	}
+	c.DenyReadLinks = dup(c.DenyReadLinks)
 	if c.DenyReadFiles != nil {
 		c.DenyReadFiles = append([]FileID{}, c.DenyReadFiles...)
 	}
@@ -263,6 +265,10 @@ func (p *Policy) unreachable(op *Op) (Endpoint, bool) {
 
 // Config returns a copy of the effective configuration.
 func (p *Policy) Config() Config { return copyConfig(p.cfg) }
+
+// DenyReadLinks is Config().DenyReadLinks without the copy, for the
+// tracer's every checked path; the caller must not change it.
+func (p *Policy) DenyReadLinks() []string { return p.cfg.DenyReadLinks }
 
 // Under reports whether the clean absolute path p is root or inside it,
 // component-wise: "/srv/sbx2" is not under "/srv/sbx".
@@ -695,7 +701,10 @@ func (p *Policy) denyRead(res string) (Decision, bool) {
 
 // denyEntry is one deny-read path: an entry (of == path) or a view of the
 // entry of through another mount.
-type denyEntry struct{ path, of string }
+type denyEntry struct {
+	path, of string
+	inside   bool // a view that shows only a directory inside of (View.Inside)
+}
 
 // String is the entry, and the view when it is one.
 func (d denyEntry) String() string {
@@ -709,22 +718,25 @@ func (d denyEntry) String() string {
 func denyEntries(cfg Config) []denyEntry {
 	out := make([]denyEntry, 0, len(cfg.DenyRead)+len(cfg.DenyReadViews))
 	for _, d := range cfg.DenyRead {
-		out = append(out, denyEntry{d, d})
+		out = append(out, denyEntry{path: d, of: d})
 	}
 	for _, v := range cfg.DenyReadViews {
-		out = append(out, denyEntry{v.Path, v.Of})
+		out = append(out, denyEntry{path: v.Path, of: v.Of, inside: v.Inside})
 	}
 	return out
 }
 
 // carvedOut reports whether res lies in a writable root that is strictly
-// inside the deny-read tree d, or for a view, inside it or the view itself:
-// a sandbox that is a bind mount of a directory of a denied tree (/work, a
-// mount of /home/u/project, with /home denied) is the operator's more
-// specific grant, as it is in the tree's own path.
+// inside the deny-read tree d, or is a view of a directory strictly inside
+// d's entry: a sandbox that is a bind mount of a directory of a denied tree
+// (/work, a mount of /home/u/project, with /home denied) is the operator's
+// more specific grant, as it is under the entry's own path. A root that is
+// a view of the entry itself is not (round 58 of the red team: --write V
+// with V a bind mount of the denied D read D's files), as a root equal to
+// the entry is not.
 func (p *Policy) carvedOut(res string, d denyEntry) bool {
 	for _, r := range p.cfg.WriteRoots {
-		if (r != d.path || d.path != d.of) && Under(r, d.path) && Under(res, r) {
+		if (r != d.path || d.inside) && Under(r, d.path) && Under(res, r) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -50,6 +51,9 @@ func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 		}
 		if d, ok := p.denyRead(res); ok {
 			return d
+		}
+		if pa.DenyLink != "" && slices.Contains(p.cfg.DenyReadLinks, pa.DenyLink) {
+			return deny(syscall.EACCES, RuleDenyRead, "matches deny-read "+pa.DenyLink+", followed through its symlinks as they point now")
 		}
 		if of, ok := p.denyFiles[[2]uint64{pa.Dev, pa.Ino}]; ok && pa.Exists && pa.Ino != 0 && !pa.IsDir {
 			return deny(syscall.EACCES, RuleDenyRead, "is deny-read "+of+" under another name (the same file: a hard link, or another mount of it)")

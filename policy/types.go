@@ -95,6 +95,12 @@ type Config struct {
 	// a hard link elsewhere is the same file under a name no path rule
 	// covers.
 	DenyReadFiles []FileID `json:"deny_read_files,omitempty"`
+	// DenyReadLinks are the deny-read entries as given (absolute, clean)
+	// that go through a symlink: DenyRead holds where they led when the
+	// run began, and the tracer follows them again at every checked read
+	// (Path.DenyLink), since the link may be swapped while the tree runs
+	// (a Kubernetes secret volume's ..data, kubelet rotating a token).
+	DenyReadLinks []string `json:"deny_read_links,omitempty"`
 	AllowExec     []string `json:"allow_exec,omitempty"` // resolved executables the tree may exec
 	// AllowExecPatterns are path.Match patterns over the resolved program
 	// ("/usr/bin/*": every program directly in /usr/bin; '*' stops at '/').
@@ -128,6 +134,12 @@ type Config struct {
 type View struct {
 	Path string `json:"path"`
 	Of   string `json:"of"`
+	// Inside: the view shows only a directory strictly inside Of (a bind
+	// mount of a subdirectory, a volume mounted below it), not Of itself.
+	// A writable root that is such a view is carved out of the denial (a
+	// project directory of a denied /home mounted as the sandbox); one
+	// that shows Of itself is not, as a root equal to Of is not.
+	Inside bool `json:"inside,omitempty"`
 }
 
 // FileID is a deny-read file's identity: its st_dev and st_ino, and the
@@ -208,6 +220,9 @@ type Path struct {
 	// Dev and Ino identify the object at Resolved when Exists (its lstat
 	// st_dev and st_ino; 0 when not known).
 	Dev, Ino uint64 `json:"-"`
+	// DenyLink is set by the tracer to the entry of Config.DenyReadLinks
+	// whose symlinks, followed at this call, lead to Resolved or above it.
+	DenyLink string `json:"-"`
 	// Deleted is set by the tracer when Resolved is the text
 	// "<old name> (deleted)" of a /proc magic link (fd/N, map_files/*) to a
 	// file with no name any more (unlinked, O_TMPFILE, memfd), checked

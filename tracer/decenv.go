@@ -12,6 +12,7 @@ import (
 	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/internal/procmap"
 	"github.com/tracecell/tracecell/pathres"
+	"github.com/tracecell/tracecell/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -106,6 +107,23 @@ func (e decEnv) ResolveFd(fd int32) (pathres.Result, error) {
 }
 
 func (e decEnv) MayKnow(resolved string) bool { return e.t.pol.MayKnow(resolved) }
+
+// DenyLink follows each deny-read entry given through a symlink again, now:
+// kubelet swaps a secret volume's ..data link when it rotates a token, and
+// the entry's path then leads to a new file the start-time resolution does
+// not name (round 58 of the red team). One walk per such entry and checked
+// path; none when there are none.
+//
+// Precondition: the calling goroutine is locked to the tracer thread.
+func (e decEnv) DenyLink(resolved string) string {
+	for _, g := range e.t.pol.DenyReadLinks() {
+		r, err := pathres.Resolve(pathres.Task{Tgid: os.Getpid(), Tid: unix.Gettid()}, "/", []byte(g), true)
+		if err == nil && policy.Under(resolved, r.Path) {
+			return g
+		}
+	}
+	return ""
+}
 
 func (e decEnv) PidInTree(pid int) bool { return e.t.pidInTree(pid) }
 

@@ -266,6 +266,12 @@ func (t *tracer) act(c *call, fr *freezer, op *policy.Op, v verdict) error {
 		}
 		if ev.Kind == 0 {
 			ev.Kind = spec.Kind
+			// An open that failed closed before its operation was made
+			// is a read or a write by its flags, as it would have been
+			// decided (round 58: a read was reported as a write).
+			if c.HasOpenFlags && !syscalls.OpenWrites(c.OpenFlags) {
+				ev.Kind = syscalls.KindRead
+			}
 		}
 		if t.audit {
 			ev.Decision, ev.Errno = report.Audit, ""

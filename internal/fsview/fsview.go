@@ -5,7 +5,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -371,88 +370,6 @@ func reachablePlaces(r string, mounts map[uint64]mountEntry, overlays []overlay,
 			if p, ok := fsPlace(l, mounts); ok {
 				out = append(out, p)
 			}
-		}
-	}
-	return out
-}
-
-// Views are the other paths the mount table shows p's files under (p
-// absolute, symlinks resolved), sorted; none when p does not exist or its
-// mount cannot be told. For --deny-read, decided by path. A path shows
-// some of p's files when its mount is of a file system p's files are on
-// and its subtree holds the place of one of them, or lies inside it:
-//   - p's own place: a bind mount of p, of a directory above it or below
-//     it, the same file system mounted twice;
-//   - the file systems mounted below p (a volume inside a denied
-//     directory, mounted elsewhere too: round 57 of the red team), and the
-//     layers of an overlay mounted below p;
-//   - an overlay's other views (overlayAliases): its layers for p in its
-//     merged view, its merged view for p in a layer.
-//
-// Each view found is looked at in turn, so a second mount of an overlay's
-// layer is seen too (round 57). Not seen, as with Inside: FUSE bindfs, NFS
-// exports mounted back, mounts made later, and the data an overlay keeps
-// at another path of a lower layer (redirect_dir, metacopy).
-func Views(p string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	mounts, overlays := parseMountinfo(b), localLayers(parseOverlays(b))
-	seen := map[string]bool{p: true}
-	var out []string
-	for queue := []string{p}; len(queue) > 0 && len(seen) < maxViews; queue = queue[1:] {
-		q := queue[0]
-		var found []string
-		for _, pl := range heldPlaces(q, mounts) {
-			for _, m := range mounts {
-				if m.dev != pl.dev {
-					continue
-				}
-				if rel, ok := below(pl.path, m.root); ok {
-					found = append(found, path.Join(m.point, rel))
-				} else if _, ok := below(m.root, pl.path); ok {
-					found = append(found, m.point)
-				}
-			}
-		}
-		for a := range overlayAliases(overlays, []string{q}, mounts) {
-			found = append(found, a)
-		}
-		for _, o := range overlays {
-			if rel, ok := below(o.point, q); ok && rel != "" {
-				for _, l := range o.layers {
-					if l != "" {
-						found = append(found, l)
-					}
-				}
-			}
-		}
-		for _, v := range found {
-			if !seen[v] {
-				seen[v] = true
-				out = append(out, v)
-				queue = append(queue, v)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// maxViews bounds the paths Views follows.
-const maxViews = 4096
-
-// heldPlaces are the places of the files under q: its own, and the whole
-// subtree of each file system mounted below it.
-func heldPlaces(q string, mounts map[uint64]mountEntry) []place {
-	var out []place
-	if pl, ok := fsPlace(q, mounts); ok {
-		out = append(out, pl)
-	}
-	for _, m := range mounts {
-		if rel, ok := below(m.point, q); ok && rel != "" {
-			out = append(out, place{dev: m.dev, path: m.root})
 		}
 	}
 	return out

@@ -112,13 +112,17 @@ func TestOverlayAliases(t *testing.T) {
 // Views of a path that does not exist are none, and a path is never its
 // own view.
 func TestViewsSelf(t *testing.T) {
-	if v := Views("/nonexistent-tracecell-view"); v != nil {
-		t.Errorf("Views of a missing path: %v", v)
+	if v, err := Views("/nonexistent-tracecell-view"); v != nil || err != nil {
+		t.Errorf("Views of a missing path: %v, %v", v, err)
 	}
 	d := t.TempDir()
-	for _, v := range Views(d) {
-		if v == d {
-			t.Errorf("Views(%s) lists itself: %v", d, Views(d))
+	vs, err := Views(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs {
+		if v.Path == d {
+			t.Errorf("Views(%s) lists itself: %v", d, vs)
 		}
 	}
 }
