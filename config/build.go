@@ -257,6 +257,9 @@ func (b *planBuilder) reads() error {
 		// follows it again at every checked read.
 		if g, err := Abs(r); err == nil && throughLink(g) {
 			b.pc.DenyReadLinks = appendUnique(b.pc.DenyReadLinks, g)
+			if v, ok := atomicVersions(g, a); ok {
+				b.pc.DenyReadVersions = append(b.pc.DenyReadVersions, policy.View{Path: v, Of: g})
+			}
 		}
 	}
 	// The same files under other paths (a bind mount of a denied
@@ -568,6 +571,40 @@ func resolveMaybe(p string) (string, error) {
 		return r.Path, nil
 	}
 	return filepath.Clean(a), nil
+}
+
+// atomicVersions is the pattern of the other versions of the link entry
+// given (now at resolved) when it is laid out as a Kubernetes atomic writer
+// lays out a secret or configmap volume: given's directory D holds
+// "..<time>" directories, and given leads to D/..<time>/rest. The next
+// version appears as D/..<new time>/rest before ..data is swapped to it.
+func atomicVersions(given, resolved string) (string, bool) {
+	dir := filepath.Dir(given)
+	rel, ok := strings.CutPrefix(resolved, strings.TrimSuffix(dir, "/")+"/")
+	if !ok {
+		return "", false
+	}
+	version, rest, ok := strings.Cut(rel, "/")
+	if !ok || rest == "" || !strings.HasPrefix(version, "..") || version == ".." {
+		return "", false
+	}
+	base := globQuote(dir)
+	if dir == "/" {
+		base = ""
+	}
+	return base + "/..*/" + globQuote(rest), true
+}
+
+// globQuote escapes path.Match's special characters in s.
+func globQuote(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 // throughLink reports whether the absolute path p goes through a symlink:

@@ -86,8 +86,8 @@ type Paths interface {
 	MayKnow(resolved string) bool
 	// DenyLink is the deny-read entry given through a symlink
 	// (policy.Config.DenyReadLinks) that, followed now, leads to resolved
-	// or a directory above it; "" for none.
-	DenyLink(resolved string) string
+	// or a directory above it, and where it leads; "" for none.
+	DenyLink(resolved string) (given, now string)
 }
 
 // Tree is what decoding asks of the traced tree.

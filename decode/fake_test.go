@@ -166,11 +166,11 @@ func (e *fakeEnv) ResolveFd(fd int32) (pathres.Result, error) {
 	return e.lookup(p, true), nil
 }
 
-func (e *fakeEnv) MayKnow(resolved string) bool { return !strings.HasPrefix(resolved, "/secret") }
-func (e *fakeEnv) PidInTree(pid int) bool       { return e.inTree[pid] }
-func (e *fakeEnv) OwnsPty(path string) bool     { return e.ptys[path] }
-func (e *fakeEnv) DenyLink(string) string       { return "" }
-func (e *fakeEnv) InitialExec() (string, bool)  { return e.initial, e.initial != "" }
+func (e *fakeEnv) MayKnow(resolved string) bool     { return !strings.HasPrefix(resolved, "/secret") }
+func (e *fakeEnv) PidInTree(pid int) bool           { return e.inTree[pid] }
+func (e *fakeEnv) OwnsPty(path string) bool         { return e.ptys[path] }
+func (e *fakeEnv) DenyLink(string) (string, string) { return "", "" }
+func (e *fakeEnv) InitialExec() (string, bool)      { return e.initial, e.initial != "" }
 func (e *fakeEnv) ChainExec(resolved string) bool {
 	return e.chain[resolved]
 }

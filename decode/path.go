@@ -167,7 +167,7 @@ func (d *Decoder) fill(p policy.Path, r pathres.Result, err error) (policy.Path,
 	// worker) reached through its /proc/<pid>/fd/N.
 	p.HeldOutside = r.Special == "" && r.ProcPid != 0 && !d.Env.PidInTree(r.ProcPid)
 	p.Dev, p.Ino = r.Dev, r.Ino
-	p.DenyLink = d.Env.DenyLink(r.Path)
+	p.DenyLink, p.DenyLinkAt = d.Env.DenyLink(r.Path)
 	p.BlockDevice = r.Exists && r.Special == "" && r.Mode&fs.ModeDevice != 0 && r.Mode&fs.ModeCharDevice == 0
 	if r.Exists && r.Special == "" && policy.PtySlave(r.Path) {
 		p.OwnPty = d.Env.OwnsPty(r.Path)

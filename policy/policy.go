@@ -134,6 +134,11 @@ func New(cfg Config) (*Policy, error) {
 		return nil, fmt.Errorf("mode %v is not enforce or audit", cfg.Mode)
 	}
 	p := &Policy{cfg: copyConfig(cfg), deny: denyEntries(cfg)}
+	for _, v := range cfg.DenyReadVersions {
+		if _, err := path.Match(v.Path, "/"); err != nil || !slices.Contains(cfg.DenyReadLinks, v.Of) || checkPath("deny-read version", v.Path) != nil {
+			return nil, fmt.Errorf("deny-read version %q of %q: not an absolute pattern of a deny-read link", v.Path, v.Of)
+		}
+	}
 	for _, f := range cfg.DenyReadFiles {
 		if f.Ino == 0 || !slices.Contains(cfg.DenyRead, f.Of) {
 			return nil, fmt.Errorf("deny-read file %+v: no inode, or its entry is not a deny-read path", f)
@@ -185,6 +190,9 @@ func copyConfig(c Config) Config {
 		c.DenyReadViews = append([]View{}, c.DenyReadViews...)
 	}
 	c.DenyReadLinks = dup(c.DenyReadLinks)
+	if c.DenyReadVersions != nil {
+		c.DenyReadVersions = append([]View{}, c.DenyReadVersions...)
+	}
 	if c.DenyReadFiles != nil {
 		c.DenyReadFiles = append([]FileID{}, c.DenyReadFiles...)
 	}

@@ -52,8 +52,15 @@ func (p *Policy) decideRead(op *Op, l Ledger) Decision {
 		if d, ok := p.denyRead(res); ok {
 			return d
 		}
-		if pa.DenyLink != "" && slices.Contains(p.cfg.DenyReadLinks, pa.DenyLink) {
-			return deny(syscall.EACCES, RuleDenyRead, "matches deny-read "+pa.DenyLink+", followed through its symlinks as they point now")
+		// Carved out as the entry is: a sandbox inside a home directory
+		// reached through a symlink (/home -> /data/home) stays the
+		// tree's (round 59 of the red team).
+		if pa.DenyLink != "" && slices.Contains(p.cfg.DenyReadLinks, pa.DenyLink) && Under(res, pa.DenyLinkAt) &&
+			!p.carvedOut(res, denyEntry{path: pa.DenyLinkAt, of: pa.DenyLink}) {
+			return deny(syscall.EACCES, RuleDenyRead, "matches deny-read "+pa.DenyLink+", followed through its symlinks as they point now (to "+pa.DenyLinkAt+")")
+		}
+		if d, ok := p.denyVersions(res); ok {
+			return d
 		}
 		if of, ok := p.denyFiles[[2]uint64{pa.Dev, pa.Ino}]; ok && pa.Exists && pa.Ino != 0 && !pa.IsDir {
 			return deny(syscall.EACCES, RuleDenyRead, "is deny-read "+of+" under another name (the same file: a hard link, or another mount of it)")
@@ -108,6 +115,24 @@ func (p *Policy) rawBlocks(pa *Path) (Decision, bool) {
 	}
 	if p.cfg.ReadRoots != nil {
 		return deny(syscall.EACCES, RuleReadNotAllowed, why+"those outside the readable roots ("+p.readText+") included; allow it with --allow-device"), true
+	}
+	return Decision{}, false
+}
+
+// denyVersions denies res when it is, or lies below, another version of a
+// link entry (Config.DenyReadVersions): a path whose first components
+// match the pattern.
+func (p *Policy) denyVersions(res string) (Decision, bool) {
+	for _, v := range p.cfg.DenyReadVersions {
+		n := strings.Count(v.Path, "/")
+		parts := strings.SplitAfterN(res, "/", n+2)
+		if len(parts) < n+1 {
+			continue
+		}
+		prefix := strings.TrimSuffix(strings.Join(parts[:n+1], ""), "/")
+		if ok, _ := path.Match(v.Path, prefix); ok && !p.carvedOut(res, denyEntry{path: prefix, of: v.Of}) {
+			return deny(syscall.EACCES, RuleDenyRead, "matches deny-read "+v.Of+": "+prefix+" is another version of it beside the one its symlinks lead to (a Kubernetes volume's next ..<time> directory)"), true
+		}
 	}
 	return Decision{}, false
 }

@@ -101,6 +101,13 @@ type Config struct {
 	// (Path.DenyLink), since the link may be swapped while the tree runs
 	// (a Kubernetes secret volume's ..data, kubelet rotating a token).
 	DenyReadLinks []string `json:"deny_read_links,omitempty"`
+	// DenyReadVersions are path.Match patterns (Path) of the other versions
+	// of a link entry (Of) that a Kubernetes atomic writer keeps beside the
+	// one its links lead to: token -> ..data/token, ..data -> ..<time> gives
+	// "<dir>/..*/token". kubelet writes the next version's directory before
+	// it swaps ..data, and a tree watching the volume opened the new token
+	// in between (round 59 of the red team).
+	DenyReadVersions []View `json:"deny_read_versions,omitempty"`
 	AllowExec     []string `json:"allow_exec,omitempty"` // resolved executables the tree may exec
 	// AllowExecPatterns are path.Match patterns over the resolved program
 	// ("/usr/bin/*": every program directly in /usr/bin; '*' stops at '/').
@@ -223,6 +230,8 @@ type Path struct {
 	// DenyLink is set by the tracer to the entry of Config.DenyReadLinks
 	// whose symlinks, followed at this call, lead to Resolved or above it.
 	DenyLink string `json:"-"`
+	// DenyLinkAt is where DenyLink leads now.
+	DenyLinkAt string `json:"-"`
 	// Deleted is set by the tracer when Resolved is the text
 	// "<old name> (deleted)" of a /proc magic link (fd/N, map_files/*) to a
 	// file with no name any more (unlinked, O_TMPFILE, memfd), checked

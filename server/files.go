@@ -17,6 +17,7 @@ import (
 
 	"github.com/tracecell/tracecell/config"
 	"github.com/tracecell/tracecell/internal/rmtree"
+	"github.com/tracecell/tracecell/internal/fsview"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
@@ -367,9 +368,21 @@ func (s *Server) decideRead(resolved, sandbox string) policy.Decision {
 	// (the server's own, vLLM's, another session's worker) is "outside" for
 	// the policy, so a copy cannot read an environment, command line or
 	// memory that the code itself is refused (rule proc-read).
-	return s.readPol.Decide(&policy.Op{Kind: syscalls.KindRead, Syscall: "copy",
-		Paths: []policy.Path{{Role: "path", Given: resolved, Resolved: resolved, Exists: true,
-			ProcOutside: policy.Under(resolved, "/proc")}}}, nil)
+	pa := policy.Path{Role: "path", Given: resolved, Resolved: resolved, Exists: true,
+		ProcOutside: policy.Under(resolved, "/proc")}
+	// What the tracer learns of an open's object, so that the copy is
+	// decided as the worker's own open would be (round 59 of the red team:
+	// a hard link to a deny-read file and a rotated token were copied):
+	// its identity, whether it is a block device, and the deny-read
+	// entries given through symlinks, followed now.
+	var st unix.Stat_t
+	if unix.Lstat(resolved, &st) == nil {
+		pa.Dev, pa.Ino = uint64(st.Dev), st.Ino
+		pa.IsDir = st.Mode&unix.S_IFMT == unix.S_IFDIR
+		pa.BlockDevice = st.Mode&unix.S_IFMT == unix.S_IFBLK
+	}
+	pa.DenyLink, pa.DenyLinkAt = fsview.FollowLinks(s.readPol.DenyReadLinks(), resolved)
+	return s.readPol.Decide(&policy.Op{Kind: syscalls.KindRead, Syscall: "copy", Paths: []policy.Path{pa}}, nil)
 }
 
 // copyIn copies a host file or tree into the sandbox.

@@ -1056,3 +1056,40 @@ func TestStateDirNotFollowed(t *testing.T) {
 		}
 	})
 }
+
+// TestCopyDenyReadOtherNames: a copy's source is decided as the worker's own
+// open would be (round 59 of the red team): a hard link to a deny-read file
+// is that file, and a deny-read entry given through a symlink is followed as
+// it points now, after a Kubernetes-style rotation swapped its link.
+func TestCopyDenyReadOtherNames(t *testing.T) {
+	base := t.TempDir()
+	secret, link := filepath.Join(base, "secret.txt"), filepath.Join(base, "hardlink.txt")
+	os.WriteFile(secret, []byte("SECRET"), 0o644)
+	if err := os.Link(secret, link); err != nil {
+		t.Skipf("no hard links: %v", err)
+	}
+	vol := filepath.Join(base, "vol")
+	os.MkdirAll(filepath.Join(vol, "..v1"), 0o755)
+	os.WriteFile(filepath.Join(vol, "..v1", "token"), []byte("OLD"), 0o644)
+	os.Symlink("..v1", filepath.Join(vol, "..data"))
+	os.Symlink("..data/token", filepath.Join(vol, "token"))
+	token := filepath.Join(vol, "token")
+	e := newEnv(t, func(o *Options) { o.Settings = config.Settings{DenyRead: []string{secret, token}} })
+	e.create("h")
+	// The rotation, after the server started.
+	os.MkdirAll(filepath.Join(vol, "..v2"), 0o755)
+	os.WriteFile(filepath.Join(vol, "..v2", "token"), []byte("ROTATED"), 0o644)
+	os.Symlink("..v2", filepath.Join(vol, "..data.tmp"))
+	if err := os.Rename(filepath.Join(vol, "..data.tmp"), filepath.Join(vol, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	for _, src := range []string{link, token, filepath.Join(vol, "..v2", "token")} {
+		st, b := e.do("POST", "/v1/sessions/h/copy", jsonf(`{"source":%q,"destination":"x"}`, src))
+		if code, msg := errCode(t, b); st != 403 || code != "read_denied" || !strings.Contains(msg, "deny-read") {
+			t.Errorf("copy %s: %d %s", src, st, b)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(e.sandboxOf("h"), "x")); err == nil {
+		t.Error("a denied file was copied into the sandbox")
+	}
+}

@@ -9,10 +9,10 @@ import (
 	"syscall"
 
 	"github.com/tracecell/tracecell/decode"
+	"github.com/tracecell/tracecell/internal/fsview"
 	"github.com/tracecell/tracecell/internal/procfs"
 	"github.com/tracecell/tracecell/internal/procmap"
 	"github.com/tracecell/tracecell/pathres"
-	"github.com/tracecell/tracecell/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,21 +108,16 @@ func (e decEnv) ResolveFd(fd int32) (pathres.Result, error) {
 
 func (e decEnv) MayKnow(resolved string) bool { return e.t.pol.MayKnow(resolved) }
 
-// DenyLink follows each deny-read entry given through a symlink again, now:
-// kubelet swaps a secret volume's ..data link when it rotates a token, and
-// the entry's path then leads to a new file the start-time resolution does
-// not name (round 58 of the red team). One walk per such entry and checked
-// path; none when there are none.
-//
-// Precondition: the calling goroutine is locked to the tracer thread.
-func (e decEnv) DenyLink(resolved string) string {
-	for _, g := range e.t.pol.DenyReadLinks() {
-		r, err := pathres.Resolve(pathres.Task{Tgid: os.Getpid(), Tid: unix.Gettid()}, "/", []byte(g), true)
-		if err == nil && policy.Under(resolved, r.Path) {
-			return g
-		}
+// DenyLink follows each deny-read entry given through a symlink again, now
+// (fsview.FollowLinks): kubelet swaps a secret volume's ..data link when it
+// rotates a token, and the entry's path then leads to a new file the
+// start-time resolution does not name (round 58 of the red team). One walk
+// per such entry and checked path; none when there are none.
+func (e decEnv) DenyLink(resolved string) (string, string) {
+	if len(e.t.pol.DenyReadLinks()) == 0 {
+		return "", ""
 	}
-	return ""
+	return fsview.FollowLinks(e.t.pol.DenyReadLinks(), resolved)
 }
 
 func (e decEnv) PidInTree(pid int) bool { return e.t.pidInTree(pid) }

@@ -7,6 +7,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/tracecell/tracecell/pathres"
 )
 
 // View is another path that shows some of a path's files through the mount
@@ -23,6 +25,9 @@ type View struct {
 // than return part of them (round 58 of the red team: a store of 4,250
 // overlay layers in a denied directory hid a bind mount of one of them).
 const MaxViews = 65536
+
+// maxPath is PATH_MAX: a view that long is no path a program names.
+const maxPath = 4096
 
 // ErrTooManyViews is Views' error past MaxViews.
 var ErrTooManyViews = errors.New("too many other paths show it through the mount table")
@@ -66,7 +71,12 @@ func Views(p string) ([]View, error) {
 		}
 		// A view of a view inside p is inside p too; a path found both
 		// ways shows p itself somewhere, and is not.
+		var long string
 		ix.views(q, scanned, func(v string, inside bool) {
+			if len(v) >= maxPath {
+				long = v
+				return
+			}
 			inside = inside || qInside
 			if i, ok := seen[v]; ok {
 				if i >= 0 && !inside {
@@ -77,6 +87,9 @@ func Views(p string) ([]View, error) {
 			seen[v] = len(out)
 			out = append(out, View{v, inside})
 		})
+		if long != "" {
+			return nil, fmt.Errorf("%w: one is %d bytes long (the mount table nests a file system in itself?)", ErrTooManyViews, len(long))
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
@@ -93,6 +106,7 @@ type mountIndex struct {
 	layers   []string         // every layer's path, sorted
 	layerDev map[string][]layerPlace
 	places   map[string]placeOK
+	mnt      map[string]uint64 // mountOf, remembered (0: unknown)
 }
 
 type layerPlace struct {
@@ -107,7 +121,7 @@ type placeOK struct {
 
 func newMountIndex(b []byte) *mountIndex {
 	ix := &mountIndex{mounts: parseMountinfo(b), byDev: map[string][]mountEntry{}, atPoint: map[string][]int{},
-		atLayer: map[string][]int{}, layerDev: map[string][]layerPlace{}, places: map[string]placeOK{}}
+		atLayer: map[string][]int{}, layerDev: map[string][]layerPlace{}, places: map[string]placeOK{}, mnt: map[string]uint64{}}
 	for _, m := range ix.mounts {
 		ix.byDev[m.dev] = append(ix.byDev[m.dev], m)
 		ix.byPoint = append(ix.byPoint, m)
@@ -141,6 +155,20 @@ func (ix *mountIndex) place(p string) (place, bool) {
 	pl, ok := fsPlace(p, ix.mounts)
 	ix.places[p] = placeOK{pl, ok}
 	return pl, ok
+}
+
+// mountOf is the id of the mount p is on (statx, or fdinfo before 5.8),
+// remembered; false when p cannot be looked at.
+func (ix *mountIndex) mountOf(p string) (uint64, bool) {
+	if m, ok := ix.mnt[p]; ok {
+		return m, m != 0
+	}
+	var m uint64
+	if id, err := pathres.StatID(p, true); err == nil {
+		m = id.Mnt
+	}
+	ix.mnt[p] = m
+	return m, m != 0
 }
 
 // ancestors are p and each directory above it, "/" last.
@@ -189,18 +217,32 @@ func (ix *mountIndex) views(q string, scanned map[place]bool, add func(string, b
 		m := ix.byPoint[i]
 		sameFS(place{dev: m.dev, path: m.root}, true)
 	}
-	// Overlays: q in (or above) a merged view, in (or above) a layer.
-	for _, a := range ancestors(q) {
-		rel, _ := below(q, a)
-		for _, i := range ix.atPoint[a] {
-			for _, l := range ix.overlays[i].layers {
-				if l != "" {
-					add(path.Join(l, rel), false)
+	// Overlays: q in a merged view, or in a layer. Only where q is on that
+	// very mount: a path below an overlay's mount point on another mount
+	// (/media/root-ro, the lower layer of an overlayroot "/", is mounted
+	// there too) is not shown through the overlay, and following it as if
+	// it were nested the layer in itself without end (round 59 of the red
+	// team). An overlay does not cross mounts inside its layers either.
+	if qm, ok := ix.mountOf(q); ok {
+		for _, a := range ancestors(q) {
+			rel, _ := below(q, a)
+			for _, i := range ix.atPoint[a] {
+				if ix.overlays[i].id != qm {
+					continue
+				}
+				for _, l := range ix.overlays[i].layers {
+					if l != "" {
+						add(path.Join(l, rel), false)
+					}
 				}
 			}
-		}
-		for _, i := range ix.atLayer[a] {
-			add(path.Join(ix.overlays[i].point, rel), false)
+			if len(ix.atLayer[a]) > 0 {
+				if lm, ok := ix.mountOf(a); ok && lm == qm {
+					for _, i := range ix.atLayer[a] {
+						add(path.Join(ix.overlays[i].point, rel), false)
+					}
+				}
+			}
 		}
 	}
 	sortedBelow(ix.layers, q, func(l string) {
@@ -230,4 +272,22 @@ func (ix *mountIndex) views(q string, scanned map[place]bool, add func(string, b
 			}
 		}
 	}
+}
+
+// FollowLinks follows each of links (deny-read entries given through a
+// symlink: absolute, clean) as the kernel would now, and returns the first
+// whose target is resolved or a directory above it, with that target; ""
+// for none. Both the tracer (every checked path) and the session server (a
+// copy's source) ask it, so a link swapped while the tree runs (kubelet
+// rotating a token) is followed the same way by both.
+func FollowLinks(links []string, resolved string) (given, now string) {
+	for _, g := range links {
+		r, err := pathres.Resolve(pathres.Task{Tgid: os.Getpid()}, "/", []byte(g), true)
+		if err == nil {
+			if _, ok := below(resolved, r.Path); ok {
+				return g, r.Path
+			}
+		}
+	}
+	return "", ""
 }
