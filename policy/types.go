@@ -107,8 +107,8 @@ type Config struct {
 	// "<dir>/..*/token". kubelet writes the next version's directory before
 	// it swaps ..data, and a tree watching the volume opened the new token
 	// in between (round 59 of the red team).
-	DenyReadVersions []View `json:"deny_read_versions,omitempty"`
-	AllowExec     []string `json:"allow_exec,omitempty"` // resolved executables the tree may exec
+	DenyReadVersions []View   `json:"deny_read_versions,omitempty"`
+	AllowExec        []string `json:"allow_exec,omitempty"` // resolved executables the tree may exec
 	// AllowExecPatterns are path.Match patterns over the resolved program
 	// ("/usr/bin/*": every program directly in /usr/bin; '*' stops at '/').
 	// Their fixed leading directories have their symlinks expanded.

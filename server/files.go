@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tracecell/tracecell/config"
-	"github.com/tracecell/tracecell/internal/rmtree"
 	"github.com/tracecell/tracecell/internal/fsview"
+	"github.com/tracecell/tracecell/internal/rmtree"
 	"github.com/tracecell/tracecell/policy"
 	"github.com/tracecell/tracecell/syscalls"
 )
