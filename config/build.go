@@ -257,7 +257,11 @@ func (b *planBuilder) reads() error {
 		// follows it again at every checked read.
 		if g, err := Abs(r); err == nil && throughLink(g) {
 			b.pc.DenyReadLinks = appendUnique(b.pc.DenyReadLinks, g)
-			if v, ok := atomicVersions(g, a); ok {
+			vs, err := atomicVersions(a)
+			if err != nil {
+				return usagef("--deny-read %s: %v: tracecell cannot deny all of them; deny a smaller tree", r, err)
+			}
+			for _, v := range vs {
 				b.pc.DenyReadVersions = append(b.pc.DenyReadVersions, policy.View{Path: v, Of: g})
 			}
 		}
@@ -573,26 +577,50 @@ func resolveMaybe(p string) (string, error) {
 	return filepath.Clean(a), nil
 }
 
-// atomicVersions is the pattern of the other versions of the link entry
-// given (now at resolved) when it is laid out as a Kubernetes atomic writer
-// lays out a secret or configmap volume: given's directory D holds
-// "..<time>" directories, and given leads to D/..<time>/rest. The next
-// version appears as D/..<new time>/rest before ..data is swapped to it.
-func atomicVersions(given, resolved string) (string, bool) {
-	dir := filepath.Dir(given)
-	rel, ok := strings.CutPrefix(resolved, strings.TrimSuffix(dir, "/")+"/")
-	if !ok {
-		return "", false
+// atomicVersions are the patterns of the other versions of a deny-read
+// entry, now at resolved, that lies in a volume laid out as Kubernetes'
+// atomic writer lays out secrets and configmaps: a directory D holding
+// "..data", a symlink to the current "..<time>" directory, and the
+// entry at D/..<time>/rest. kubelet writes the next version's
+// D/..<new time>/rest before it swaps ..data, and swaps ..data while the
+// tree runs: every D/..*/rest is the entry. D is found in the resolved
+// path (round 60 of the red team: from the path as given, through
+// /var/run -> /run or a nested key's own link, no pattern was made), and
+// the pattern is made for every other mount that shows D too (a volume's
+// tmpfs is also mounted under /var/lib/kubelet on a node).
+func atomicVersions(resolved string) ([]string, error) {
+	comps := strings.Split(strings.TrimPrefix(resolved, "/"), "/")
+	for i := len(comps) - 2; i >= 0; i-- {
+		c := comps[i]
+		if !strings.HasPrefix(c, "..") || c == ".." {
+			continue
+		}
+		dir := "/" + strings.Join(comps[:i], "/")
+		if fi, err := os.Lstat(filepath.Join(dir, "..data")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			continue
+		}
+		rest := strings.Join(comps[i+1:], "/")
+		dirs := []string{dir}
+		views, err := fsview.Views(dir)
+		if err != nil {
+			return nil, err
+		}
+		for _, v := range views {
+			if !v.Inside {
+				dirs = append(dirs, v.Path)
+			}
+		}
+		var out []string
+		for _, d := range dirs {
+			base := globQuote(d)
+			if d == "/" {
+				base = ""
+			}
+			out = append(out, base+"/..*/"+globQuote(rest))
+		}
+		return out, nil
 	}
-	version, rest, ok := strings.Cut(rel, "/")
-	if !ok || rest == "" || !strings.HasPrefix(version, "..") || version == ".." {
-		return "", false
-	}
-	base := globQuote(dir)
-	if dir == "/" {
-		base = ""
-	}
-	return base + "/..*/" + globQuote(rest), true
+	return nil, nil
 }
 
 // globQuote escapes path.Match's special characters in s.

@@ -356,3 +356,51 @@ mount --bind "$1/vol" "$2/other" && shift 2 && exec "$@"`
 		t.Errorf("status %d, want both reads denied:\n%s%s", r.status, r.stdout, r.stderr)
 	}
 }
+
+// TestDenyReadNextVersionLayouts: the atomic writer's other versions are
+// found from the entry's resolved path, so they are denied when the entry is
+// named through a symlinked parent (/var/run -> /run, the usual path of a
+// service-account token) and for a nested key (vol/sub -> ..data/sub), where
+// no pattern was made (round 60 of the red team). Any user.
+func TestDenyReadNextVersionLayouts(t *testing.T) {
+	for _, tc := range []struct{ name, key string }{{"symlinked-parent", "token"}, {"nested-key", "sub/key"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := realDir(t)
+			vol, sbx := filepath.Join(d, "run", "secrets", "vol"), filepath.Join(d, "sbx")
+			mkdirs(t, filepath.Join(vol, "..v1", filepath.Dir(tc.key)), filepath.Join(vol, "..v2", filepath.Dir(tc.key)), sbx)
+			writeFile(t, filepath.Join(vol, "..v1", tc.key), "OLD\n", 0o644)
+			writeFile(t, filepath.Join(vol, "..v2", tc.key), "NEXT\n", 0o644) // written, ..data not swapped yet
+			first, _, _ := strings.Cut(tc.key, "/")
+			for _, l := range [][2]string{{"..v1", "..data"}, {"..data/" + first, first}} {
+				if err := os.Symlink(l[0], filepath.Join(vol, l[1])); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(filepath.Join(d, "run"), filepath.Join(d, "varrun")); err != nil {
+				t.Fatal(err)
+			}
+			entry := filepath.Join(d, "varrun", "secrets", "vol", tc.key)
+			next := filepath.Join(vol, "..v2", tc.key)
+			r := runTraced(t, sbx, nil, []string{"--quiet", "--deny-read", entry}, python, "-c", readAll, entry, next)
+			if strings.Contains(r.stdout, " read ") || strings.Count(r.stdout, "errno 13") != 2 {
+				t.Errorf("want the entry and its next version denied:\n%s%s", r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+// TestDenyReadNextVersionThroughView: the volume is also mounted elsewhere
+// (as a pod's volumes are under /var/lib/kubelet on a node): its next
+// version, and after a rotation its current token, were readable through
+// that mount (round 60 of the red team). Root only.
+func TestDenyReadNextVersionThroughView(t *testing.T) {
+	base := mountNSDirs(t, "vol", "view", "sbx")
+	script := `mount -t tmpfs vol "$1/vol" && cd "$1/vol" && mkdir ..v1 ..v2 && echo OLD > ..v1/token && echo NEXT > ..v2/token &&
+ln -s ..v1 ..data && ln -s ..data/token token && mount --bind "$1/vol" "$1/view" && shift && exec "$@"`
+	r := execute(t, "", os.Environ(), []string{"unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", base,
+		tcBin, "run", "-q", "--write", filepath.Join(base, "sbx"), "--deny-read", filepath.Join(base, "vol", "token"), "--",
+		python, "-c", readAll, filepath.Join(base, "view", "..v2", "token"), filepath.Join(base, "view", "token")})
+	if strings.Contains(r.stdout, " read ") || strings.Count(r.stdout, "errno 13") != 2 {
+		t.Errorf("want the versions denied through the other mount (status %d):\n%s%s", r.status, r.stdout, r.stderr)
+	}
+}
