@@ -274,6 +274,13 @@ func (p *Policy) unreachable(op *Op) (Endpoint, bool) {
 // Config returns a copy of the effective configuration.
 func (p *Policy) Config() Config { return copyConfig(p.cfg) }
 
+// DeniedFile is the deny-read entry whose file (Config.DenyReadFiles) has
+// this device and inode: that file under another name.
+func (p *Policy) DeniedFile(dev, ino uint64) (string, bool) {
+	of, ok := p.denyFiles[[2]uint64{dev, ino}]
+	return of, ok && ino != 0
+}
+
 // DenyReadLinks is Config().DenyReadLinks without the copy, for the
 // tracer's every checked path; the caller must not change it.
 func (p *Policy) DenyReadLinks() []string { return p.cfg.DenyReadLinks }

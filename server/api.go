@@ -167,7 +167,7 @@ func (s *Server) OpenFile(id, rel string) (*os.File, os.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return openSandboxFile(ss.sandbox, rel)
+	return s.openServed(ss.sandbox, rel)
 }
 
 // Authorize wraps h with the guards of the HTTP API: requests a web page

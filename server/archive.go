@@ -121,6 +121,11 @@ func (s *Server) writeArchive(sandbox string) (*os.File, []skipped, error) {
 					skip = append(skip, skipped{rel, "changed while archived"})
 					continue
 				}
+				if of, denied := s.deniedServed(fi); denied {
+					f.Close()
+					skip = append(skip, skipped{rel, "the deny-read file " + of + " under another name (a hard link)"})
+					continue
+				}
 				if total += fi.Size(); total > s.opts.MaxCopySize {
 					f.Close()
 					return errf(413, "archive_too_large", "the sandbox holds more than %d bytes (--max-copy-size); delete some files first", s.opts.MaxCopySize)

@@ -325,6 +325,33 @@ func openSandboxFile(sandbox, rel string) (*os.File, os.FileInfo, error) {
 	return f, st, nil
 }
 
+// deniedServed refuses to hand out a sandbox file (a download, an archive
+// entry) that is a deny-read file under another name: the tracer keeps the
+// tree from linking one into its sandbox, and this keeps any other way a
+// hard link got there (a host program's) from becoming a read of it (round
+// 61 of the red team, defence in depth).
+func (s *Server) deniedServed(st os.FileInfo) (string, bool) {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", false
+	}
+	return s.readPol.DeniedFile(uint64(sys.Dev), uint64(sys.Ino))
+}
+
+// openServed is openSandboxFile for a download: a deny-read file under
+// another name is refused.
+func (s *Server) openServed(sandbox, rel string) (*os.File, os.FileInfo, error) {
+	f, st, err := openSandboxFile(sandbox, rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	if of, denied := s.deniedServed(st); denied {
+		f.Close()
+		return nil, nil, errf(403, "read_denied", "path %q is the deny-read file %s under another name (a hard link)", rel, of)
+	}
+	return f, st, nil
+}
+
 // copyRequest is the body of POST /v1/sessions/{id}/copy.
 type copyRequest struct {
 	// Source is an absolute host path (or ~/...), a file or a directory.

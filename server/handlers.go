@@ -683,7 +683,7 @@ func (s *Server) handleFiles(w http.ResponseWriter, _ *http.Request, ss *session
 }
 
 func (s *Server) handleDownload(w http.ResponseWriter, r *http.Request, ss *session) error {
-	f, st, err := openSandboxFile(ss.sandbox, r.PathValue("path"))
+	f, st, err := s.openServed(ss.sandbox, r.PathValue("path"))
 	if err != nil {
 		ss.log.Warn().Str("path", r.PathValue("path")).Err(err).Msg("download refused")
 		return err

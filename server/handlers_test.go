@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -1091,5 +1092,33 @@ func TestCopyDenyReadOtherNames(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(e.sandboxOf("h"), "x")); err == nil {
 		t.Error("a denied file was copied into the sandbox")
+	}
+}
+
+// TestServeDeniedFileUnderAnotherName: a hard link to a deny-read file in a
+// session's sandbox, made by a host program (the tree may not make one), is
+// neither downloaded nor archived (round 61 of the red team, defence in
+// depth: the tracer's link check was all that kept it out).
+func TestServeDeniedFileUnderAnotherName(t *testing.T) {
+	base := t.TempDir()
+	secret := filepath.Join(base, "secret.txt")
+	os.WriteFile(secret, []byte("SECRET"), 0o644)
+	e := newEnv(t, func(o *Options) { o.Settings = config.Settings{DenyRead: []string{secret}} })
+	e.create("l")
+	sbx := e.sandboxOf("l")
+	if err := os.Link(secret, filepath.Join(sbx, "linked.txt")); err != nil {
+		t.Skipf("no hard link from %s into the sandbox: %v", base, err)
+	}
+	os.WriteFile(filepath.Join(sbx, "plain.txt"), []byte("plain"), 0o644)
+	st, b := e.do("GET", "/v1/sessions/l/files/linked.txt", "")
+	if code, msg := errCode(t, b); st != 403 || code != "read_denied" || !strings.Contains(msg, secret) {
+		t.Errorf("download of the link: %d %s", st, b)
+	}
+	if st, b := e.do("GET", "/v1/sessions/l/files/plain.txt", ""); st != 200 || string(b) != "plain" {
+		t.Errorf("download of a plain file: %d %s", st, b)
+	}
+	st, h, tarball := e.raw("GET", "/v1/sessions/l/archive", nil)
+	if st != 200 || bytes.Contains(tarball, []byte("SECRET")) || !strings.Contains(h.Get("X-Tracecell-Skipped"), "1") {
+		t.Errorf("archive: %d %v, secret inside: %v", st, h, bytes.Contains(tarball, []byte("SECRET")))
 	}
 }
