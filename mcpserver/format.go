@@ -316,6 +316,12 @@ func blockedLine(e *report.Event, c Context) string {
 			return prefix + what + ": the sandbox directory itself cannot be removed, renamed or changed; work with the files inside it" + suffix
 		case policy.RuleProcWrite:
 			return prefix + what + ": writing under /proc is not allowed" + suffix
+		case policy.RuleDenyRead:
+			// A link, rename or snapshot that would make a denied file
+			// readable elsewhere: said as a read is, without the
+			// operator's entry (round 62 of the red team: the reason
+			// named the denied directory).
+			return prefix + what + ": the operator does not allow reading it, so it may not be linked, moved or copied either; do not retry, work without it" + suffix
 		}
 		return prefix + what + ": " + e.Reason + suffix
 	case e.Kind == syscalls.KindRead:

@@ -83,6 +83,11 @@ func TestFormatResult(t *testing.T) {
 		{name: "write outside", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindWrite, Rule: policy.RuleOutsideRoots,
 			Syscall: "openat", Paths: []policy.Path{{Given: "/home/u/data.csv", Resolved: "/home/u/data.csv"}}}}},
 			has: []string{"[blocked operations (refused, but the code carried on and finished)]\n- write to /home/u/data.csv blocked: outside the sandbox; files you can change live in " + sbx, "copied into the sandbox first"}},
+		// Round 62 of the red team: a link of a denied file named the
+		// operator's deny-read entry to the model.
+		{name: "link of a denied file", res: worker.Result{Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindLink, Rule: policy.RuleDenyRead,
+			Syscall: "link", Reason: "source matches deny-read /srv/secret-dir", Paths: []policy.Path{{Role: "source", Given: "/srv/secret-dir/f", Resolved: "/srv/secret-dir/f"}, {Role: "target", Given: "hl", Resolved: sbx + "/hl"}}}}},
+			has: []string{"link /srv/secret-dir/f -> hl (" + sbx + "/hl) blocked: the operator does not allow reading it"}, hasNot: []string{"matches deny-read"}},
 		{name: "blocked and failed", res: worker.Result{Error: &worker.ExecError{Name: "PermissionError", Message: "denied"},
 			Denials: []report.Event{{Decision: report.Deny, Kind: syscalls.KindWrite, Rule: policy.RuleOutsideRoots, Paths: []policy.Path{{Given: "/etc/x", Resolved: "/etc/x"}}}}},
 			has: []string{"[blocked operations]\n- write to /etc/x blocked"}, hasNot: []string{"carried on"}},
