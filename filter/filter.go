@@ -325,8 +325,17 @@ func program(t *syscalls.Table, rs []rule) ([]bpf.Instruction, error) {
 }
 
 // Raw returns the assembled program, ready for seccomp(2) or
-// prctl(PR_SET_SECCOMP).
+// prctl(PR_SET_SECCOMP): the precomputed one of the build's ABI when there
+// is one (programs.go), else Assemble's.
 func Raw(o Options) ([]bpf.RawInstruction, error) {
+	if raw := precomputed(o); raw != nil {
+		return raw, nil
+	}
+	return Assemble(o)
+}
+
+// Assemble builds and assembles the program for o.
+func Assemble(o Options) ([]bpf.RawInstruction, error) {
 	prog, err := Build(o)
 	if err != nil {
 		return nil, err
