@@ -420,3 +420,73 @@ func TestServeSocketInRoot(t *testing.T) {
 		t.Errorf("the socket was created in the writable root")
 	}
 }
+
+// TestReportReplacesUnwritableFile: the report replaces its file by a
+// rename, so a user who may write the directory gets the report although
+// the file there is not theirs to open (left by a root run): nobody's
+// --report onto a root-owned 0644 file in a world-writable directory was
+// refused ("create report: permission denied") before the run (a red-team
+// note, round 61). Where the rename would fail (a sticky directory, a
+// directory nobody may write) the run is still refused before it starts,
+// and the file is left alone.
+func TestReportReplacesUnwritableFile(t *testing.T) {
+	nobody := nobodyCmd(t)
+	if nobody == nil {
+		t.Skip("needs root to make a file nobody cannot write")
+	}
+	cases := []struct {
+		name    string
+		dirMode os.FileMode
+		ok      bool
+	}{
+		{"writable-dir", 0o777, true},
+		{"sticky-dir", 0o777 | os.ModeSticky, false},
+		{"read-only-dir", 0o755, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := openWorldDir(t)
+			rep := filepath.Join(d, "r.json")
+			const old = "left by a root run\n"
+			if err := os.WriteFile(rep, []byte(old), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(d, c.dirMode); err != nil {
+				t.Fatal(err)
+			}
+			argv := append(append([]string{}, nobody...), tcBin, "run", "--quiet", "--report", rep, "--", "/bin/true")
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = "/"
+			out, err := cmd.CombinedOutput()
+			b, rerr := os.ReadFile(rep)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if !c.ok {
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || ee.ExitCode() != 125 || !strings.Contains(string(out), "create report "+rep) {
+					t.Fatalf("run = %v, want status 125 naming the report\n%s", err, out)
+				}
+				if string(b) != old {
+					t.Fatalf("refused run changed the file: %q", b)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("run as nobody: %v\n%s", err, out)
+			}
+			var r report.Report
+			if err := json.Unmarshal(b, &r); err != nil || r.Exit.Status != 0 || r.Command == nil {
+				t.Fatalf("report not written over the root-owned file: %v\n%.300s", err, b)
+			}
+			var st unix.Stat_t
+			if err := unix.Lstat(rep, &st); err != nil || st.Uid != 65534 {
+				t.Fatalf("report owner %d (%v), want nobody's new file", st.Uid, err)
+			}
+			ents, _ := os.ReadDir(d)
+			if len(ents) != 1 {
+				t.Fatalf("probe or temporary files left: %v", ents)
+			}
+		})
+	}
+}

@@ -504,6 +504,12 @@ func OpenTarget(path string) (*Target, error) {
 	// final rename would replace the link, but the target would be made
 	// by then. O_NONBLOCK: a FIFO there must not block the probe.
 	f, err := unix.Openat(fd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0o644)
+	if errors.Is(err, unix.EACCES) && replaceable(fd, base) {
+		// The report replaces the file by a rename, which needs only the
+		// directory: a file there that this user may not write (left by
+		// a root run, say) does not stop it.
+		return &Target{path: path, base: base, dir: fd}, nil
+	}
 	if err != nil {
 		unix.Close(fd)
 		if errors.Is(err, unix.ELOOP) {
@@ -513,6 +519,38 @@ func OpenTarget(path string) (*Target, error) {
 	}
 	unix.Close(f)
 	return &Target{path: path, base: base, dir: fd}, nil
+}
+
+// replaceable reports whether WriteTarget's rename can replace base, a
+// file in dir this process may not open for writing: base is a regular
+// file, a file can be created (and is removed again) in dir, and dir is
+// not sticky, or this user owns base or dir (a sticky directory lets only
+// them replace an entry; rename(2) fails with EPERM otherwise).
+func replaceable(dir int, base string) bool {
+	var st, dst unix.Stat_t
+	if unix.Fstatat(dir, base, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return false
+	}
+	if unix.Fstat(dir, &dst) != nil {
+		return false
+	}
+	if euid := uint32(unix.Geteuid()); dst.Mode&unix.S_ISVTX != 0 && st.Uid != euid && dst.Uid != euid {
+		return false
+	}
+	for try := 0; try < 100; try++ {
+		tmp := ".tracecell-report-" + strconv.FormatUint(rand.Uint64(), 36)
+		f, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+		if errors.Is(err, unix.EEXIST) {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		unix.Close(f)
+		unix.Unlinkat(dir, tmp, 0)
+		return true
+	}
+	return false
 }
 
 // Path is the report's path as given to OpenTarget.
