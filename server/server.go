@@ -256,21 +256,23 @@ func newServer(opts Options) (*Server, error) {
 	if err := opts.defaults(); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(opts.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create the state directory %s: %w (pass --state-dir)", opts.StateDir, err)
-	}
 	given := opts
-	if r, err := filepath.EvalSymlinks(opts.StateDir); err == nil {
-		opts.StateDir = r // the policy compares resolved paths
+	resolved, fd, err := openStateDir(opts.StateDir)
+	if err != nil {
+		return nil, err
 	}
+	opts.StateDir = resolved // the policy compares resolved paths
 	// Both the path given and where it leads: a symlink inside a writable
 	// root (which a tree may have planted) is no state directory either.
 	for _, o := range []Options{given, opts} {
 		if err := checkWriteRoots(o); err != nil {
+			unix.Close(fd)
 			return nil, err
 		}
 	}
-	if err := privateStateDir(opts.StateDir); err != nil {
+	err = privateStateDir(fd, opts.StateDir)
+	unix.Close(fd)
+	if err != nil {
 		return nil, err
 	}
 	pol, err := readPolicy(opts)
@@ -325,18 +327,11 @@ func checkWriteRoots(opts Options) error {
 	return nil
 }
 
-// privateStateDir makes the (resolved) state directory mode 0700 through a
-// descriptor opened with O_NOFOLLOW, after checking that this user owns it:
-// a chmod by name would follow a symlink someone put at that path (a
-// default /var/tmp/tracecell-<uid> planted by another local user, or by a
-// tree that could write there) and change the mode of whatever it points to,
-// and a directory another user owns is not private to this server.
-func privateStateDir(dir string) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open the state directory %s: %w (pass --state-dir)", dir, err)
-	}
-	defer unix.Close(fd)
+// privateStateDir makes the state directory, open as fd (openStateDir,
+// which reached it without following a link someone could have planted),
+// mode 0700 after checking that this user owns it: a directory another
+// user owns is not private to this server.
+func privateStateDir(fd int, dir string) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("fstat the state directory %s: %w", dir, err)
