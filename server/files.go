@@ -382,6 +382,20 @@ type copyItem struct {
 	dir  bool
 	size int64
 	mode os.FileMode
+	// id is the file the policy was asked about (its lstat): the copy
+	// opens it again by path and copies it only if it is still that file.
+	id fileID
+}
+
+// fileID identifies a file by device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// idOf is fi's device and inode, zero when fi has none.
+func idOf(fi os.FileInfo) fileID {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return fileID{uint64(st.Dev), uint64(st.Ino)}
+	}
+	return fileID{}
 }
 
 // decideRead asks the policy whether the session's worker could read the
@@ -505,7 +519,7 @@ func (s *Server) planCopy(sandbox string, src *copySource, rep *copyReport) ([]c
 	var total int64
 	switch {
 	case st.Mode().IsRegular():
-		items = append(items, copyItem{size: st.Size(), mode: st.Mode().Perm()})
+		items = append(items, copyItem{size: st.Size(), mode: st.Mode().Perm(), id: idOf(st)})
 		total = st.Size()
 	case st.IsDir():
 		err := filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
@@ -542,7 +556,7 @@ func (s *Server) planCopy(sandbox string, src *copySource, rep *copyReport) ([]c
 					rep.Skipped = append(rep.Skipped, skipped{rel, "unreadable: " + errText(err)})
 					return nil
 				}
-				items = append(items, copyItem{rel: rel, size: fi.Size(), mode: fi.Mode().Perm()})
+				items = append(items, copyItem{rel: rel, size: fi.Size(), mode: fi.Mode().Perm(), id: idOf(fi)})
 				total += fi.Size()
 			default:
 				rep.Skipped = append(rep.Skipped, skipped{rel, "not a regular file (" + t.String() + ")"})
@@ -583,7 +597,7 @@ func (s *Server) writeCopy(sandbox string, src *copySource, dst string, comps []
 	name := comps[len(comps)-1]
 	budget := s.opts.MaxCopySize
 	if !src.st.IsDir() {
-		n, err := copyFile(src.real, parent, name, items[0].mode, budget, rep.Destination)
+		n, err := copyFile(src.real, items[0].id, parent, name, items[0].mode, budget, rep.Destination)
 		if err != nil {
 			return nil, err
 		}
@@ -611,7 +625,7 @@ func (s *Server) writeCopy(sandbox string, src *copySource, dst string, comps []
 		if err != nil {
 			return nil, partial(err, rep)
 		}
-		n, err := copyFile(filepath.Join(src.real, filepath.FromSlash(it.rel)), dir, dcomps[len(dcomps)-1], it.mode, budget, path.Join(rep.Destination, it.rel))
+		n, err := copyFile(filepath.Join(src.real, filepath.FromSlash(it.rel)), it.id, dir, dcomps[len(dcomps)-1], it.mode, budget, path.Join(rep.Destination, it.rel))
 		unix.Close(dir)
 		if err != nil {
 			var ae *apiError
@@ -678,8 +692,9 @@ func openResolved(p string) (int, error) {
 
 // copyFile copies the regular file src (not followed if it, or a directory
 // on its path, became a symlink) to name in dirfd via a temporary file and a rename, writing at
-// most budget bytes.
-func copyFile(src string, dirfd int, name string, mode os.FileMode, budget int64, shown string) (int64, error) {
+// most budget bytes. want is the file the policy allowed: a file put at
+// src since (a hard link to a file the policy denies, say) is not copied.
+func copyFile(src string, want fileID, dirfd int, name string, mode os.FileMode, budget int64, shown string) (int64, error) {
 	sfd, err := openResolved(src)
 	if err != nil {
 		if err == unix.ELOOP || err == unix.ENOTDIR {
@@ -689,8 +704,12 @@ func copyFile(src string, dirfd int, name string, mode os.FileMode, budget int64
 	}
 	in := os.NewFile(uintptr(sfd), src)
 	defer in.Close()
-	if fi, err := in.Stat(); err != nil || !fi.Mode().IsRegular() {
+	fi, err := in.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
 		return 0, errf(409, "source_changed", "source %s is no longer a regular file; not copied", src)
+	}
+	if want != (fileID{}) && idOf(fi) != want {
+		return 0, errf(409, "source_changed", "source %s was replaced by another file after the policy check; not copied", src)
 	}
 	return writeTemp(dirfd, ".tracecell-copy-"+randomID(""), name, mode, shown,
 		"destination "+shown+" is a directory in the sandbox; name the file inside it",

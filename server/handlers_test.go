@@ -849,6 +849,62 @@ func TestCopySourceSwappedForSymlink(t *testing.T) {
 	}
 }
 
+// TestCopySourceReplacedByLink: a file that is replaced, after the policy
+// check, by a hard link to a file the policy denies (a host process in a
+// shared directory can make one; a session cannot) is not copied: the copy
+// opens each file again by path and compares it with the one checked.
+func TestCopySourceReplacedByLink(t *testing.T) {
+	base := t.TempDir()
+	secret := filepath.Join(base, "secret")
+	shared := filepath.Join(base, "shared")
+	e := newEnv(t, func(o *Options) { o.Settings = config.Settings{DenyRead: []string{secret}} })
+	e.create("h")
+	sbx := e.sandboxOf("h")
+	os.MkdirAll(secret, 0o755)
+	key := filepath.Join(secret, "key")
+	os.WriteFile(key, []byte("SECRET"), 0o600)
+	for _, tc := range []struct {
+		name, source, swap string // swap: the file replaced by a link to key
+		file               bool
+	}{
+		{"file", "f", "f", true},
+		{"file in a tree", "t", "t/sub/f", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.RemoveAll(shared)
+			os.MkdirAll(filepath.Join(shared, "t", "sub"), 0o755)
+			for _, p := range []string{"f", "t/sub/f", "t/g"} {
+				os.WriteFile(filepath.Join(shared, p), []byte("public"), 0o644)
+			}
+			swap := filepath.Join(shared, tc.swap)
+			copyTestHook = func() {
+				os.Remove(swap)
+				if err := os.Link(key, swap); err != nil {
+					t.Error(err)
+				}
+			}
+			defer func() { copyTestHook = nil }()
+			dst := strings.ReplaceAll(tc.name, " ", "_")
+			st, b := e.do("POST", "/v1/sessions/h/copy", jsonf(`{"source":%q,"destination":%q}`, filepath.Join(shared, tc.source), dst))
+			filepath.Walk(filepath.Join(sbx, dst), func(p string, fi os.FileInfo, err error) error {
+				if err == nil && fi.Mode().IsRegular() {
+					if got, _ := os.ReadFile(p); string(got) == "SECRET" {
+						t.Errorf("the denied file was copied to %s (%d %s)", p, st, b)
+					}
+				}
+				return nil
+			})
+			if tc.file {
+				if code, _ := errCode(t, b); st != 409 || code != "source_changed" {
+					t.Fatalf("%d %s, want 409 source_changed", st, b)
+				}
+			} else if st != 200 || !strings.Contains(string(b), "replaced by another file") {
+				t.Fatalf("%d %s, want the replaced entry skipped", st, b)
+			}
+		})
+	}
+}
+
 // TestDownloadIsInert: a file the code wrote is served as an inert document:
 // opened in a browser from the server's own origin, a model-written HTML or
 // SVG page could otherwise run script with same-origin access to the API
