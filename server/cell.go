@@ -146,10 +146,14 @@ type history struct {
 // openHistory reads the earlier boots' files of the cell and starts this
 // boot's. Every id created in an earlier boot and not ended there is lost.
 func openHistory(stateDir, cell, boot string, now time.Time) (*history, error) {
-	dir := filepath.Join(stateDir, "cells", cell)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("create the cell's directory %s: %w", dir, err)
+	// Walked like the state directory itself (openStateDir): a cells or
+	// cell entry a tree left as a link (a state directory it could write
+	// on an earlier run) would put the boot records where the link leads.
+	dir, fd, err := openStateDir(filepath.Join(stateDir, "cells", cell))
+	if err != nil {
+		return nil, fmt.Errorf("the cell's directory: %w", err)
 	}
+	unix.Close(fd)
 	h := &history{dir: dir, boot: boot, ended: map[string]fate{}, oldest: now, boots: 1}
 	names, err := filepath.Glob(filepath.Join(dir, "boot-*.ids"))
 	if err != nil {
@@ -161,9 +165,9 @@ func openHistory(stateDir, cell, boot string, now time.Time) (*history, error) {
 	}
 	var files []bootFile
 	for _, p := range names {
-		st, err := os.Stat(p)
-		if err != nil {
-			continue
+		st, err := os.Lstat(p)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // a link or other object is no record of ours
 		}
 		if live(p) {
 			// Another server with this cell id and state directory runs
@@ -210,7 +214,7 @@ func openHistory(stateDir, cell, boot string, now time.Time) (*history, error) {
 
 // live reports whether a boot record is locked by a running server.
 func live(p string) bool {
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}
@@ -223,7 +227,7 @@ func live(p string) bool {
 }
 
 func readBootStart(p string) (time.Time, bool) {
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return time.Time{}, false
 	}
@@ -246,7 +250,7 @@ func readBootStart(p string) (time.Time, bool) {
 // An id still open at the end of the file was lost when the boot ended
 // without closing it (SIGKILL, a crash, the machine's power).
 func (h *history) replay(p string) (int, error) {
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, nil // unreadable: as if absent (its ids answer as never seen)
 	}

@@ -9,88 +9,84 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxStateDirLinks bounds the symlinks followed on the way to the state
-// directory (the kernel's own limit is 40).
-const maxStateDirLinks = 40
-
 // openStateDir creates what is missing of the state directory dir (an
-// absolute, clean path; each new directory 0700), walking it one component
-// at a time without following symlinks, and returns its resolved path and
-// a descriptor of it opened through that walk.
+// absolute path; each new directory 0700), walking it one component at a
+// time with O_NOFOLLOW from /, and returns its clean path and a descriptor
+// of it opened through that walk.
 //
-// A symlink is never followed at the last component, and on the way only
-// when it is a system's own: owned by root or this server's user, in a
-// directory owned by root or this user that no other user may write (a
-// /var/run -> /run). Otherwise the server would chmod and fill whatever the
-// link points to: a default /var/tmp/tracecell-<uid> planted by another
-// local user (the kernel follows it unless fs.protected_symlinks is set),
-// or $XDG_STATE_HOME/tracecell made a link by a sandboxed tree that could
-// write there on an earlier run (red team, round 63).
+// The server keeps using the path after start-up (sandboxes, temporary
+// files, the workers' deny-read of the state directory), so the walk
+// refuses what would let someone else change where that path leads:
+//
+//   - a symlink anywhere on it. The server runs as the user whose sandboxed
+//     trees may have written there on an earlier run, so a link's owner
+//     says nothing about who made it: a tree that could write ~ made
+//     ~/.local a link and the next `tracecell serve` put (or took, made
+//     0700 and filled) $XDG_STATE_HOME/tracecell in a host directory of
+//     its choosing; /var/tmp/tracecell-<uid> planted by another user is
+//     the same (red team, rounds 63 and 64). Give the real path.
+//   - a directory on it that another user owns, or may write without the
+//     sticky bit protecting the next component (which must then be
+//     root's or this user's): that user could rename the state directory
+//     away and put a link in its place while the server runs (round 64:
+//     a root server's later sessions were made where the link led, and
+//     its workers' deny-read then covered the link's target instead of
+//     the older sessions' sandboxes). The usual /var/tmp (root's, 1777)
+//     passes: the sticky bit keeps this user's entry in it.
 func openStateDir(dir string) (string, int, error) {
-	euid := uint32(os.Geteuid())
-	refuse := func(at, why string) (string, int, error) {
-		return "", -1, fmt.Errorf("the state directory %s: %s %s; a link there may have been planted by another user or a sandboxed program: pass --state-dir with the real directory", dir, at, why)
-	}
-	path, links := dir, 0
-restart:
-	if !filepath.IsAbs(path) {
+	if !filepath.IsAbs(dir) {
 		return "", -1, fmt.Errorf("the state directory %s: not an absolute path", dir)
 	}
-	parts := strings.Split(strings.TrimPrefix(filepath.Clean(path), "/"), "/")
+	clean := filepath.Clean(dir)
+	if clean == "/" {
+		return "", -1, fmt.Errorf("the state directory %s: / cannot be one (pass --state-dir)", dir)
+	}
+	euid := uint32(os.Geteuid())
+	trusted := func(uid uint32) bool { return uid == 0 || uid == euid }
 	fd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", -1, os.NewSyscallError("open /", err)
 	}
 	walked := "/"
+	parts := strings.Split(strings.TrimPrefix(clean, "/"), "/")
 	for i, name := range parts {
-		if name == "" {
-			continue
-		}
 		last := i == len(parts)-1
-		var st unix.Stat_t
+		here := filepath.Join(walked, name)
+		fail := func(err error) (string, int, error) {
+			unix.Close(fd)
+			return "", -1, err
+		}
+		var pst, st unix.Stat_t
+		if err := unix.Fstat(fd, &pst); err != nil {
+			return fail(fmt.Errorf("the state directory %s: fstat %s: %w", dir, walked, err))
+		}
+		if !trusted(pst.Uid) {
+			return fail(fmt.Errorf("the state directory %s: %s belongs to uid %d, who could move the state directory away while the server runs: pass --state-dir with a path whose directories are root's or this user's", dir, walked, pst.Uid))
+		}
 		err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 		if err == unix.ENOENT {
 			if err = unix.Mkdirat(fd, name, 0o700); err != nil && err != unix.EEXIST {
-				unix.Close(fd)
-				return "", -1, fmt.Errorf("create the state directory %s: mkdir %s: %w (pass --state-dir)", dir, filepath.Join(walked, name), err)
+				return fail(fmt.Errorf("create the state directory %s: mkdir %s: %w (pass --state-dir)", dir, here, err))
 			}
 			err = unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 		}
 		if err != nil {
-			unix.Close(fd)
-			return "", -1, fmt.Errorf("the state directory %s: %s: %w (pass --state-dir)", dir, filepath.Join(walked, name), err)
+			return fail(fmt.Errorf("the state directory %s: %s: %w (pass --state-dir)", dir, here, err))
 		}
-		here := filepath.Join(walked, name)
+		if pst.Mode&0o022 != 0 && (pst.Mode&unix.S_ISVTX == 0 || !trusted(st.Uid)) {
+			return fail(fmt.Errorf("the state directory %s: %s may be written by other users, who could move %s away while the server runs: pass --state-dir with a path whose directories only root or this user may write", dir, walked, here))
+		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:
 		case unix.S_IFLNK:
-			var pst unix.Stat_t
-			perr := unix.Fstat(fd, &pst)
+			target := ""
 			buf := make([]byte, unix.PathMax)
-			n, rerr := unix.Readlinkat(fd, name, buf)
-			unix.Close(fd)
-			switch {
-			case last:
-				return refuse(here, "is a symbolic link")
-			case st.Uid != 0 && st.Uid != euid:
-				return refuse(here, fmt.Sprintf("is a symbolic link owned by uid %d", st.Uid))
-			case perr != nil || (pst.Uid != 0 && pst.Uid != euid) || pst.Mode&0o022 != 0:
-				return refuse(here, "is a symbolic link in a directory other users may write")
-			case rerr != nil:
-				return "", -1, fmt.Errorf("the state directory %s: readlink %s: %w", dir, here, rerr)
+			if n, err := unix.Readlinkat(fd, name, buf); err == nil {
+				target = " (to " + string(buf[:n]) + ")"
 			}
-			if links++; links > maxStateDirLinks {
-				return refuse(here, "goes through too many symbolic links")
-			}
-			target := string(buf[:n])
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(walked, target)
-			}
-			path = filepath.Join(append([]string{target}, parts[i+1:]...)...)
-			goto restart
+			return fail(fmt.Errorf("the state directory %s: %s is a symbolic link%s, which another user or a sandboxed program may have made; the server follows no link on the way to its state directory: pass --state-dir with a path without links", dir, here, target))
 		default:
-			unix.Close(fd)
-			return "", -1, fmt.Errorf("the state directory %s: %s is not a directory (pass --state-dir)", dir, here)
+			return fail(fmt.Errorf("the state directory %s: %s is not a directory (pass --state-dir)", dir, here))
 		}
 		flags := unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 		if last {
@@ -100,15 +96,11 @@ restart:
 			flags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC
 		}
 		next, err := unix.Openat(fd, name, flags, 0)
-		unix.Close(fd)
 		if err != nil {
-			return "", -1, fmt.Errorf("the state directory %s: open %s: %w (pass --state-dir)", dir, here, err)
+			return fail(fmt.Errorf("the state directory %s: open %s: %w (pass --state-dir)", dir, here, err))
 		}
-		fd, walked = next, here
-	}
-	if walked == "/" {
 		unix.Close(fd)
-		return "", -1, fmt.Errorf("the state directory %s: / cannot be one (pass --state-dir)", dir)
+		fd, walked = next, here
 	}
 	return walked, fd, nil
 }

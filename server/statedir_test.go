@@ -13,9 +13,9 @@ import (
 // another user or a sandboxed tree of an earlier run could have made, is
 // never followed: `tracecell serve` as root chmodded the link's target 0700
 // (a 1777 /tmp lost its sticky bit) and filled it with cells/ and sbx-*
-// (red team, round 63). A link on the way is followed only when it is the
-// system's own (owned by root or this user, in a directory no other user
-// may write).
+// (red team, round 63). No link on the way is followed either, and no
+// directory on it may let another user move the state directory away
+// (round 64).
 func TestStateDirPlantedLink(t *testing.T) {
 	newServerAt := func(t *testing.T, state string) (*Server, error) {
 		t.Helper()
@@ -94,48 +94,97 @@ func TestStateDirPlantedLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := newServerAt(t, link)
-		refused(t, err, link+" is a symbolic link")
+		refused(t, err, vartmp+" may be written by other users")
 		untouched(t, v, 0o777|os.ModeSticky)
-
-		// The same link one level up: the state directory below it.
 		_, err = newServerAt(t, filepath.Join(link, "state"))
-		refused(t, err, link+" is a symbolic link owned by uid 65534")
+		refused(t, err, vartmp+" may be written by other users")
 		untouched(t, v, 0o777|os.ModeSticky)
 	})
 
-	t.Run("own link in a directory others may write", func(t *testing.T) {
+	t.Run("own link on the way", func(t *testing.T) {
+		// A tree that could write the home directory made ~/.local a
+		// link on an earlier run; the state directory is
+		// $XDG_STATE_HOME/tracecell = ~/.local/state/tracecell, and the
+		// link's target holds a project named tracecell (round 64).
 		base := t.TempDir()
 		v := victimDir(t, base, 0o755)
-		shared := filepath.Join(base, "shared")
-		os.Mkdir(shared, 0o755)
-		os.Chmod(shared, 0o777|os.ModeSticky)
-		link := filepath.Join(shared, "p")
+		proj := filepath.Join(v, "state", "tracecell")
+		os.MkdirAll(proj, 0o755)
+		os.Chmod(proj, 0o755)
+		home := filepath.Join(base, "home")
+		os.Mkdir(home, 0o755)
+		link := filepath.Join(home, ".local")
 		if err := os.Symlink(v, link); err != nil {
 			t.Fatal(err)
 		}
-		_, err := newServerAt(t, filepath.Join(link, "state"))
-		refused(t, err, link+" is a symbolic link in a directory other users may write")
+		_, err := newServerAt(t, filepath.Join(link, "state", "tracecell"))
+		refused(t, err, link+" is a symbolic link (to "+v+")")
+		if st, _ := os.Stat(proj); st.Mode().Perm() != 0o755 {
+			t.Errorf("the project behind the link became %v", st.Mode().Perm())
+		}
+		if ents, _ := os.ReadDir(proj); len(ents) != 0 {
+			t.Errorf("the server wrote into the project behind the link: %v", ents)
+		}
+	})
+
+	t.Run("a cells link inside the state directory", func(t *testing.T) {
+		// The state directory is real, but a tree made its cells a link
+		// to a host directory: the boot records would go there.
+		base := t.TempDir()
+		v := victimDir(t, base, 0o755)
+		state := filepath.Join(base, "state")
+		os.Mkdir(state, 0o700)
+		if err := os.Symlink(v, filepath.Join(state, "cells")); err != nil {
+			t.Fatal(err)
+		}
+		_, err := newServerAt(t, state)
+		refused(t, err, filepath.Join(state, "cells")+" is a symbolic link")
 		untouched(t, v, 0o755)
 	})
 
-	t.Run("system link on the way followed", func(t *testing.T) {
-		// /var/run -> /run: a link of this user in this user's 0755
-		// directory; the state directory is made below its target.
+	t.Run("a directory of another user on the way", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("needs root to make a directory of another uid")
+		}
+		// nobody owns the parent: it could rename the (root's, 0700)
+		// state directory away and put a link in its place while a root
+		// server runs (round 64).
 		base := t.TempDir()
-		real := filepath.Join(base, "run")
-		os.Mkdir(real, 0o755)
-		if err := os.Symlink("run", filepath.Join(base, "varrun")); err != nil {
+		alice := filepath.Join(base, "alice")
+		os.Mkdir(alice, 0o755)
+		if err := os.Chown(alice, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
-		s, err := newServerAt(t, filepath.Join(base, "varrun", "a", "state"))
+		_, err := newServerAt(t, filepath.Join(alice, "tc"))
+		refused(t, err, alice+" belongs to uid 65534")
+		if _, err := os.Lstat(filepath.Join(alice, "tc")); err == nil {
+			t.Error("the state directory was made under another user's directory")
+		}
+	})
+
+	t.Run("a directory others may write on the way", func(t *testing.T) {
+		base := t.TempDir()
+		shared := filepath.Join(base, "shared")
+		os.Mkdir(shared, 0o755)
+		os.Chmod(shared, 0o777) // no sticky bit: anyone may rename what is in it
+		_, err := newServerAt(t, filepath.Join(shared, "state"))
+		refused(t, err, shared+" may be written by other users")
+	})
+
+	t.Run("a sticky directory like /var/tmp", func(t *testing.T) {
+		base := t.TempDir()
+		vartmp := filepath.Join(base, "vartmp")
+		os.Mkdir(vartmp, 0o755)
+		os.Chmod(vartmp, 0o777|os.ModeSticky)
+		s, err := newServerAt(t, filepath.Join(vartmp, "a", "state"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := filepath.Join(real, "a", "state")
-		if r, _ := filepath.EvalSymlinks(want); s.opts.StateDir != r {
-			t.Errorf("state directory %s, want %s (resolved)", s.opts.StateDir, r)
+		want := filepath.Join(vartmp, "a", "state")
+		if s.opts.StateDir != want {
+			t.Errorf("state directory %s, want %s", s.opts.StateDir, want)
 		}
-		for _, d := range []string{filepath.Join(real, "a"), want} {
+		for _, d := range []string{filepath.Join(vartmp, "a"), want} {
 			if st, err := os.Stat(d); err != nil || st.Mode().Perm() != 0o700 {
 				t.Errorf("%s: %v %v, want a new 0700 directory", d, st, err)
 			}
