@@ -63,6 +63,12 @@ func openStateDir(dir string) (string, int, error) {
 		if !trusted(pst.Uid) {
 			return fail(fmt.Errorf("the state directory %s: %s belongs to uid %d, who could move the state directory away while the server runs: pass --state-dir with a path whose directories are root's or this user's", dir, walked, pst.Uid))
 		}
+		// Before anything is made in it: a directory others may write
+		// without the sticky bit is refused whatever its entry is.
+		sticky := pst.Mode&unix.S_ISVTX != 0
+		if pst.Mode&0o022 != 0 && !sticky {
+			return fail(fmt.Errorf("the state directory %s: %s may be written by other users, who could move %s away while the server runs: pass --state-dir with a path whose directories only root or this user may write", dir, walked, here))
+		}
 		err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 		if err == unix.ENOENT {
 			if err = unix.Mkdirat(fd, name, 0o700); err != nil && err != unix.EEXIST {
@@ -73,8 +79,10 @@ func openStateDir(dir string) (string, int, error) {
 		if err != nil {
 			return fail(fmt.Errorf("the state directory %s: %s: %w (pass --state-dir)", dir, here, err))
 		}
-		if pst.Mode&0o022 != 0 && (pst.Mode&unix.S_ISVTX == 0 || !trusted(st.Uid)) {
-			return fail(fmt.Errorf("the state directory %s: %s may be written by other users, who could move %s away while the server runs: pass --state-dir with a path whose directories only root or this user may write", dir, walked, here))
+		if pst.Mode&0o022 != 0 && !trusted(st.Uid) {
+			// A shared sticky directory (/var/tmp): the entry must be
+			// this user's or root's, or its owner could swap it.
+			return fail(fmt.Errorf("the state directory %s: %s belongs to uid %d, who made it first in the shared directory %s: remove it, or pass --state-dir with another path", dir, here, st.Uid, walked))
 		}
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFDIR:

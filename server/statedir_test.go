@@ -94,11 +94,19 @@ func TestStateDirPlantedLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := newServerAt(t, link)
-		refused(t, err, vartmp+" may be written by other users")
+		refused(t, err, link+" belongs to uid 65534, who made it first in the shared directory "+vartmp+": remove it")
 		untouched(t, v, 0o777|os.ModeSticky)
 		_, err = newServerAt(t, filepath.Join(link, "state"))
-		refused(t, err, vartmp+" may be written by other users")
+		refused(t, err, link+" belongs to uid 65534")
 		untouched(t, v, 0o777|os.ModeSticky)
+
+		// A directory another user made there first (squatting
+		// /var/tmp/tracecell-0): refused, the message naming it.
+		squat := filepath.Join(vartmp, "tracecell-1")
+		os.Mkdir(squat, 0o777)
+		os.Chown(squat, 65534, 65534)
+		_, err = newServerAt(t, squat)
+		refused(t, err, squat+" belongs to uid 65534, who made it first")
 	})
 
 	t.Run("own link on the way", func(t *testing.T) {
@@ -167,8 +175,12 @@ func TestStateDirPlantedLink(t *testing.T) {
 		shared := filepath.Join(base, "shared")
 		os.Mkdir(shared, 0o755)
 		os.Chmod(shared, 0o777) // no sticky bit: anyone may rename what is in it
-		_, err := newServerAt(t, filepath.Join(shared, "state"))
+		_, err := newServerAt(t, filepath.Join(shared, "state", "sd"))
 		refused(t, err, shared+" may be written by other users")
+		// Refused before anything is made in it (round 65).
+		if _, err := os.Lstat(filepath.Join(shared, "state")); err == nil {
+			t.Error("the refused walk made a directory in the shared directory")
+		}
 	})
 
 	t.Run("a sticky directory like /var/tmp", func(t *testing.T) {
