@@ -90,7 +90,7 @@ func openStateDir(dir string) (string, int, error) {
 			target := ""
 			buf := make([]byte, unix.PathMax)
 			if n, err := unix.Readlinkat(fd, name, buf); err == nil {
-				target = " (to " + string(buf[:n]) + ")"
+				target = fmt.Sprintf(" (to %q)", buf[:n]) // the link's maker chose it
 			}
 			return fail(fmt.Errorf("the state directory %s: %s is a symbolic link%s, which another user or a sandboxed program may have made; the server follows no link on the way to its state directory: pass --state-dir with a path without links", dir, here, target))
 		default:

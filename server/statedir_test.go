@@ -126,7 +126,7 @@ func TestStateDirPlantedLink(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := newServerAt(t, filepath.Join(link, "state", "tracecell"))
-		refused(t, err, link+" is a symbolic link (to "+v+")")
+		refused(t, err, link+" is a symbolic link (to \""+v+"\")")
 		if st, _ := os.Stat(proj); st.Mode().Perm() != 0o755 {
 			t.Errorf("the project behind the link became %v", st.Mode().Perm())
 		}
