@@ -294,6 +294,9 @@ func denialObject(d *Denial) string {
 	var parts []string
 	for _, p := range d.Paths {
 		s := strconv.Quote(elide(p.Given, pathBudget))
+		if p.Null {
+			s = "NULL"
+		}
 		if p.Special != "" {
 			s += " (" + p.Special + ")"
 		} else if p.Resolved != "" && p.Resolved != p.Given {

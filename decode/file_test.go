@@ -230,13 +230,24 @@ func TestDecodePaths(t *testing.T) {
 			paths: []wantPath{{"path", "ln", "/home/u/ln", true, unix.AT_FDCWD, "/home/u"}}},
 		{name: "fchownat AT_EMPTY_PATH acts on the dirfd", call: "fchownat", args: [6]uint64{4, addr1, 0, 0, unix.AT_EMPTY_PATH},
 			mem: map[uintptr]string{addr1: ""}, kind: syscalls.KindChown, follows: []bool{},
-			paths: []wantPath{{"path", "", "/home/u/f", true, 4, ""}}},
+			paths: []wantPath{{"path", "", "/home/u/f", true, 4, ""}},
+			check: func(t *testing.T, op *policy.Op, _ *Result, _ *fakeEnv) {
+				if op.Paths[0].Null || op.Paths[0].Shown() != `""` {
+					t.Errorf("empty path reported as %+v (shown %s)", op.Paths[0], op.Paths[0].Shown())
+				}
+			}},
 		{name: "empty path without AT_EMPTY_PATH: ENOENT", call: "fchownat", args: [6]uint64{4, addr1, 0, 0, 0},
 			mem: map[uintptr]string{addr1: ""}, want: KernelFails, errno: syscall.ENOENT},
 		{name: "AT_EMPTY_PATH with a bad dirfd: EBADF", call: "fchownat", args: [6]uint64{40, addr1, 0, 0, unix.AT_EMPTY_PATH},
 			mem: map[uintptr]string{addr1: ""}, want: KernelFails, errno: syscall.EBADF},
 		{name: "utimensat NULL path acts on the dirfd", call: "utimensat", args: [6]uint64{4, 0, 0, 0},
-			kind: syscalls.KindWrite, paths: []wantPath{{"path", "", "/home/u/f", true, 4, ""}}},
+			kind: syscalls.KindWrite, paths: []wantPath{{"path", "", "/home/u/f", true, 4, ""}},
+			check: func(t *testing.T, op *policy.Op, _ *Result, _ *fakeEnv) {
+				// A NULL pointer is not an empty string (red team, round 66).
+				if !op.Paths[0].Null || op.Paths[0].Shown() != "NULL" {
+					t.Errorf("NULL path reported as %+v (shown %s)", op.Paths[0], op.Paths[0].Shown())
+				}
+			}},
 		{name: "linkat follows only with AT_SYMLINK_FOLLOW", call: "linkat", args: [6]uint64{atFdcwd, addr1, atFdcwd, addr2, unix.AT_SYMLINK_FOLLOW},
 			mem: map[uintptr]string{addr1: "ln", addr2: "l2"}, kind: syscalls.KindLink, follows: []bool{true, false}},
 		{name: "linkat without it", call: "linkat", args: [6]uint64{atFdcwd, addr1, atFdcwd, addr2},

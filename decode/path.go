@@ -72,7 +72,7 @@ func (d *Decoder) PathArg(pa syscalls.PathArg, follow bool, atEmpty bool) (polic
 		}
 		given = s
 	}
-	p := policy.Path{Role: pa.Role, Given: string(given)}
+	p := policy.Path{Role: pa.Role, Given: string(given), Null: addr == 0 && pa.EmptyPathOK && !initial}
 	if len(given) == 0 {
 		if !(pa.EmptyPathOK && (addr == 0 || atEmpty)) {
 			d.Out = KernelFailsWith(syscall.ENOENT)

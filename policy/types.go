@@ -7,6 +7,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"syscall"
 	"unicode/utf8"
 
@@ -177,8 +178,13 @@ type Endpoint struct {
 
 // Path is one path argument of an operation.
 type Path struct {
-	Role     string `json:"role"`                  // "path", "source", "target", "socket", "program"
-	Given    string `json:"given"`                 // as the program passed it (bytes kept, may be invalid UTF-8)
+	Role  string `json:"role"`  // "path", "source", "target", "socket", "program"
+	Given string `json:"given"` // as the program passed it (bytes kept, may be invalid UTF-8)
+	// Null is set when the path argument was a NULL pointer, which the
+	// *at calls that take one read as "the dirfd itself" (utimensat,
+	// setxattrat, file_setattr, ...): Given is then "" but no string was
+	// passed at all.
+	Null     bool   `json:"null,omitempty"`
 	Dirfd    *int   `json:"dirfd,omitempty"`       // the dirfd argument, when the call has one
 	Base     string `json:"relative_to,omitempty"` // directory a relative path started from ("" when absolute)
 	Resolved string `json:"resolved"`              // absolute, symlinks expanded as the kernel would
@@ -277,6 +283,15 @@ func (p *Path) KeepBytes() bool {
 		}
 	}
 	return kept
+}
+
+// Shown is the path as the program passed it, for a one-line message: the
+// given string quoted, or NULL (unquoted, as in C) for a NULL pointer.
+func (p *Path) Shown() string {
+	if p.Null {
+		return "NULL"
+	}
+	return strconv.Quote(p.Given)
 }
 
 // UnmarshalJSON reads a path of a report: the *_base64 fields, when

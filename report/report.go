@@ -142,7 +142,7 @@ func (e *Event) Summarize() string {
 	b.WriteByte('(')
 	var args []string
 	for _, p := range e.Paths {
-		args = append(args, strconv.Quote(p.Given))
+		args = append(args, p.Shown())
 	}
 	switch {
 	case e.Family != "" && e.Address != "":
@@ -191,7 +191,11 @@ func (e *Event) Detailed() string {
 	b.WriteString(elide(e.Reason))
 	for _, p := range e.Paths {
 		if p.Resolved != "" && p.Resolved != p.Given && p.Special == "" {
-			b.WriteString(" [" + p.Given + " -> " + elide(p.Resolved) + "]")
+			given := p.Given
+			if p.Null {
+				given = "NULL"
+			}
+			b.WriteString(" [" + given + " -> " + elide(p.Resolved) + "]")
 		}
 	}
 	if len(e.Tried) > 1 {

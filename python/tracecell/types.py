@@ -89,12 +89,15 @@ class DenialPath:
     """``given`` byte for byte when it is not valid UTF-8 (``given`` then shows U+FFFD)."""
     resolved_bytes: Optional[bytes] = None
     """``resolved`` byte for byte when it is not valid UTF-8."""
+    null: bool = False
+    """The path argument was a NULL pointer (the call acts on its dirfd itself); ``given`` is then ``""``."""
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DenialPath:
         return cls(role=_str(d, "role"), given=_str(d, "given"), resolved=_str(d, "resolved"),
                    exists=_bool(d, "exists"), is_dir=_bool(d, "is_dir"),
-                   given_bytes=_b64(d, "given_base64"), resolved_bytes=_b64(d, "resolved_base64"))
+                   given_bytes=_b64(d, "given_base64"), resolved_bytes=_b64(d, "resolved_base64"),
+                   null=_bool(d, "null"))
 
 
 @dataclass
