@@ -118,6 +118,15 @@ func (d *Decoder) processOp() *policy.Op {
 		default:
 			op.TargetPid, op.TargetInTree = -1, false // every process of a user
 		}
+	case "kcmp":
+		// Both pids name processes whose resources are compared: the
+		// first one outside the tree is the target. The kernel takes no
+		// 0 for the caller (ESRCH).
+		p1, p2 := int(d.Regs.Int32Arg(0)), int(d.Regs.Int32Arg(1))
+		op.TargetPid, op.TargetInTree = p1, d.Env.PidInTree(p1)
+		if op.TargetInTree {
+			op.TargetPid, op.TargetInTree = p2, d.Env.PidInTree(p2)
+		}
 	case "prlimit64":
 		pid := int(d.Regs.Int32Arg(0))
 		if d.Regs.Arg(2) == 0 {

@@ -1079,9 +1079,10 @@ func TestPathPageOff(t *testing.T) {
 		// IPV6_NEXTHOP, IPV6_2292PKTOPTIONS. Then +1: prctl(PR_SCHED_CORE),
 		// +1: fcntl(F_SET_RW_HINT). Then net +20 to +22: setsockopt's
 		// multicast membership options (18 optnames) and socket() (red
-		// team, session 25). Then +1: prctl(PR_SET_DUMPABLE).
-		"x86_64":  {570, 592, 575, 597, 634, 654, 639, 655}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
-		"aarch64": {492, 517, 489, 514, 555, 580, 552, 577}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		// team, session 25). Then +1: prctl(PR_SET_DUMPABLE). Then +4:
+		// kcmp (red team, round 67; x86_64 +2 with reads and net, leaf layout).
+		"x86_64":  {574, 596, 579, 601, 638, 656, 643, 657}, // +4 to +9 (leaf layout): memfd_secret, process_mrelease; +7: prctl(PR_SET_MM); net +4: listen, +9: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
+		"aarch64": {496, 521, 493, 518, 559, 584, 556, 581}, // +6 to +8 (leaf layout): memfd_secret, process_mrelease; +5: prctl(PR_SET_MM); net +2: listen, +7: setsockopt; +1: F_SETLEASE; +1: USERFAULTFD_IOC_NEW; +2: F_SETFL, FIOASYNC
 	}
 	for _, tbl := range tables {
 		for i := 0; i < 8; i++ {

@@ -736,6 +736,11 @@ func buildSpecs() map[string]*Spec {
 		mk("migrate_pages", KindProcess, HProcess).pid(0),
 		mk("move_pages", KindProcess, HProcess).pid(0),
 		mk("process_vm_readv", KindProcess, HProcMem).pid(0),
+		// kcmp(pid1, pid2, type, idx1, idx2) tells whether two processes
+		// hold the same file, memory, file table, ...: a read of both,
+		// which the tree may make of its own processes only (the decoder
+		// checks pid2 too).
+		mk("kcmp", KindProcess, HProcess).pid(0),
 		// DESIGN.md denies process_vm_writev outright; the tracer does so
 		// under HProcMem. Both share the handler to report the target.
 		mk("process_vm_writev", KindProcess, HProcMem).pid(0),
