@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -398,6 +399,57 @@ func idOf(fi os.FileInfo) fileID {
 	return fileID{}
 }
 
+// serverProc is the /proc entry of the server itself that the absolute
+// path p starts with (/proc/self, /proc/thread-self, /proc/<server pid>),
+// or "". The session's code resolves those names to its own process; the
+// server, which resolves a copy's source, to itself.
+func serverProc(p string) string {
+	p = filepath.Clean(p)
+	for _, e := range []string{"/proc/self", "/proc/thread-self", "/proc/" + strconv.Itoa(os.Getpid())} {
+		if policy.Under(p, e) {
+			return e
+		}
+	}
+	return ""
+}
+
+// viaServerProc is serverProc of p or of any path its resolution passes
+// through (/dev/fd/1 and /dev/stdout lead to /proc/self/fd/1), following
+// its symlinks one at a time as the kernel would; "" when none is.
+func viaServerProc(p string) string {
+	for links := 0; links <= 40; links++ {
+		if e := serverProc(p); e != "" {
+			return e
+		}
+		parts := strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/")
+		cur, next := "/", ""
+		for i, c := range parts {
+			here := filepath.Join(cur, c)
+			fi, err := os.Lstat(here)
+			if err != nil {
+				return "" // the resolution fails and says so
+			}
+			if fi.Mode()&os.ModeSymlink != 0 {
+				t, err := os.Readlink(here)
+				if err != nil {
+					return ""
+				}
+				if !filepath.IsAbs(t) {
+					t = filepath.Join(cur, t)
+				}
+				next = filepath.Join(append([]string{t}, parts[i+1:]...)...)
+				break
+			}
+			cur = here
+		}
+		if next == "" {
+			return ""
+		}
+		p = next
+	}
+	return ""
+}
+
 // decideRead asks the policy whether the session's worker could read the
 // resolved path. The state directory outside the session's own sandbox
 // (other sessions' sandboxes, the socket) is never a copy source.
@@ -470,6 +522,9 @@ func (s *Server) checkSource(sandbox, source string) (*copySource, error) {
 	abs, err := config.Abs(source)
 	if err != nil {
 		return nil, errf(400, "invalid_field", "source %q: %v", source, err)
+	}
+	if p := viaServerProc(abs); p != "" {
+		return nil, errf(400, "invalid_field", "source %s goes through %s, which here names the server's own process, not the session's (round 68 of the red team: /proc/self/cwd and /proc/self/fd/N copied the server's files): give the file's own path", abs, p)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {

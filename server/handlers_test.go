@@ -1038,8 +1038,10 @@ func TestCopyProcSecretsRefused(t *testing.T) {
 	self := strconv.Itoa(os.Getpid())
 	for _, src := range []string{"/proc/self/environ", "/proc/" + self + "/environ", "/proc/" + self + "/cmdline",
 		"/proc/thread-self/environ", "/proc/" + self + "/task/" + self + "/environ"} {
+		// The server's own /proc entry is refused before the policy is
+		// asked (TestCopySourceServerProc); either refusal will do.
 		st, b := e.do("POST", "/v1/sessions/p/copy", jsonf(`{"source":%q,"destination":"leak"}`, src))
-		if code, _ := errCode(t, b); st != 403 || code != "read_denied" {
+		if code, _ := errCode(t, b); !(st == 403 && code == "read_denied") && !(st == 400 && code == "invalid_field") {
 			t.Errorf("copy %s: %d %s", src, st, b)
 		}
 	}
@@ -1112,6 +1114,36 @@ func TestStateDirNotFollowed(t *testing.T) {
 			t.Errorf("another user's directory was chmodded to %v", st.Mode().Perm())
 		}
 	})
+}
+
+// TestCopySourceServerProc: /proc/self, /proc/thread-self and the server's
+// own /proc/<pid> name the server when it resolves a copy's source, not
+// the session's worker as in the session's code: /proc/self/cwd and
+// /proc/self/fd/N copied the server's files (red team, round 68). Also
+// through a link that leads there (/dev/fd/N).
+func TestCopySourceServerProc(t *testing.T) {
+	e := newEnv(t, nil)
+	e.create("p")
+	f, err := os.CreateTemp(t.TempDir(), "server-file")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	f.WriteString("SERVER")
+	fd := strconv.Itoa(int(f.Fd()))
+	pid := strconv.Itoa(os.Getpid())
+	for _, src := range []string{"/proc/self/cwd", "/proc/thread-self/cwd", "/proc/self/fd/" + fd,
+		"/proc/" + pid + "/fd/" + fd, "/proc/./self/fd/" + fd, "/dev/fd/" + fd} {
+		t.Run(src, func(t *testing.T) {
+			st, b := e.do("POST", "/v1/sessions/p/copy", jsonf(`{"source":%q,"destination":"x"}`, src))
+			if code, _ := errCode(t, b); st != 400 || code != "invalid_field" || !strings.Contains(string(b), "the server's own process") {
+				t.Fatalf("%d %s, want 400 invalid_field naming the server's own process", st, b)
+			}
+		})
+	}
+	if _, err := os.Lstat(filepath.Join(e.sandboxOf("p"), "x")); err == nil {
+		t.Error("something was copied")
+	}
 }
 
 // TestCopyDenyReadOtherNames: a copy's source is decided as the worker's own
