@@ -789,6 +789,26 @@ func TestBrowserRequestsRefused(t *testing.T) {
 	}
 }
 
+// copyWithSwap asks session id to copy source to dst while swap runs
+// between the copy's policy check and its writes (copyTestHook), and fails
+// t if a file holding "SECRET" (the denied content of these tests) landed
+// in the sandbox sbx. It returns the answer for the caller's checks.
+func copyWithSwap(t *testing.T, e *testEnv, id, sbx, source, dst string, swap func()) (int, []byte) {
+	t.Helper()
+	copyTestHook = swap
+	defer func() { copyTestHook = nil }()
+	st, b := e.do("POST", "/v1/sessions/"+id+"/copy", jsonf(`{"source":%q,"destination":%q}`, source, dst))
+	filepath.Walk(filepath.Join(sbx, dst), func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			if got, _ := os.ReadFile(p); string(got) == "SECRET" {
+				t.Errorf("a denied file was copied to %s (%d %s)", p, st, b)
+			}
+		}
+		return nil
+	})
+	return st, b
+}
+
 // TestCopySourceSwappedForSymlink: a directory on the source's path that
 // is replaced by a symlink after the policy check (whoever can write next to
 // the source: a shared --write root, /tmp) must not lead the copy into a
@@ -821,22 +841,12 @@ func TestCopySourceSwappedForSymlink(t *testing.T) {
 				os.WriteFile(filepath.Join(shared, p), []byte("public"), 0o644)
 			}
 			swap := filepath.Join(shared, tc.swap)
-			copyTestHook = func() {
+			dst := strings.ReplaceAll(tc.name, " ", "_")
+			st, b := copyWithSwap(t, e, "c", sbx, filepath.Join(shared, tc.source), dst, func() {
 				os.Rename(swap, swap+".old")
 				if err := os.Symlink(secret, swap); err != nil {
 					t.Error(err)
 				}
-			}
-			defer func() { copyTestHook = nil }()
-			dst := strings.ReplaceAll(tc.name, " ", "_")
-			st, b := e.do("POST", "/v1/sessions/c/copy", jsonf(`{"source":%q,"destination":%q}`, filepath.Join(shared, tc.source), dst))
-			filepath.Walk(filepath.Join(sbx, dst), func(p string, fi os.FileInfo, err error) error {
-				if err == nil && fi.Mode().IsRegular() {
-					if got, _ := os.ReadFile(p); string(got) == "SECRET" {
-						t.Errorf("a denied file was copied to %s (%d %s)", p, st, b)
-					}
-				}
-				return nil
 			})
 			if tc.file {
 				if code, _ := errCode(t, b); st != 409 || code != "source_changed" {
@@ -877,22 +887,12 @@ func TestCopySourceReplacedByLink(t *testing.T) {
 				os.WriteFile(filepath.Join(shared, p), []byte("public"), 0o644)
 			}
 			swap := filepath.Join(shared, tc.swap)
-			copyTestHook = func() {
+			dst := strings.ReplaceAll(tc.name, " ", "_")
+			st, b := copyWithSwap(t, e, "h", sbx, filepath.Join(shared, tc.source), dst, func() {
 				os.Remove(swap)
 				if err := os.Link(key, swap); err != nil {
 					t.Error(err)
 				}
-			}
-			defer func() { copyTestHook = nil }()
-			dst := strings.ReplaceAll(tc.name, " ", "_")
-			st, b := e.do("POST", "/v1/sessions/h/copy", jsonf(`{"source":%q,"destination":%q}`, filepath.Join(shared, tc.source), dst))
-			filepath.Walk(filepath.Join(sbx, dst), func(p string, fi os.FileInfo, err error) error {
-				if err == nil && fi.Mode().IsRegular() {
-					if got, _ := os.ReadFile(p); string(got) == "SECRET" {
-						t.Errorf("the denied file was copied to %s (%d %s)", p, st, b)
-					}
-				}
-				return nil
 			})
 			if tc.file {
 				if code, _ := errCode(t, b); st != 409 || code != "source_changed" {

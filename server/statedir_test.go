@@ -27,13 +27,7 @@ func TestStateDirPlantedLink(t *testing.T) {
 	}
 	victimDir := func(t *testing.T, base string, mode os.FileMode) string {
 		t.Helper()
-		v := filepath.Join(base, "victim")
-		if err := os.Mkdir(v, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(v, mode); err != nil {
-			t.Fatal(err)
-		}
+		v := dirMode(t, filepath.Join(base, "victim"), mode)
 		if err := os.WriteFile(filepath.Join(v, "host.txt"), []byte("keep\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -66,10 +60,8 @@ func TestStateDirPlantedLink(t *testing.T) {
 		base := t.TempDir()
 		v := victimDir(t, base, 0o755)
 		w := filepath.Join(base, "w")
-		os.Mkdir(w, 0o755)
-		if err := os.Symlink(v, filepath.Join(w, "tracecell")); err != nil {
-			t.Fatal(err)
-		}
+		dirMode(t, w, 0o755)
+		plantLink(t, v, filepath.Join(w, "tracecell"))
 		_, err := newServerAt(t, filepath.Join(w, "tracecell"))
 		refused(t, err, filepath.Join(w, "tracecell")+" is a symbolic link")
 		untouched(t, v, 0o755)
@@ -84,12 +76,9 @@ func TestStateDirPlantedLink(t *testing.T) {
 		base := t.TempDir()
 		v := victimDir(t, base, 0o777|os.ModeSticky)
 		vartmp := filepath.Join(base, "vartmp")
-		os.Mkdir(vartmp, 0o755)
-		os.Chmod(vartmp, 0o777|os.ModeSticky)
+		dirMode(t, vartmp, 0o777|os.ModeSticky)
 		link := filepath.Join(vartmp, "tracecell-0")
-		if err := os.Symlink(v, link); err != nil {
-			t.Fatal(err)
-		}
+		plantLink(t, v, link)
 		if err := os.Lchown(link, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
@@ -103,7 +92,7 @@ func TestStateDirPlantedLink(t *testing.T) {
 		// A directory another user made there first (squatting
 		// /var/tmp/tracecell-0): refused, the message naming it.
 		squat := filepath.Join(vartmp, "tracecell-1")
-		os.Mkdir(squat, 0o777)
+		dirMode(t, squat, 0o777)
 		os.Chown(squat, 65534, 65534)
 		_, err = newServerAt(t, squat)
 		refused(t, err, squat+" belongs to uid 65534, who made it first")
@@ -120,11 +109,9 @@ func TestStateDirPlantedLink(t *testing.T) {
 		os.MkdirAll(proj, 0o755)
 		os.Chmod(proj, 0o755)
 		home := filepath.Join(base, "home")
-		os.Mkdir(home, 0o755)
+		dirMode(t, home, 0o755)
 		link := filepath.Join(home, ".local")
-		if err := os.Symlink(v, link); err != nil {
-			t.Fatal(err)
-		}
+		plantLink(t, v, link)
 		_, err := newServerAt(t, filepath.Join(link, "state", "tracecell"))
 		refused(t, err, link+" is a symbolic link (to \""+v+"\")")
 		if st, _ := os.Stat(proj); st.Mode().Perm() != 0o755 {
@@ -141,10 +128,8 @@ func TestStateDirPlantedLink(t *testing.T) {
 		base := t.TempDir()
 		v := victimDir(t, base, 0o755)
 		state := filepath.Join(base, "state")
-		os.Mkdir(state, 0o700)
-		if err := os.Symlink(v, filepath.Join(state, "cells")); err != nil {
-			t.Fatal(err)
-		}
+		dirMode(t, state, 0o700)
+		plantLink(t, v, filepath.Join(state, "cells"))
 		_, err := newServerAt(t, state)
 		refused(t, err, filepath.Join(state, "cells")+" is a symbolic link")
 		untouched(t, v, 0o755)
@@ -159,7 +144,7 @@ func TestStateDirPlantedLink(t *testing.T) {
 		// server runs (round 64).
 		base := t.TempDir()
 		alice := filepath.Join(base, "alice")
-		os.Mkdir(alice, 0o755)
+		dirMode(t, alice, 0o755)
 		if err := os.Chown(alice, 65534, 65534); err != nil {
 			t.Fatal(err)
 		}
@@ -173,8 +158,7 @@ func TestStateDirPlantedLink(t *testing.T) {
 	t.Run("a directory others may write on the way", func(t *testing.T) {
 		base := t.TempDir()
 		shared := filepath.Join(base, "shared")
-		os.Mkdir(shared, 0o755)
-		os.Chmod(shared, 0o777) // no sticky bit: anyone may rename what is in it
+		dirMode(t, shared, 0o777) // no sticky bit: anyone may rename what is in it
 		_, err := newServerAt(t, filepath.Join(shared, "state", "sd"))
 		refused(t, err, shared+" may be written by other users")
 		// Refused before anything is made in it (round 65).
@@ -186,8 +170,7 @@ func TestStateDirPlantedLink(t *testing.T) {
 	t.Run("a sticky directory like /var/tmp", func(t *testing.T) {
 		base := t.TempDir()
 		vartmp := filepath.Join(base, "vartmp")
-		os.Mkdir(vartmp, 0o755)
-		os.Chmod(vartmp, 0o777|os.ModeSticky)
+		dirMode(t, vartmp, 0o777|os.ModeSticky)
 		s, err := newServerAt(t, filepath.Join(vartmp, "a", "state"))
 		if err != nil {
 			t.Fatal(err)
@@ -210,4 +193,26 @@ func TestStateDirPlantedLink(t *testing.T) {
 		_, err := newServerAt(t, filepath.Join(f, "state"))
 		refused(t, err, f+" is not a directory")
 	})
+}
+
+// dirMode makes the directory p with exactly mode (chmod after mkdir: the
+// umask does not apply) and returns p.
+func dirMode(t *testing.T, p string, mode os.FileMode) string {
+	t.Helper()
+	if err := os.Mkdir(p, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// plantLink makes at a symbolic link to target and returns at.
+func plantLink(t *testing.T, target, at string) string {
+	t.Helper()
+	if err := os.Symlink(target, at); err != nil {
+		t.Fatal(err)
+	}
+	return at
 }
